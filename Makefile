@@ -1,0 +1,43 @@
+# Each target does its own set-up: a fresh clone needs only Python 3.11, Node 20 and npm.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+NODE_STAMP := node_modules/.installed-stamp
+
+.PHONY: setup demo test lint typecheck pytest bench docs clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+setup: $(STAMP) $(NODE_STAMP)
+
+## The main job on a bundled real agent log.
+demo: setup
+	$(VENV)/bin/agentscope demo
+
+## The whole test suite: lint, types, tests (pytest's "no tests collected" counts as a failure).
+test: setup lint typecheck pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check agentscope tests benchmarks
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --strict agentscope
+
+pytest: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+bench: setup
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

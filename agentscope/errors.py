@@ -1,0 +1,242 @@
+"""Every error agentscope raises.
+
+One root, :class:`AgentscopeError`; each stage has its own subclass, which also inherits the
+builtin a Python caller would expect (``ValueError`` for bad input, ``RuntimeError`` for an engine
+that failed). Each error carries a stable ``code`` (the reference library's code where the spec
+gives one, spec §1.2, §1.3, §4.1, §4.2) and the place it is about as attributes, so a caller can
+branch on data rather than on message text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentscopeError",
+    "EngineError",
+    "EntryValidationError",
+    "LogFormatError",
+    "MachineLoadError",
+    "MachineVersionMismatchError",
+    "NonSerializableError",
+    "ReplayDivergenceError",
+    "SnapshotDivergedError",
+    "StatechartConfigError",
+    "ThreadNotFoundError",
+]
+
+
+class AgentscopeError(Exception):
+    """Root of every error agentscope raises. ``code`` is a stable, machine-readable string."""
+
+    code: str = "agentscope-error"
+
+
+def _place(
+    source: str | None, index: int | None, line: int | None, field: str | None
+) -> str:
+    parts: list[str] = []
+    if source:
+        parts.append(str(source))
+    if index is not None:
+        parts.append(f"entry {index}")
+    if line is not None:
+        parts.append(f"line {line}")
+    if field:
+        parts.append(f"field '{field}'")
+    return ": ".join(parts)
+
+
+class LogFormatError(AgentscopeError, ValueError):
+    """A log could not be read: bad syntax, a wrong shape, or an entry that breaks the spec.
+
+    Attributes
+    ----------
+    source : str | None
+        The file path (or ``"<list>"``, ``"<DataFrame>"``, ``"<stream>"``) the log came from.
+    index : int | None
+        0-based position of the entry in the log, when the problem is about one entry.
+    line : int | None
+        1-based line number in the file, for line-oriented sources (JSONL) and JSON syntax errors.
+    field : str | None
+        Dotted path of the offending field inside the entry, e.g. ``"verification.stateHash"``.
+    detail : str
+        What was wrong and what was expected, without the place prefix.
+    """
+
+    code = "invalid-event-log"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.detail = detail
+        self.source = source
+        self.index = index
+        self.line = line
+        self.field = field
+        place = _place(source, index, line, field)
+        super().__init__(f"{place}: {detail}" if place else detail)
+
+    def with_place(
+        self,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        line: int | None = None,
+    ) -> LogFormatError:
+        """Return a copy of this error with the missing place information filled in."""
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        LogFormatError.__init__(
+            clone,
+            self.detail,
+            source=self.source if self.source is not None else source,
+            index=self.index if self.index is not None else index,
+            line=self.line if self.line is not None else line,
+            field=self.field,
+        )
+        return clone
+
+
+class EntryValidationError(LogFormatError):
+    """An entry breaks the envelope rules of spec §1.2 or the log-level rules of §1.3."""
+
+
+class NonSerializableError(EntryValidationError):
+    """A value in an entry is not JSON-safe (spec §1.2 step 2): ``-0``, ``NaN``, ``Infinity``, ….
+
+    ``path`` is the reference library's path form (``entry.event.output.createdAt``) and
+    ``value_type`` its type label (``"NaN"``, ``"-0"``, ``"Infinity"``, a type name …).
+    """
+
+    code = "non-serializable-event"
+
+    def __init__(
+        self,
+        path: str,
+        value_type: str,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.path = path
+        self.value_type = value_type
+        field = path[len("entry.") :] if path.startswith("entry.") else path
+        super().__init__(
+            f"Agent event field '{path}' is not JSON-serializable ({value_type}).",
+            source=source,
+            index=index,
+            line=line,
+            field=field,
+        )
+
+
+class ThreadNotFoundError(LogFormatError, KeyError):
+    """A store was asked for a thread it does not hold, or holds several and none was named."""
+
+    code = "unknown-thread"
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return Exception.__str__(self)
+
+
+class MachineVersionMismatchError(AgentscopeError, ValueError):
+    """An entry targets another machine id or version than expected (spec §1.3).
+
+    ``expected`` and ``actual`` are ``{"machineId": …, "machineVersion": …}`` dicts.
+    """
+
+    code = "machine-version-mismatch"
+
+    def __init__(
+        self,
+        event_id: str,
+        index: int,
+        expected: dict[str, Any],
+        actual: dict[str, Any],
+        *,
+        source: str | None = None,
+    ) -> None:
+        self.event_id = event_id
+        self.index = index
+        self.expected = expected
+        self.actual = actual
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        super().__init__(
+            f"{prefix}Event log entry '{event_id}' at index {index} targets machine "
+            f"'{actual.get('machineId')}'@'{actual.get('machineVersion')}', expected "
+            f"'{expected.get('machineId')}'@'{expected.get('machineVersion')}'."
+        )
+
+
+class ReplayDivergenceError(AgentscopeError):
+    """Replay reached a state whose hash is not the recorded one (spec §4.1), at the first such entry.
+
+    ``kind`` is ``"state"`` (hash differs) or ``"missing-verification"`` (strict mode, no hash).
+    ``expected`` is the recorded hash, ``actual`` the recomputed one.
+    """
+
+    code = "replay-diverged"
+
+    def __init__(
+        self,
+        event_id: str,
+        index: int,
+        kind: str,
+        expected: str | None = None,
+        actual: str | None = None,
+    ) -> None:
+        self.event_id = event_id
+        self.index = index
+        self.kind = kind
+        self.expected = expected
+        self.actual = actual
+        if kind == "missing-verification":
+            msg = f"Replay entry '{event_id}' at index {index} has no recorded verification hash."
+        else:
+            msg = (
+                f"Replay diverged after '{event_id}' at index {index}: expected state hash "
+                f"'{expected}', got '{actual}'."
+            )
+        super().__init__(msg)
+
+
+class SnapshotDivergedError(AgentscopeError):
+    """A cached snapshot (``agentMeta``) disagrees with the log it claims to cache (spec §4.2)."""
+
+    code = "snapshot-diverged"
+
+    def __init__(self, expected: str, actual: str, log_index: int) -> None:
+        self.expected = expected
+        self.actual = actual
+        self.log_index = log_index
+        super().__init__(
+            f"The cached snapshot disagrees with the event log at index {log_index}: the log "
+            f"replays to state hash '{expected}', the snapshot hashes '{actual}'."
+        )
+
+
+class EngineError(AgentscopeError, RuntimeError):
+    """A statechart engine failed: Node missing or crashed, a machine threw, bad runner output."""
+
+    code = "engine-error"
+
+
+class MachineLoadError(EngineError):
+    """A machine module could not be loaded: not found, no such export, not a machine, …."""
+
+    code = "machine-load-error"
+
+
+class StatechartConfigError(AgentscopeError, ValueError):
+    """A Python statechart config is invalid or uses something the engine does not support."""
+
+    code = "invalid-statechart"

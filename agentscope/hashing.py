@@ -1,0 +1,475 @@
+"""Canonical JSON, djb2 and the verification state hash, byte-exact with the reference library.
+
+Pure functions, no I/O. Implements spec §2 (the Era-C state hash at 02a45590, the older
+8b7f21a0 variant, the Era-B logical projection) and §3 (the machine structural version).
+
+The JSON subset handled is what ``json.loads``/``orjson.loads`` produce (``dict``, ``list``,
+``str``, ``int``, ``float``, ``bool``, ``None``), plus tuples (as arrays). Every number is
+formatted as an IEEE double the way ECMAScript's ``Number::toString`` does (spec §2.2), so
+integers above 2**53 are rounded exactly as ``JSON.parse`` would round them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = [
+    "HASH_VARIANTS",
+    "canonical_event_json",
+    "canonical_json",
+    "canonical_snapshot_json",
+    "djb2_hex",
+    "djb2_hex_reference",
+    "js_number",
+    "js_string",
+    "machine_version",
+    "state_hash",
+    "structural_string",
+]
+
+HashVariant = Literal["02a45590", "8b7f21a0", "era-b"]
+HASH_VARIANTS: tuple[HashVariant, ...] = ("02a45590", "8b7f21a0", "era-b")
+
+_MASK = 0xFFFFFFFF
+
+# ---------------------------------------------------------------------------------------------
+# djb2 over UTF-16 code units (spec §2.3)
+
+
+def djb2_hex_reference(text: str) -> str:
+    """Return djb2 of ``text``'s UTF-16 code units as 8 lowercase hex digits (plain loop).
+
+    The reference implementation kept for tests: ``h = 5381; h = (h*33 + unit) mod 2**32``.
+    """
+    h = 5381
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (h * 33 + (data[i] | (data[i + 1] << 8))) & _MASK
+    return f"{h:08x}"
+
+
+_pow_table: np.ndarray[Any, np.dtype[np.uint32]] = np.array([1], dtype=np.uint32)
+
+
+def _powers(n: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """Return 33**i mod 2**32 for i in [0, n) as uint32, growing the cached table by doubling."""
+    global _pow_table
+    table = _pow_table
+    if len(table) < n:
+        size = max(4096, len(table))
+        if len(table) < 2:
+            table = np.cumprod(np.full(size, 33, dtype=np.uint32), dtype=np.uint32)
+            table = np.concatenate([np.array([1], dtype=np.uint32), table[:-1]])
+        while len(table) < n:
+            step = np.uint32(pow(33, len(table), 1 << 32))
+            table = np.concatenate([table, table * step])
+        _pow_table = table
+    return table[:n]
+
+
+_SMALL = 48
+
+
+def djb2_hex(text: str) -> str:
+    """Return djb2 of ``text`` as 8 lowercase hex digits (spec §2.3).
+
+    ``h = 5381``, then ``h = (h * 33 + u) mod 2**32`` for every UTF-16 code unit ``u`` (an astral
+    character counts as two units). Long strings are hashed with numpy as the polynomial
+    ``5381*33**n + sum(u_i * 33**(n-1-i))`` modulo 2**32; short ones with a plain loop.
+    """
+    data = text.encode("utf-16-le", "surrogatepass")
+    n = len(data) >> 1
+    if n <= _SMALL:
+        h = 5381
+        for i in range(0, len(data), 2):
+            h = (h * 33 + (data[i] | (data[i + 1] << 8))) & _MASK
+        return f"{h:08x}"
+    units = np.frombuffer(data, dtype="<u2").astype(np.uint32)
+    acc = int((units * _powers(n)[::-1]).sum(dtype=np.uint32))
+    h = (acc + 5381 * pow(33, n, 1 << 32)) & _MASK
+    return f"{h:08x}"
+
+
+# ---------------------------------------------------------------------------------------------
+# ECMAScript number and string formatting (spec §2.2)
+
+
+def _digits_exponent(x: float) -> tuple[str, int]:
+    """Shortest round-trip digits of ``abs(x)`` and ``n`` with value = 0.d1d2… × 10**n."""
+    r = repr(abs(x))
+    if "e" in r:
+        mant, exp_s = r.split("e")
+        exp = int(exp_s)
+    else:
+        mant, exp = r, 0
+    point = mant.find(".")
+    if point < 0:
+        point = len(mant)
+        digits = mant
+    else:
+        digits = mant[:point] + mant[point + 1 :]
+    n = point + exp
+    stripped = digits.lstrip("0")
+    n -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0") or "0"
+    return digits, n
+
+
+def js_number(value: float | int, *, nonfinite: Literal["null", "literal"] = "null") -> str:
+    """Return ``value`` formatted as ECMAScript ``Number::toString`` does (JSON.stringify).
+
+    Integers are first converted to IEEE doubles, as ``JSON.parse`` does. Non-finite numbers
+    give ``"null"`` (JSON) or, with ``nonfinite="literal"``, ``"NaN"``/``"Infinity"``/``"-Infinity"``
+    (``String(x)``, used by the structural hash of spec §3). ``-0`` gives ``"0"``.
+    """
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf if value > 0 else -math.inf
+    if not math.isfinite(x):
+        if nonfinite == "null":
+            return "null"
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if x == 0:
+        return "0"
+    if x.is_integer() and abs(x) < 9007199254740992.0:
+        return str(int(x))
+    digits, n = _digits_exponent(x)
+    k = len(digits)
+    sign = "-" if x < 0 else ""
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        esign = "+" if e >= 0 else "-"
+        body = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + esign + str(abs(e))
+    return sign + body
+
+
+_ESCAPES = {
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+# A well-formed surrogate pair stored as two code points stays literal; a lone surrogate is escaped.
+_NEEDS_ESCAPE = re.compile(
+    "[\ud800-\udbff][\udc00-\udfff]|[\x00-\x1f\"\\\\\ud800-\udfff]"
+)
+
+
+def _escape_match(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if len(s) == 2:
+        return s
+    esc = _ESCAPES.get(s)
+    return esc if esc is not None else f"\\u{ord(s):04x}"
+
+
+def js_string(text: str) -> str:
+    """Return ``text`` quoted as ECMAScript ``JSON.stringify`` does (spec §2.2).
+
+    Escapes ``"`` and ``\\``, uses ``\\b \\f \\n \\r \\t``, writes other controls and lone
+    surrogates as lowercase ``\\uxxxx``; everything else (``/``, U+2028, non-ASCII) is literal.
+    """
+    return '"' + _NEEDS_ESCAPE.sub(_escape_match, text) + '"'
+
+
+_INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+_MAX_INDEX = 4294967294
+
+
+def _utf16_key(k: str) -> bytes:
+    return k.encode("utf-16-be", "surrogatepass")
+
+
+def _js_key_order(keys: list[str]) -> list[str]:
+    """Order keys as ``JSON.stringify(sortKeys(x))`` enumerates them (spec §2.2).
+
+    Array-index keys (canonical decimals up to 4294967294) first, numerically; then the other
+    keys by UTF-16 code unit sequence.
+    """
+    index_keys: list[str] = []
+    other: list[str] = []
+    for k in keys:
+        if k[:1].isdigit() and _INDEX_KEY.fullmatch(k) and int(k) <= _MAX_INDEX:
+            index_keys.append(k)
+        else:
+            other.append(k)
+    if all(k.isascii() for k in other):
+        other.sort()
+    else:
+        other.sort(key=_utf16_key)
+    if index_keys:
+        index_keys.sort(key=int)
+        return index_keys + other
+    return other
+
+
+def _utf16_sorted(keys: list[str]) -> list[str]:
+    if all(k.isascii() for k in keys):
+        return sorted(keys)
+    return sorted(keys, key=_utf16_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonical writers (spec §2.1, §2.2, §6.1)
+
+_Position = int
+_SNAPSHOT, _CHILDREN, _CHILD, _DATA = 0, 1, 2, 3
+_SNAPSHOT_VOLATILE = frozenset({"sessionId", "_nextTimerId", "_nextActorIds"})
+_CHILD_VOLATILE = frozenset({"sessionId"})
+
+
+def _next_position(pos: _Position, key: str) -> _Position:
+    if pos == _SNAPSHOT:
+        return _CHILDREN if key == "children" else _DATA
+    if pos == _CHILDREN:
+        return _CHILD
+    if pos == _CHILD:
+        return _SNAPSHOT if key == "snapshot" else _DATA
+    return _DATA
+
+
+def _write(
+    value: Any,
+    out: list[str],
+    pos: _Position,
+    skip: Callable[[_Position, str], bool] | None,
+    path: list[int],
+) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(js_string(value))
+    elif isinstance(value, (int, float)):
+        out.append(js_number(value))
+    elif isinstance(value, Mapping):
+        if id(value) in path:
+            out.append('"[circular]"')
+            return
+        path.append(id(value))
+        out.append("{")
+        first = True
+        for k in _js_key_order([str(k) for k in value]):
+            if skip is not None and skip(pos, k):
+                continue
+            if not first:
+                out.append(",")
+            first = False
+            out.append(js_string(k))
+            out.append(":")
+            _write(value[k], out, _next_position(pos, k) if skip is not None else _DATA, skip, path)
+        out.append("}")
+        path.pop()
+    elif isinstance(value, (list, tuple)):
+        if id(value) in path:
+            out.append('"[circular]"')
+            return
+        path.append(id(value))
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _write(item, out, _DATA, skip, path)
+        out.append("]")
+        path.pop()
+    else:
+        raise TypeError(
+            f"canonical JSON handles only JSON values (dict, list, str, int, float, bool, None); "
+            f"got {type(value).__name__}"
+        )
+
+
+def canonical_json(value: Any) -> str:
+    """Return the library's ``stableJson`` of ``value``: key-sorted, compact ``JSON.stringify``.
+
+    Key order: array-index keys numerically, then the rest by UTF-16 code units (spec §2.2).
+    JS number formatting and string escaping. Keeps ``__proto__`` members (unlike hashing).
+    Pure. Raises ``TypeError`` on a non-JSON value.
+    """
+    out: list[str] = []
+    _write(value, out, _DATA, None, [])
+    return "".join(out)
+
+
+def _skip_data_proto(pos: _Position, key: str) -> bool:
+    return key == "__proto__"
+
+
+def canonical_event_json(event: Any) -> str:
+    """Return ``canonicalEventJson(event)`` (spec §6.1): §2 canonicalization at a data position.
+
+    No key stripping; ``__proto__`` members vanish as in the hash canonicalizer. Used for the
+    entry-equivalence rule when comparing forks. Pure.
+    """
+    out: list[str] = []
+    _write(event, out, _DATA, _skip_data_proto, [])
+    return "".join(out)
+
+
+def _skip_02a45590(pos: _Position, key: str) -> bool:
+    if key == "__proto__":
+        return True
+    if pos == _SNAPSHOT:
+        return key in _SNAPSHOT_VOLATILE
+    if pos == _CHILD:
+        return key in _CHILD_VOLATILE
+    return False
+
+
+def _skip_8b7f21a0(pos: _Position, key: str) -> bool:
+    return key == "__proto__" or key in _SNAPSHOT_VOLATILE
+
+
+def _skip_none(pos: _Position, key: str) -> bool:
+    return key == "__proto__"
+
+
+def _without_agent_meta(persisted: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "agentMeta" in persisted:
+        return {k: v for k, v in persisted.items() if k != "agentMeta"}
+    return persisted
+
+
+def canonical_snapshot_json(persisted: Any, variant: HashVariant = "02a45590") -> str:
+    """Return the exact string the state hash of ``variant`` hashes (spec §2.1, §2.5).
+
+    - ``"02a45590"`` (normative, Era C): top-level ``agentMeta`` removed; ``sessionId``,
+      ``_nextTimerId``, ``_nextActorIds`` dropped at snapshot positions and ``sessionId`` at child
+      positions only; ``__proto__`` members dropped everywhere.
+    - ``"8b7f21a0"`` (older Era C): the three volatile keys dropped at every depth.
+    - ``"era-b"``: the logical projection ``{status, value, context, output?, error?}``, no
+      stripping.
+    """
+    if isinstance(persisted, Mapping):
+        persisted = _without_agent_meta(persisted)
+    out: list[str] = []
+    if variant == "02a45590":
+        _write(persisted, out, _SNAPSHOT, _skip_02a45590, [])
+    elif variant == "8b7f21a0":
+        _write(persisted, out, _SNAPSHOT, _skip_8b7f21a0, [])
+    elif variant == "era-b":
+        if not isinstance(persisted, Mapping):
+            raise TypeError("the Era-B projection needs a snapshot object")
+        proj: dict[str, Any] = {
+            "status": persisted.get("status"),
+            "value": persisted.get("value"),
+            "context": persisted.get("context"),
+        }
+        for k in ("output", "error"):
+            if k in persisted:
+                proj[k] = persisted[k]
+        _write(proj, out, _DATA, _skip_none, [])
+    else:
+        raise ValueError(f"unknown hash variant {variant!r}; expected one of {HASH_VARIANTS}")
+    return "".join(out)
+
+
+def state_hash(persisted: Any, variant: HashVariant = "02a45590") -> str:
+    """Return the verification ``stateHash`` of a persisted snapshot (spec §2).
+
+    ``djb2Hex(JSONStringify(Canon(P)))`` — 8 lowercase hex digits. ``variant`` selects the
+    algorithm: ``"02a45590"`` (default, normative Era C), ``"8b7f21a0"`` (older Era C) or
+    ``"era-b"`` (the legacy logical projection, §2.5). Pure.
+
+    >>> state_hash({})
+    '00597a9d'
+    """
+    return djb2_hex(canonical_snapshot_json(persisted, variant))
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine structural version (spec §3)
+
+
+def structural_string(config: Any) -> str:
+    """Return the structural string of a machine config (spec §3), the input of its version hash.
+
+    Unlike :func:`canonical_json`: keys are in plain UTF-16 order (no index keys first),
+    non-finite numbers print as ``NaN``/``Infinity``, callables are skipped as object members and
+    written as nothing inside arrays, and an object met again on its own ancestor path is
+    ``"[circular]"``. Pure.
+    """
+    out: list[str] = []
+    path: list[int] = []
+
+    def walk(v: Any) -> None:
+        if v is None:
+            out.append("null")
+        elif v is True:
+            out.append("true")
+        elif v is False:
+            out.append("false")
+        elif isinstance(v, str):
+            out.append(js_string(v))
+        elif isinstance(v, (int, float)):
+            out.append(js_number(v, nonfinite="literal"))
+        elif isinstance(v, Mapping):
+            if id(v) in path:
+                out.append('"[circular]"')
+                return
+            path.append(id(v))
+            out.append("{")
+            first = True
+            for k in _utf16_sorted([str(k) for k in v]):
+                item = v[k]
+                if callable(item):
+                    continue
+                if not first:
+                    out.append(",")
+                first = False
+                out.append(js_string(k))
+                out.append(":")
+                walk(item)
+            out.append("}")
+            path.pop()
+        elif isinstance(v, (list, tuple)):
+            if id(v) in path:
+                out.append('"[circular]"')
+                return
+            path.append(id(v))
+            out.append("[")
+            for i, item in enumerate(v):
+                if i:
+                    out.append(",")
+                if not callable(item):
+                    walk(item)
+            out.append("]")
+            path.pop()
+        elif callable(v):
+            return
+        else:
+            raise TypeError(f"structural string: unsupported value of type {type(v).__name__}")
+
+    walk(config)
+    return "".join(out)
+
+
+def machine_version(config: Mapping[str, Any]) -> str:
+    """Return a machine's ``machineVersion`` (spec §3): its declared ``version``, else the
+    structural hash ``djb2Hex(structural_string(config))`` of the config dict. Pure.
+
+    Callables in the config (guards, actions, function transitions) are invisible to the
+    structural hash, exactly as function values are to the reference's serializer.
+    """
+    declared = config.get("version")
+    if declared is not None:
+        return str(declared)
+    return djb2_hex(structural_string(config))
