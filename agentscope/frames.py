@@ -1,0 +1,127 @@
+"""``Frame``: what the debugger knows about one step of a replayed log.
+
+A frame is plain data: the entry as read, the persisted snapshot after it (XState 6's shape, spec
+§7.4), the recorded and recomputed state hashes and the verdict. Views draw frames; they never
+compute them. :class:`agentscope.replay.Timeline` produces them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Frame", "Verdict"]
+
+
+class Verdict(StrEnum):
+    """How a step's recorded ``verification.stateHash`` compares with the replayed state."""
+
+    VERIFIED = "verified"
+    """The recomputed hash equals the recorded one."""
+    MISMATCH = "mismatch"
+    """The hashes differ and no known benign cause explains it."""
+    EXPLAINED = "explained"
+    """The hashes differ for a known benign reason (see ``Frame.explanation``), e.g. a live-only
+    ``timers[*].startedAt`` or a live ``Error`` (fixtures README, "Notes for replaying")."""
+    MISSING = "missing"
+    """The entry carries no ``verification.stateHash``."""
+    UNCHECKED = "unchecked"
+    """No check was made (no machine, or ``verify=False``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One step of a log: the entry at ``index`` and the state right after it.
+
+    Attributes
+    ----------
+    index : int
+        0-based entry index (0 is the ``@agent.init`` entry).
+    entry : Mapping
+        The log entry exactly as read.
+    persisted : Mapping | None
+        Persisted snapshot after the entry, or ``None`` when there is no machine to replay with.
+    recorded_hash, computed_hash : str | None
+        ``entry.verification.stateHash`` and ``state_hash(persisted)`` (8 hex digits).
+    verdict : Verdict
+    explanation : str | None
+        For ``EXPLAINED`` (and for an unexplained ``MISMATCH``, what was tried).
+    changed_paths : tuple[str, ...]
+        JSON Pointer paths (RFC 6901) under ``/context`` … and the other snapshot members that
+        changed since the previous frame, e.g. ``("/context/queue", "/value")``.
+    ignored : bool
+        The machine did not react to the event: the persisted snapshot equals the previous one.
+    """
+
+    index: int
+    entry: Mapping[str, Any]
+    persisted: Mapping[str, Any] | None = None
+    recorded_hash: str | None = None
+    computed_hash: str | None = None
+    verdict: Verdict = Verdict.UNCHECKED
+    explanation: str | None = None
+    changed_paths: tuple[str, ...] = field(default=())
+    ignored: bool = False
+
+    @property
+    def event(self) -> Mapping[str, Any]:
+        """The entry's event payload (``{"type": …, …}``)."""
+        ev = self.entry.get("event")
+        return ev if isinstance(ev, Mapping) else {}
+
+    @property
+    def event_type(self) -> str:
+        """The event's ``type``."""
+        return str(self.event.get("type", ""))
+
+    @property
+    def event_id(self) -> str:
+        """The entry's ``id``."""
+        return str(self.entry.get("id", ""))
+
+    @property
+    def value(self) -> Any:
+        """The state value after this entry (string or nested dict), ``None`` without replay."""
+        return None if self.persisted is None else self.persisted.get("value")
+
+    @property
+    def status(self) -> str | None:
+        """``"active"``, ``"done"``, ``"error"``, ``"stopped"`` or ``None`` without replay."""
+        return None if self.persisted is None else self.persisted.get("status")
+
+    @property
+    def context(self) -> Any:
+        """The context after this entry (``None`` without replay)."""
+        return None if self.persisted is None else self.persisted.get("context")
+
+    @property
+    def children(self) -> Mapping[str, Any]:
+        """In-flight invoked actors by id: ``{id: {"src", "snapshot": {"input", …}, …}}``."""
+        if self.persisted is None:
+            return {}
+        return self.persisted.get("children") or {}
+
+    @property
+    def timers(self) -> Mapping[str, Any]:
+        """Pending ``after`` timers by id."""
+        if self.persisted is None:
+            return {}
+        return self.persisted.get("timers") or {}
+
+    @property
+    def output(self) -> Any:
+        """The machine's output once ``status == "done"``."""
+        return None if self.persisted is None else self.persisted.get("output")
+
+    @property
+    def error(self) -> Any:
+        """The error once ``status == "error"``."""
+        return None if self.persisted is None else self.persisted.get("error")
+
+    def __repr__(self) -> str:
+        return (
+            f"Frame(index={self.index}, event={self.event_type!r}, value={self.value!r}, "
+            f"verdict={self.verdict.value})"
+        )
