@@ -123,7 +123,7 @@ class _Runner:
                 stderr=subprocess.PIPE,
                 cwd=self.cwd,
                 start_new_session=True,  # its own process group: close() kills the whole group
-                bufsize=0,
+                bufsize=1 << 20,
             )
         except FileNotFoundError as exc:
             raise MachineLoadError(

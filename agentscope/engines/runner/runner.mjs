@@ -419,23 +419,55 @@ function restoreFrom(persisted) {
   return m.restoreSnapshot(JSON.parse(JSON.stringify(persisted)));
 }
 
-const STALE = "\u0000stale";
-
-// Carry a rebinding cache across a restore: entries that pointed at a child's session in the
-// old snapshot now point at the same child's session in the restored one; entries that pointed
-// anywhere else were stale (they never match a live child) and stay stale.
-function remapCache(cache, oldChildren, newChildren, delta) {
-  for (const [key, minted] of cache) {
-    const actorId = key.slice(0, key.indexOf("\u0000"));
-    let next;
-    if (oldChildren[actorId] !== undefined && oldChildren[actorId] === minted) {
-      next = newChildren[actorId] ?? STALE;
-    } else {
-      next = minted.startsWith(STALE) ? minted : STALE;
+// The rebinding cache of one fold: `map` is actorId + "\0" + recordedSessionId -> minted session
+// id; `byMinted` indexes the keys by minted id so a restore can move the entries of running
+// children in O(children). Session ids are `<process nonce>:<system counter>:<actor counter>`,
+// so an id minted by one actor system never equals one minted by another: entries that pointed
+// at an old system's finished child stay stale (never match) without being touched.
+class SessionCache {
+  constructor(entries) {
+    this.map = new Map();
+    this.byMinted = new Map();
+    if (entries) for (const [k, v] of entries) this.set(k, v);
+  }
+  get(key) {
+    return this.map.get(key);
+  }
+  set(key, minted) {
+    const prev = this.map.get(key);
+    if (prev !== undefined) {
+      const keys = this.byMinted.get(prev);
+      if (keys) {
+        const j = keys.indexOf(key);
+        if (j >= 0) keys.splice(j, 1);
+        if (!keys.length) this.byMinted.delete(prev);
+      }
     }
-    if (next !== minted) {
-      cache.set(key, next);
-      if (delta) delta[key] = next;
+    this.map.set(key, minted);
+    const keys = this.byMinted.get(minted);
+    if (keys) keys.push(key);
+    else this.byMinted.set(minted, [key]);
+  }
+  clone() {
+    const c = new SessionCache();
+    c.map = new Map(this.map);
+    for (const [m, keys] of this.byMinted) c.byMinted.set(m, keys.slice());
+    return c;
+  }
+  // Carry the cache over a restore: entries that pointed at a child's session in the old
+  // snapshot now point at the same child's session in the restored one.
+  remap(oldChildren, newChildren, delta) {
+    for (const actorId of Object.keys(oldChildren)) {
+      const before = oldChildren[actorId];
+      const after = newChildren[actorId];
+      if (after === undefined || after === before) continue;
+      const keys = this.byMinted.get(before);
+      if (!keys) continue;
+      for (const key of keys.slice()) {
+        if (key.slice(0, key.indexOf("\u0000")) !== actorId) continue;
+        this.set(key, after);
+        if (delta) delta[key] = after;
+      }
     }
   }
 }
@@ -453,7 +485,7 @@ function opRestore(req) {
 function finishSingle(snap) {
   const persisted = persistJson(snap);
   const children = childSessions(snap);
-  const handle = newHandle(snap, new Map(), 0);
+  const handle = newHandle(snap, new SessionCache(), 0);
   return { raw: `{"handle":${handle},"persisted":${persisted},"children":${JSON.stringify(children)}}` };
 }
 
@@ -490,12 +522,12 @@ function opFold(req) {
     const h = handles.get(seed.handle);
     if (!h) throw new RunnerError("unknown-handle", `unknown snapshot handle ${seed.handle}`);
     snap = h.snap;
-    cache = req.sessions == null ? new Map(h.cache) : new Map(Object.entries(req.sessions));
+    cache = req.sessions == null ? h.cache.clone() : new SessionCache(Object.entries(req.sessions));
     sinceSeed = h.sinceSeed;
   } else if (seed.persisted !== undefined) {
     snap = restoreFrom(seed.persisted);
-    cache = new Map(Object.entries(req.sessions ?? {}));
-    remapCache(cache, seed.children ?? {}, childSessions(snap), delta);
+    cache = new SessionCache(Object.entries(req.sessions ?? {}));
+    cache.remap(seed.children ?? {}, childSessions(snap), delta);
     sinceSeed = 0;
   } else {
     throw new RunnerError("protocol", "fold: 'seed' needs 'handle' or 'persisted'");
@@ -508,7 +540,7 @@ function opFold(req) {
       // from the persisted form starts a fresh chain (proved hash-neutral by the test suite).
       const before = childSessions(snap);
       snap = m.restoreSnapshot(m.getPersistedSnapshot(snap));
-      remapCache(cache, before, childSessions(snap), delta);
+      cache.remap(before, childSessions(snap), delta);
       sinceSeed = 0;
     }
     const ev = events[i];
