@@ -56,7 +56,7 @@ def seed(machine: Machine, init: dict[str, Any]) -> Snapshot:
     ev = init["event"]
     if "snapshot" in ev:
         return machine.restore(ev["snapshot"])
-    return machine.initial(ev["input"] if "input" in ev else NO_INPUT)
+    return machine.initial(ev.get("input", NO_INPUT))
 
 
 def full_fold(machine: Machine, entries: list[dict[str, Any]]) -> list[Snapshot]:

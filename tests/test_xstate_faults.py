@@ -83,7 +83,7 @@ def test_atexit_closes_runners(tmp_path: Path) -> None:
 
 
 def test_node_not_installed() -> None:
-    with pytest.raises(MachineLoadError, match="/nonexistent/node.*not found"):
+    with pytest.raises(MachineLoadError, match=r"/nonexistent/node.*not found"):
         load_machine(MACHINES / "counter.mjs", node="/nonexistent/node")
 
 
@@ -108,7 +108,7 @@ def test_export_not_found_lists_exports(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_export_not_a_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     pids = spawned_pids(monkeypatch)
-    with pytest.raises(MachineLoadError, match="'notAMachine'.*is not an XState machine"):
+    with pytest.raises(MachineLoadError, match=r"'notAMachine'.*is not an XState machine"):
         load_machine(FAULTY, "notAMachine")
     assert pids and all(gone(p) for p in pids)
 
@@ -194,7 +194,7 @@ def test_machine_throws_during_fold(faulty: XStateMachine) -> None:
 
 
 def test_snapshot_not_json(faulty: XStateMachine) -> None:
-    with pytest.raises(MachineExecutionError, match="not JSON.*BigInt") as info:
+    with pytest.raises(MachineExecutionError, match=r"not JSON.*BigInt") as info:
         faulty.fold(faulty.initial(), [{"type": "BIGINT"}])
     assert info.value.kind == "not-serializable"
     assert info.value.index == 0
@@ -222,7 +222,7 @@ def test_runner_killed_mid_fold_then_restarts(faulty: XStateMachine) -> None:
 def test_malformed_runner_output(faulty: XStateMachine) -> None:
     s0 = faulty.initial()
     pid = faulty.pid
-    with pytest.raises(EngineError, match="Malformed output.*this is not json"):
+    with pytest.raises(EngineError, match=r"Malformed output.*this is not json"):
         faulty.fold(s0, [{"type": "JUNK"}])
     assert gone(pid)
     assert faulty.fold(s0, [{"type": "STORE", "payload": 1}])[-1].context["stored"] == 1
@@ -245,3 +245,24 @@ def test_snapshot_without_handle_is_restored(faulty: XStateMachine) -> None:
     bare = Snapshot(dict(s.persisted))
     assert faulty.fold(bare, [{"type": "STORE", "payload": "q"}])[-1].context["stored"] == "q"
     assert faulty.child_session(bare, "none") is None
+
+
+def test_js_module_in_a_type_module_package(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
+    (tmp_path / "package.json").write_text('{"type": "module"}')
+    shutil.copy(MACHINES / "counter.mjs", tmp_path / "counter.js")
+    with load_machine(tmp_path / "counter.js") as m:
+        assert m.version == "adb004a6"
+        assert state_hash(m.initial({"start": 2}).persisted) == "26c7a83f"
+
+
+def test_released_handles_do_not_accumulate(faulty: XStateMachine) -> None:
+    import gc
+
+    s = faulty.initial()
+    for i in range(200):
+        s = faulty.fold(s, [{"type": "STORE", "payload": i}])[-1]
+    gc.collect()
+    # handles of dropped snapshots are released with the next request
+    faulty.ping()
+    assert faulty.ping()["handles"] <= 3

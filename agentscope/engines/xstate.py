@@ -142,7 +142,8 @@ class _Runner:
         threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
+        read = getattr(stream, "read1", stream.read)
+        for chunk in iter(lambda: read(65536), b""):
             with self._stderr_lock:
                 self._stderr.append(chunk)
                 self._stderr_size += len(chunk)
@@ -169,6 +170,9 @@ class _Runner:
             self._kill()
             self._spawn()
             result = self._roundtrip(self.load_request)
+            if not isinstance(result, dict):
+                self._kill()
+                raise EngineError(f"Malformed 'load' reply from the Node runner for {self.label}: {result!r}")
             self.load_result = result
             return result
 
@@ -509,7 +513,8 @@ class XStateMachine:
                 f"Malformed output from the Node runner for {self._runner.label}: {n} snapshots for "
                 f"{len(events)} events; the runner was stopped."
             )
-        out = [Snapshot(persisted[i], _Handle(self._runner.generation, None, children[i])) for i in range(n - 1)]
+        gen = self._runner.generation
+        out = [Snapshot(persisted[i], _Handle(gen, None, children[i])) for i in range(n - 1)]
         last = self._new_handle(int(result["handle"]), children[-1])
         out.append(Snapshot(persisted[-1], last))
         if sessions is not None and rebind:
@@ -615,7 +620,8 @@ def load_machine(
     if not p.is_file():
         raise MachineLoadError(f"Machine module not found: {p}")
     suffix = p.suffix.lower()
-    argv = [node]
+    # --experimental-import-meta-resolve: lets the runner resolve `xstate` with the module as parent.
+    argv = [node, "--experimental-import-meta-resolve"]
     if suffix in _TS_SUFFIXES:
         version = _node_version(node)
         if version is None or version < (22, 6, 0):

@@ -25,7 +25,7 @@
 // carry the session-rebinding cache over the restore).
 
 import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -238,19 +238,62 @@ function isMachine(v) {
   );
 }
 
-function resolveXstate(modulePath) {
-  const req = createRequire(pathToFileURL(modulePath));
+// Does Node treat this file as CommonJS? (.cjs/.cts always; .js/.ts by the nearest package.json
+// "type" field, CommonJS when absent.)
+function isCommonJs(modulePath) {
+  const ext = path.extname(modulePath).toLowerCase();
+  if (ext === ".cjs" || ext === ".cts") return true;
+  if (ext === ".mjs" || ext === ".mts") return false;
+  let dir = path.dirname(modulePath);
+  for (;;) {
+    const pj = path.join(dir, "package.json");
+    if (fs.existsSync(pj)) {
+      try {
+        return JSON.parse(fs.readFileSync(pj, "utf8")).type !== "module";
+      } catch {
+        return true;
+      }
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return true;
+    dir = up;
+  }
+}
+
+function missingXstate(modulePath, err) {
+  const dir = path.dirname(modulePath);
+  return new RunnerError(
+    "xstate-missing",
+    `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project. ` +
+      `Run \`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
+      `(${err && err.code ? err.code : err})`,
+  );
+}
+
+// Resolve and load `xstate` exactly as the user's module does: with the "import" conditions for
+// an ES module (import.meta.resolve with the module as parent; the runner is started with
+// --experimental-import-meta-resolve for that), with the "require" conditions for CommonJS.
+async function resolveXstate(modulePath) {
+  const moduleUrl = pathToFileURL(modulePath);
   let resolved;
-  try {
-    resolved = req.resolve("xstate");
-  } catch (err) {
-    const dir = path.dirname(modulePath);
-    throw new RunnerError(
-      "xstate-missing",
-      `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project. ` +
-        `Run \`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
-        `(${err && err.code ? err.code : err})`,
-    );
+  let mod;
+  const viaImport = !isCommonJs(modulePath) && process.execArgv.includes("--experimental-import-meta-resolve");
+  if (viaImport) {
+    try {
+      resolved = import.meta.resolve("xstate", moduleUrl.href);
+    } catch (err) {
+      throw missingXstate(modulePath, err);
+    }
+    mod = await import(resolved);
+    resolved = resolved.startsWith("file:") ? fileURLToPath(resolved) : resolved;
+  } else {
+    const req = createRequire(moduleUrl);
+    try {
+      resolved = req.resolve("xstate");
+    } catch (err) {
+      throw missingXstate(modulePath, err);
+    }
+    mod = req("xstate");
   }
   let version = null;
   try {
@@ -269,7 +312,7 @@ function resolveXstate(modulePath) {
   } catch {
     version = null;
   }
-  return { resolved, module: req("xstate"), version };
+  return { resolved, module: mod, version };
 }
 
 async function opLoad(req) {
@@ -277,7 +320,7 @@ async function opLoad(req) {
   if (!fs.existsSync(modulePath)) {
     throw new RunnerError("module-not-found", `Machine module not found: ${modulePath}`);
   }
-  const x = resolveXstate(modulePath);
+  const x = await resolveXstate(modulePath);
   xs = x.module;
   if (typeof xs.transition !== "function" || typeof xs.initialTransition !== "function") {
     throw new RunnerError(
