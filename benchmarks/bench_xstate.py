@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"fold of {n} entries, batches of {batch}, reseed_every={DEFAULT_RESEED_EVERY}:")
     print(f"  engine only:              {engine:9.0f} entries/s  (target >= 10000)")
     print(f"  engine + state_hash each: {verify:9.0f} entries/s")
-    print(f"baselines (same run):")
+    print("baselines (same run):")
     print(f"  naive, no re-seed, first {naive_n}: {naive:9.0f} entries/s -> batched re-seeded is {engine / naive:.1f}x")
     print(f"  one request per entry:          {one_by_one:9.0f} entries/s -> batching is {engine / one_by_one:.1f}x")
 
