@@ -230,10 +230,12 @@ def test_malformed_runner_output(faulty: XStateMachine) -> None:
 
 
 def test_fifty_megabyte_payload(faulty: XStateMachine) -> None:
-    big = "x" * (50 * 1024 * 1024) + "é\u2028end"
+    # astral characters across the runner's 1 MiB write chunks, at both parities
+    emoji = "\U0001F600" * (1 << 20)
+    big = emoji + "a" + emoji + "x" * (46 * 1024 * 1024) + "é\u2028end"
     s = faulty.fold(faulty.initial(), [{"type": "STORE", "payload": big}])[-1]
     assert s.context["stored"] == big
-    assert s.context["size"] == len(big)
+    assert s.context["size"] == len(big.encode("utf-16-le")) // 2  # JS length: UTF-16 units
     # and back in as a seed (a 50 MB request line) through restore
     again = faulty.restore(s.persisted)
     assert again.context["stored"] == big

@@ -59,7 +59,7 @@ __all__ = ["DEFAULT_RESEED_EVERY", "RUNNER_PATH", "XStateMachine", "load_machine
 RUNNER_PATH = Path(__file__).resolve().parent / "runner" / "runner.mjs"
 """The JS runner shipped as package data."""
 
-DEFAULT_RESEED_EVERY = 64
+DEFAULT_RESEED_EVERY = 32
 """Transitions between re-seeds of the live snapshot (measured in ``benchmarks/bench_xstate.py``)."""
 
 XSTATE_PIN = "6.0.0-alpha.48"

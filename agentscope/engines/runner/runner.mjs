@@ -44,8 +44,12 @@ function writeAll(text) {
     let offset = 0;
     const step = () => {
       while (offset < text.length) {
-        const piece = text.slice(offset, offset + CHUNK);
-        offset += CHUNK;
+        let end = Math.min(offset + CHUNK, text.length);
+        // never split a surrogate pair across two writes (each write is UTF-8 encoded alone)
+        const last = text.charCodeAt(end - 1);
+        if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
+        const piece = text.slice(offset, end);
+        offset = end;
         if (!rawWrite(piece)) {
           protocolOut.once("drain", step);
           return;
@@ -62,6 +66,7 @@ function writeAll(text) {
 // State of this process.
 let xs = null; // the xstate module resolved from the user's module
 let machine = null;
+let loaded = null; // the 'load' reply (machine id, versions, graph)
 let nextHandle = 1;
 const handles = new Map(); // id -> {snap, cache: Map, sinceSeed}
 
@@ -628,7 +633,11 @@ async function handle(req) {
   if (Array.isArray(req.release) && req.op !== "fold") for (const h of req.release) handles.delete(h);
   switch (req.op) {
     case "load":
-      return opLoad(req);
+      loaded = await opLoad(req);
+      return loaded;
+    case "describe":
+      if (!loaded) throw new RunnerError("protocol", "no machine loaded (send 'load' first)");
+      return loaded;
     case "initial":
       return opInitial(req);
     case "restore":
