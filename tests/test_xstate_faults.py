@@ -268,3 +268,19 @@ def test_released_handles_do_not_accumulate(faulty: XStateMachine) -> None:
     # handles of dropped snapshots are released with the next request
     faulty.ping()
     assert faulty.ping()["handles"] <= 3
+
+
+@pytest.mark.skipif(not os.environ.get("AGENTSCOPE_TEST_NODE22"), reason="set AGENTSCOPE_TEST_NODE22=/path/to/node>=22.6")
+@pytest.mark.parametrize(("module", "export", "log"), [("counter.ts", None, "a_counter"), ("triage.ts", None, "g_triage.main"), ("ticket.ts", "ticketV2", "e_bridge.v2")])
+def test_typescript_modules_on_node22(module: str, export: str | None, log: str) -> None:
+    import json
+
+    from agentscope.engines.base import NO_INPUT
+
+    node = os.environ["AGENTSCOPE_TEST_NODE22"]
+    entries = json.loads((MACHINES.parent / f"{log}.log.json").read_text())
+    with load_machine(MACHINES / module, export, node=node) as m:
+        ev = entries[0]["event"]
+        s0 = m.restore(ev["snapshot"]) if "snapshot" in ev else m.initial(ev.get("input", NO_INPUT))
+        snaps = [s0, *m.fold(s0, [e["event"] for e in entries[1:]], sessions={})]
+        assert [state_hash(s.persisted) for s in snaps] == [e["verification"]["stateHash"] for e in entries]

@@ -633,7 +633,7 @@ def load_machine(
             )
         if version < (23, 6, 0):
             argv.append("--experimental-strip-types")
-        argv.append("--no-warnings=ExperimentalWarning")
+        argv.append("--disable-warning=ExperimentalWarning")
     elif suffix not in _JS_SUFFIXES:
         raise MachineLoadError(
             f"Unsupported machine module extension {suffix!r} for {p}; use .mjs, .js, .cjs, .ts or .mts."
