@@ -284,3 +284,10 @@ def test_typescript_modules_on_node22(module: str, export: str | None, log: str)
         s0 = m.restore(ev["snapshot"]) if "snapshot" in ev else m.initial(ev.get("input", NO_INPUT))
         snaps = [s0, *m.fold(s0, [e["event"] for e in entries[1:]], sessions={})]
         assert [state_hash(s.persisted) for s in snaps] == [e["verification"]["stateHash"] for e in entries]
+
+
+def test_module_exits_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = spawned_pids(monkeypatch)
+    with pytest.raises(MachineLoadError, match=r"exited with code 3 during 'load'(.|\n)*leaving now"):
+        load_machine(TEST_MACHINES / "exits_at_import.mjs")
+    assert pids and all(gone(p) for p in pids)

@@ -106,6 +106,7 @@ class _Runner:
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
+        self._drain_thread: threading.Thread | None = None
         self._next_id = 0
         self._lock = threading.RLock()
         self.pending_release: list[int] = []
@@ -139,7 +140,8 @@ class _Runner:
             self._stderr.clear()
             self._stderr_size = 0
         assert proc.stderr is not None
-        threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
+        self._drain_thread = threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True)
+        self._drain_thread.start()
 
     def _drain(self, stream: IO[bytes]) -> None:
         read = getattr(stream, "read1", stream.read)
@@ -149,6 +151,8 @@ class _Runner:
                 self._stderr_size += len(chunk)
                 while self._stderr_size > _STDERR_KEEP and len(self._stderr) > 1:
                     self._stderr_size -= len(self._stderr.popleft())
+        with contextlib.suppress(OSError):
+            stream.close()
 
     def stderr_text(self) -> str:
         with self._stderr_lock:
@@ -232,14 +236,17 @@ class _Runner:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=2.0)
             code = proc.returncode
+        self._kill()
+        if self._drain_thread is not None:
+            self._drain_thread.join(timeout=2.0)  # collect the last words on stderr
         how = (
             f"was killed by signal {-code}"
             if isinstance(code, int) and code < 0
             else f"exited with code {code}"
         )
-        self._kill()
         err = self.stderr_text()
-        return EngineError(
+        cls = MachineLoadError if when == "'load'" else EngineError
+        return cls(
             f"The Node runner for {self.label} {how} during {when}; the next call restarts it."
             + (f"\nrunner stderr:\n{err}" if err else "")
         )
@@ -266,7 +273,7 @@ class _Runner:
             reply = orjson.loads(reply_line)
         except orjson.JSONDecodeError as exc:
             self._kill()
-            raise EngineError(
+            raise (MachineLoadError if op == "load" else EngineError)(
                 f"Malformed output from the Node runner for {self.label} during '{op}' ({exc}): "
                 f"{reply_line[:200]!r}; the runner was stopped and the next call restarts it."
                 + self._stderr_suffix()
@@ -283,6 +290,8 @@ class _Runner:
         raise self._error(op, reply.get("error") or {})
 
     def _stderr_suffix(self) -> str:
+        if self.proc is None and self._drain_thread is not None:
+            self._drain_thread.join(timeout=2.0)
         err = self.stderr_text()
         return f"\nrunner stderr:\n{err}" if err else ""
 
