@@ -372,3 +372,22 @@ def test_graph_after_deep_history_wildcard_named_guard() -> None:
         assert "xstate.after.1000.timers.wait" in s0.timers
         s1 = m.transition(s0, {"type": "xstate.timer", "id": "xstate.after.1000.timers.wait"})
         assert s1.value == {"deep": "y"}
+
+
+def test_fold_iter_equals_fold_and_tolerates_interleaved_calls() -> None:
+    n = 300
+    events = loop_events(n, stale_every=20)
+    with load_machine(MACHINES / "loop.mjs", reseed_every=5) as m:
+        s0 = m.initial({"limit": n})
+        c1: dict[str, str] = {}
+        whole = m.fold(s0, events, sessions=c1)
+        c2: dict[str, str] = {}
+        got: list[str] = []
+        for i, snap in enumerate(m.fold_iter(s0, events, sessions=c2, chunk=7)):
+            got.append(state_hash(snap.persisted))
+            if i % 50 == 3:  # other requests while a chunk is in flight
+                assert m.ping()["pid"] == m.pid
+                assert m.restore(snap.persisted).persisted == snap.persisted
+        assert got == hashes(whole)
+        assert set(c2) == set(c1)  # the same recorded ids were bound (minted ids differ per fold)
+        assert list(m.fold_iter(s0, [])) == []

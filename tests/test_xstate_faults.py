@@ -291,3 +291,25 @@ def test_module_exits_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MachineLoadError, match=r"exited with code 3 during 'load'(.|\n)*leaving now"):
         load_machine(TEST_MACHINES / "exits_at_import.mjs")
     assert pids and all(gone(p) for p in pids)
+
+
+def test_fold_iter_errors_carry_the_global_index(faulty: XStateMachine) -> None:
+    events = [{"type": "STORE", "payload": i} for i in range(10)] + [{"type": "BOOM"}]
+    seen = []
+    with pytest.raises(MachineExecutionError) as info:
+        for snap in faulty.fold_iter(faulty.initial(), events, chunk=4):
+            seen.append(snap.context["stored"])
+    assert info.value.index == 10
+    assert seen == list(range(8))  # the chunks before the failing one were delivered
+
+
+def test_fold_iter_runner_killed_in_a_later_chunk(faulty: XStateMachine) -> None:
+    events = [{"type": "STORE", "payload": i} for i in range(6)] + [{"type": "DIE"}]
+    pid = faulty.pid
+    seen = []
+    with pytest.raises(EngineError, match="killed by signal 9"):
+        for snap in faulty.fold_iter(faulty.initial(), events, chunk=3):
+            seen.append(snap.context["stored"])
+    assert seen == [0, 1, 2, 3, 4, 5]
+    assert gone(pid)
+    assert faulty.initial({"label": "back"}).context["label"] == "back"
