@@ -16,7 +16,7 @@ import pytest
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.engines.xstate import XStateMachine, load_machine
-from agentscope.hashing import djb2_hex, state_hash
+from agentscope.hashing import canonical_json, djb2_hex, machine_version, state_hash
 from tests.conftest import FIXTURES, MACHINES, REPO, load_json, requires_node
 
 pytestmark = [requires_node, pytest.mark.node]
@@ -82,7 +82,8 @@ def test_replay_prefix_snapshots_equal(name: str, machines: dict[tuple[str, str 
     assert ref["prefixes"]
     for p in ref["prefixes"]:
         ours = snaps[p["n"] - 1].persisted
-        assert json.dumps(ours, sort_keys=True) == json.dumps(p["persistedSnapshot"], sort_keys=True)
+        assert canonical_json(ours) == canonical_json(p["persistedSnapshot"])
+        assert ours == p["persistedSnapshot"]
         assert state_hash(ours) == p["getSnapshotStateHash"]
     assert state_hash(snaps[-1].persisted) == ref["verifyTrue"]["finalStateHash"]
 
@@ -136,6 +137,7 @@ def test_structural_string_matches_python_port_on_json_configs() -> None:
             "states": {"off": {"on": {"TOGGLE": "on"}}, "on": {"on": {"TOGGLE": "off"}}},
         }
         assert structural_string(cfg) == m.structural_string
+        assert machine_version(cfg) == m.version == "b37c6aad"
 
 
 def test_bridge_migrate_reproduces_the_bridge_snapshot(machines: dict[tuple[str, str | None], XStateMachine]) -> None:

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -172,9 +173,9 @@ def test_typescript_module() -> None:
 
 
 @pytest.fixture
-def faulty() -> XStateMachine:
+def faulty() -> Iterator[XStateMachine]:
     m = load_machine(FAULTY, "faultyMachine")
-    yield m  # type: ignore[misc]
+    yield m
     pid = m.pid
     m.close()
     if pid is not None:
@@ -313,3 +314,14 @@ def test_fold_iter_runner_killed_in_a_later_chunk(faulty: XStateMachine) -> None
     assert seen == [0, 1, 2, 3, 4, 5]
     assert gone(pid)
     assert faulty.initial({"label": "back"}).context["label"] == "back"
+
+
+def test_initial_and_restore_errors_are_typed() -> None:
+    with load_machine(MACHINES / "triage.mjs") as m:
+        with pytest.raises(MachineExecutionError, match=r"initialTransition threw: TypeError"):
+            m.initial()  # the context factory reads input.team
+        assert m.initial({"team": "t"}).value == "standby"
+    with load_machine(MACHINES / "ticket.mjs", "ticketV1") as v1:
+        bridge = __import__("json").loads((MACHINES.parent / "e_bridge.v2.log.json").read_text())[0]
+        with pytest.raises(MachineExecutionError, match="restoreSnapshot threw.*version"):
+            v1.restore(bridge["event"]["snapshot"])  # a v2 snapshot; v1 has no migrate

@@ -520,18 +520,35 @@ class SessionCache {
   }
 }
 
+function machineCall(what, fn) {
+  try {
+    return fn();
+  } catch (err) {
+    throw new RunnerError("machine-error", `${what} threw: ${errText(err)}`, {
+      stack: err && err.stack ? String(err.stack) : undefined,
+    });
+  }
+}
+
 function opInitial(req) {
   const m = requireMachine();
-  const [snap] = "input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m);
+  const [snap] = machineCall("initialTransition", () =>
+    "input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m),
+  );
   return finishSingle(snap);
 }
 
 function opRestore(req) {
-  return finishSingle(restoreFrom(req.persisted));
+  return finishSingle(machineCall("restoreSnapshot", () => restoreFrom(req.persisted)));
 }
 
 function finishSingle(snap) {
-  const persisted = persistJson(snap);
+  let persisted;
+  try {
+    persisted = persistJson(snap);
+  } catch (err) {
+    throw new RunnerError("not-serializable", `the persisted snapshot is not JSON: ${errText(err)}`);
+  }
   const children = childSessions(snap);
   const handle = newHandle(snap, new SessionCache(), 0);
   return { raw: `{"handle":${handle},"persisted":${persisted},"children":${JSON.stringify(children)}}` };
