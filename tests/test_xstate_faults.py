@@ -323,5 +323,5 @@ def test_initial_and_restore_errors_are_typed() -> None:
         assert m.initial({"team": "t"}).value == "standby"
     with load_machine(MACHINES / "ticket.mjs", "ticketV1") as v1:
         bridge = __import__("json").loads((MACHINES.parent / "e_bridge.v2.log.json").read_text())[0]
-        with pytest.raises(MachineExecutionError, match="restoreSnapshot threw.*version"):
+        with pytest.raises(MachineExecutionError, match=r"restoreSnapshot threw.*version"):
             v1.restore(bridge["event"]["snapshot"])  # a v2 snapshot; v1 has no migrate
