@@ -393,3 +393,17 @@ def test_fold_iter_equals_fold_and_tolerates_interleaved_calls() -> None:
         assert got == hashes(whole)
         assert set(c2) == set(c1)  # the same recorded ids were bound (minted ids differ per fold)
         assert list(m.fold_iter(s0, [])) == []
+
+
+def test_reseed_neutral_with_inline_actor() -> None:
+    events: list[dict[str, Any]] = []
+    for i in range(30):
+        events += [{"type": "GO"}, {"type": "xstate.done.actor", "actorId": "job", "sessionId": f"r{i}", "output": 1}]
+    runs = {}
+    for k in (0, 1, 4):
+        with load_machine(REPO / "tests" / "xstate_machines" / "inline_actor.mjs", reseed_every=k) as m:
+            s0 = m.initial()
+            runs[k] = hashes([s0, *m.fold(s0, events, sessions={})])
+            last = m.fold(s0, events, sessions={})[-1]
+            assert last.context == {"n": 30}
+    assert runs[0] == runs[1] == runs[4]

@@ -68,7 +68,9 @@ let xs = null; // the xstate module resolved from the user's module
 let machine = null;
 let loaded = null; // the 'load' reply (machine id, versions, graph)
 let nextHandle = 1;
-const handles = new Map(); // id -> {snap, cache: Map, sinceSeed}
+const handles = new Map(); // id -> {snap, cache: SessionCache, sinceSeed}
+let reseedBroken = false; // set when a re-seed restore failed: fold live snapshots only
+let reseedWarned = false;
 
 class RunnerError extends Error {
   constructor(kind, message, extra = {}) {
@@ -576,7 +578,8 @@ function opFold(req) {
   const m = requireMachine();
   const events = req.events;
   if (!Array.isArray(events)) throw new RunnerError("protocol", "fold: 'events' must be an array");
-  const reseedEvery = Number.isInteger(req.reseedEvery) && req.reseedEvery > 0 ? req.reseedEvery : 0;
+  const reseedEvery =
+    !reseedBroken && Number.isInteger(req.reseedEvery) && req.reseedEvery > 0 ? req.reseedEvery : 0;
   const rebindOn = req.rebind !== false;
   const delta = {};
   let snap;
@@ -590,7 +593,7 @@ function opFold(req) {
     cache = req.sessions == null ? h.cache.clone() : new SessionCache(Object.entries(req.sessions));
     sinceSeed = h.sinceSeed;
   } else if (seed.persisted !== undefined) {
-    snap = restoreFrom(seed.persisted);
+    snap = machineCall("restoreSnapshot", () => restoreFrom(seed.persisted));
     cache = new SessionCache(Object.entries(req.sessions ?? {}));
     cache.remap(seed.children ?? {}, childSessions(snap), delta);
     sinceSeed = 0;
@@ -600,12 +603,25 @@ function opFold(req) {
   const parts = [];
   const kids = [];
   for (let i = 0; i < events.length; i++) {
-    if (reseedEvery && sinceSeed >= reseedEvery) {
+    if (reseedEvery && !reseedBroken && sinceSeed >= reseedEvery) {
       // alpha.48 grows the pure actor system's prototype chain by one per transition; a restore
       // from the persisted form starts a fresh chain (proved hash-neutral by the test suite).
+      // A machine whose persisted form cannot be restored keeps folding the live snapshot.
       const before = childSessions(snap);
-      snap = m.restoreSnapshot(m.getPersistedSnapshot(snap));
-      cache.remap(before, childSessions(snap), delta);
+      let fresh;
+      try {
+        fresh = m.restoreSnapshot(m.getPersistedSnapshot(snap));
+      } catch (err) {
+        if (!reseedWarned) {
+          process.stderr.write(`agentscope runner: re-seeding disabled, restore failed: ${errText(err)}\n`);
+          reseedWarned = true;
+        }
+        reseedBroken = true;
+      }
+      if (fresh !== undefined) {
+        snap = fresh;
+        cache.remap(before, childSessions(snap), delta);
+      }
       sinceSeed = 0;
     }
     const ev = events[i];
@@ -635,7 +651,6 @@ function opFold(req) {
     parts.push(p);
     kids.push(JSON.stringify(childSessions(snap)));
   }
-  if (Array.isArray(req.release)) for (const h of req.release) handles.delete(h);
   const handle = newHandle(snap, cache, sinceSeed);
   return {
     raw:
@@ -647,7 +662,8 @@ function opFold(req) {
 // ---------------------------------------------------------------------------------------------
 // Dispatch.
 async function handle(req) {
-  if (Array.isArray(req.release) && req.op !== "fold") for (const h of req.release) handles.delete(h);
+  // Handles the caller dropped. Never the seed of this request: the caller still holds it.
+  if (Array.isArray(req.release)) for (const h of req.release) handles.delete(h);
   switch (req.op) {
     case "load":
       loaded = await opLoad(req);
