@@ -19,7 +19,14 @@ Fold semantics (spec §4.1, the contract :mod:`agentscope.replay` builds on):
   updated in place. ``None`` starts a fresh cache. Across restores and re-seeds the cache is
   *carried over*: entries pointing at a still-running child follow it to its new session id,
   entries that were already stale stay stale (they can never match a live child), exactly as
-  one unbroken fold would behave.
+  one unbroken fold would behave. When seeding from a snapshot that is not the end of the
+  cache's own fold (a checkpoint, an older frame), pass the cache *as it was at that snapshot*
+  or a fresh one: a fresh cache differs from an unbroken fold only for a completion carrying
+  the recorded session of a child that had already finished (a stale completion, dropped by
+  XState live; none occurs in the fixtures).
+- :meth:`XStateMachine.fold_iter` is the pipelined form: it yields the same snapshots chunk by
+  chunk while the runner already folds the next chunk, so per-snapshot work in Python (hashing)
+  overlaps the fold in Node.
 - Every ``reseed_every`` transitions the runner replaces the live snapshot with
   ``restoreSnapshot(getPersistedSnapshot(S))``: xstate 6.0.0-alpha.48 grows the pure actor
   system's prototype chain by one per transition (quadratic folds; see the fixtures' README,
