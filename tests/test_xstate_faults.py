@@ -325,3 +325,18 @@ def test_initial_and_restore_errors_are_typed() -> None:
         bridge = __import__("json").loads((MACHINES.parent / "e_bridge.v2.log.json").read_text())[0]
         with pytest.raises(MachineExecutionError, match=r"restoreSnapshot threw.*version"):
             v1.restore(bridge["event"]["snapshot"])  # a v2 snapshot; v1 has no migrate
+
+
+def test_module_changed_on_disk_before_a_restart(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
+    mod = tmp_path / "counter.mjs"
+    shutil.copy(MACHINES / "counter.mjs", mod)
+    with load_machine(mod) as m:
+        s = m.initial({"start": 1})
+        mod.write_text(mod.read_text().replace('id: "counter"', 'id: "counter2"'))
+        proc = m._runner.proc
+        assert proc is not None
+        proc.kill()
+        proc.wait()
+        with pytest.raises(EngineError, match="changed on disk"):
+            m.fold(s, [{"type": "INC"}])

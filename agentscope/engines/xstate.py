@@ -118,7 +118,7 @@ class _Runner:
         self._inflight: list[tuple[int, str]] = []  # (request id, op) sent, reply not read yet
         self._stash: dict[int, Any] = {}  # replies read ahead of their turn
         self._writer: threading.Thread | None = None
-        self._write_error: BaseException | None = None
+        self._first_load: dict[str, Any] | None = None
         self._lock = threading.RLock()
         self.pending_release: list[int] = []
         self.load_result: dict[str, Any] | None = None
@@ -190,6 +190,16 @@ class _Runner:
             if not isinstance(result, dict):
                 self._kill()
                 raise EngineError(f"Malformed 'load' reply from the Node runner for {self.label}: {result!r}")
+            if self._first_load is None:
+                self._first_load = result
+            else:
+                keys = ("machineId", "declaredVersion", "structural", "exportName")
+                if any(result.get(k) != self._first_load.get(k) for k in keys):
+                    self._kill()
+                    raise EngineError(
+                        f"The machine module {self.label} changed on disk since it was loaded (the "
+                        "restarted runner found another machine id/version); load it again with load_machine."
+                    )
             self.load_result = result
             return result
 
@@ -272,8 +282,8 @@ class _Runner:
                 try:
                     stdin.write(line)
                     stdin.flush()
-                except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as exc:
-                    self._write_error = exc  # the reader sees the process end
+                except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
+                    pass  # the process ended: the reader sees EOF and reports it
 
             if pipelined:
                 self._writer = threading.Thread(target=write, daemon=True)
