@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,14 +24,19 @@ TEST_MACHINES = REPO / "tests" / "xstate_machines"
 FAULTY = TEST_MACHINES / "faulty.mjs"
 
 
-def gone(pid: int | None) -> bool:
-    """True when no process ``pid`` exists any more (reaped, not a zombie)."""
+def gone(pid: int | None, *, zombie_ok: bool = False) -> bool:
+    """True when no process ``pid`` exists any more (reaped; or, with ``zombie_ok``, exited)."""
     assert pid is not None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return False  # still running, or an unreaped zombie
+    if zombie_ok:  # an orphan is reaped by whatever init the machine has, not by us
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+    return False  # still running, or an unreaped zombie of ours
 
 
 def spawned_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -340,3 +346,30 @@ def test_module_changed_on_disk_before_a_restart(tmp_path: Path) -> None:
         proc.wait()
         with pytest.raises(EngineError, match="changed on disk"):
             m.fold(s, [{"type": "INC"}])
+
+
+def test_runner_exits_when_python_is_killed(tmp_path: Path) -> None:
+    # No atexit here (SIGKILL): the runner sees EOF on its stdin and exits by itself.
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "import os, signal\n"
+        "from agentscope.engines.xstate import load_machine\n"
+        f"m = load_machine({str(MACHINES / 'counter.mjs')!r})\n"
+        "print(m.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == -9
+    pid = int(out.stdout.strip())
+    for _ in range(200):  # the orphan is reaped by init once it exits; poll, no timing asserted
+        if gone(pid, zombie_ok=True):
+            break
+        time.sleep(0.05)
+    assert gone(pid, zombie_ok=True)
