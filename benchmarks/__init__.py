@@ -1,1 +1,1 @@
-"""Benchmarks: ``python -m benchmarks.bench_<area> [--quick]``; ratios against a baseline run in the same process."""
+"""Benchmarks: each ``bench_<area>.py`` reports speed as ratios against a baseline run in the same process."""
