@@ -228,6 +228,11 @@ class Timeline:
         """The recomputed hash of every entry (``None`` where not replayed)."""
         return [self._index.computed_hash(i) for i in range(self._index.n)]
 
+    def clear_cache(self) -> None:
+        """Forget the cached frames and the last fold position (the next access seeks cold)."""
+        self._lru.clear()
+        self._cursor = None
+
     # -- frames ------------------------------------------------------------------------------
     def at(self, n: int) -> Frame:
         """Return the :class:`Frame` at position ``n`` (negative counts from the end).

@@ -22,18 +22,18 @@ from tests.conftest import FIXTURES, load_json
 from tests.test_replay_support import FixtureCounter, Jobber, SpecCounter, iso, write_log
 
 SPEC_72 = [
-    {"schemaVersion": 1, "id": "evt_00000000", "index": 0, "recordedAt": "2026-01-01T00:00:00.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "@agent.init"}, "metadata": {"executionId": "00000000-0000-4000-8000-000000000000"}, "verification": {"stateHash": "7a6a6b48"}},  # noqa: E501
-    {"schemaVersion": 1, "id": "evt_00000001", "index": 1, "recordedAt": "2026-01-01T00:00:01.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "ADD", "amount": 5}, "verification": {"stateHash": "344e8c4e"}},  # noqa: E501
-    {"schemaVersion": 1, "id": "evt_00000002", "index": 2, "recordedAt": "2026-01-01T00:00:02.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "SCALE", "factor": 3}, "verification": {"stateHash": "feb93e40"}},  # noqa: E501
-    {"schemaVersion": 1, "id": "evt_00000003", "index": 3, "recordedAt": "2026-01-01T00:00:03.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "ADD", "amount": 2}, "verification": {"stateHash": "0fb60983"}},  # noqa: E501
-    {"schemaVersion": 1, "id": "evt_00000004", "index": 4, "recordedAt": "2026-01-01T00:00:04.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "DONE"}, "verification": {"stateHash": "76e9d64c"}},  # noqa: E501
+    {"schemaVersion": 1, "id": "evt_00000000", "index": 0, "recordedAt": "2026-01-01T00:00:00.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "@agent.init"}, "metadata": {"executionId": "00000000-0000-4000-8000-000000000000"}, "verification": {"stateHash": "7a6a6b48"}},
+    {"schemaVersion": 1, "id": "evt_00000001", "index": 1, "recordedAt": "2026-01-01T00:00:01.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "ADD", "amount": 5}, "verification": {"stateHash": "344e8c4e"}},
+    {"schemaVersion": 1, "id": "evt_00000002", "index": 2, "recordedAt": "2026-01-01T00:00:02.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "SCALE", "factor": 3}, "verification": {"stateHash": "feb93e40"}},
+    {"schemaVersion": 1, "id": "evt_00000003", "index": 3, "recordedAt": "2026-01-01T00:00:03.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "ADD", "amount": 2}, "verification": {"stateHash": "0fb60983"}},
+    {"schemaVersion": 1, "id": "evt_00000004", "index": 4, "recordedAt": "2026-01-01T00:00:04.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "DONE"}, "verification": {"stateHash": "76e9d64c"}},
 ]
 SPEC_72_HASHES = ["7a6a6b48", "344e8c4e", "feb93e40", "0fb60983", "76e9d64c"]
 
 SPEC_73 = [
-    {"schemaVersion": 1, "id": "evt_00000000", "index": 0, "recordedAt": "2026-01-01T00:00:00.000Z", "machineId": "jobber", "machineVersion": "74198848", "event": {"type": "@agent.init", "input": {"attempt": 1}}, "metadata": {"executionId": "exec_1"}, "verification": {"stateHash": "25dcd2f3"}},  # noqa: E501
-    {"schemaVersion": 1, "id": "evt_00000001", "index": 1, "recordedAt": "2026-01-01T00:00:01.000Z", "machineId": "jobber", "machineVersion": "74198848", "event": {"type": "GO"}, "verification": {"stateHash": "ddbee5ac"}},  # noqa: E501
-    {"schemaVersion": 1, "id": "evt_00000002", "index": 2, "recordedAt": "2026-01-01T00:00:02.000Z", "machineId": "jobber", "machineVersion": "74198848", "event": {"type": "xstate.done.actor", "actorId": "job", "sessionId": "0h4roa21hqrpn50qz42dr1bctjco:0:1", "output": "shipped"}, "verification": {"stateHash": "7c71fc5b"}},  # noqa: E501
+    {"schemaVersion": 1, "id": "evt_00000000", "index": 0, "recordedAt": "2026-01-01T00:00:00.000Z", "machineId": "jobber", "machineVersion": "74198848", "event": {"type": "@agent.init", "input": {"attempt": 1}}, "metadata": {"executionId": "exec_1"}, "verification": {"stateHash": "25dcd2f3"}},
+    {"schemaVersion": 1, "id": "evt_00000001", "index": 1, "recordedAt": "2026-01-01T00:00:01.000Z", "machineId": "jobber", "machineVersion": "74198848", "event": {"type": "GO"}, "verification": {"stateHash": "ddbee5ac"}},
+    {"schemaVersion": 1, "id": "evt_00000002", "index": 2, "recordedAt": "2026-01-01T00:00:02.000Z", "machineId": "jobber", "machineVersion": "74198848", "event": {"type": "xstate.done.actor", "actorId": "job", "sessionId": "0h4roa21hqrpn50qz42dr1bctjco:0:1", "output": "shipped"}, "verification": {"stateHash": "7c71fc5b"}},
 ]
 
 
