@@ -241,6 +241,8 @@ def build_index(
             idx.odd_recorded[i] = h
     _, validate_entry = load_validators()
     for seg in segs:
+        if seg.number > 0:
+            _check_bridge_link(idx, entries, segs[seg.number - 1], seg)
         m, seg_version = machine_for_segment(seg, machine, machines)
         idx.machines.append(m)
         fold_stop = _structure_problems(idx, entries, seg, validate_entry)
@@ -354,6 +356,44 @@ def _fold_into(
         err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
         idx.add_problem(at_i, "engine-error", detail, err)
     idx.replayed_upto[-1] = last + 1
+
+
+def _check_bridge_link(
+    idx: LogIndex, entries: Sequence[Mapping[str, Any]], prev: Segment, seg: Segment
+) -> None:
+    """Spec §1.5: a later segment of a concatenation should be a version bridge that names the
+    segment before it (``migratedFrom {machineVersion, logIndex}``, inherited ``executionId``).
+    Not fatal: each segment still replays on its own."""
+    where = f"segment {seg.number} (entry {seg.start})"
+    if not seg.bridge:
+        idx.log_problems.append(
+            ("bridge-link", f"{where} starts a fresh run (its init has no snapshot), not a "
+             "version bridge from the previous segment", False)
+        )
+        return
+    mig = seg.migrated_from
+    if mig is None:
+        idx.log_problems.append(
+            ("bridge-link", f"{where}: the bridge init has no metadata.migratedFrom", False)
+        )
+        return
+    if mig.get("logIndex") != len(prev) or mig.get("machineVersion") != prev.version:
+        idx.log_problems.append(
+            ("bridge-link",
+             f"{where}: migratedFrom {dict(mig)!r} does not name the previous segment "
+             f"(machineVersion {prev.version!r}, {len(prev)} entries)", False)
+        )
+
+    def exec_id(i: int) -> Any:
+        meta = entries[i].get("metadata")
+        return meta.get("executionId") if isinstance(meta, Mapping) else None
+
+    if exec_id(seg.start) != exec_id(prev.start):
+        idx.log_problems.append(
+            ("bridge-link",
+             f"{where}: executionId {exec_id(seg.start)!r} is not inherited from the previous "
+             f"segment ({exec_id(prev.start)!r})", False)
+        )
 
 
 def _check_cache(

@@ -341,6 +341,14 @@ def test_bridge_segments_with_machines_per_version() -> None:
     rep = verify(None, both, machines={"1": m1, "2": m2}, strict=True)
     assert rep.ok, rep.summary()
     assert list(rep.df["segment"]) == [0, 0, 0, 1, 1, 1]
+    assert rep.log_problems == ()  # migratedFrom names segment 0, executionId inherited
+    twice = verify(m1, v1 + v1)
+    assert twice.ok  # each segment replays on its own ...
+    assert [k for k, _, _ in twice.log_problems] == ["bridge-link"]  # ... but it is no bridge
+    bad_link = copy.deepcopy(both)
+    bad_link[3]["metadata"]["migratedFrom"]["logIndex"] = 9
+    notes = verify(None, bad_link, machines={"1": m1, "2": m2}).log_problems
+    assert [k for k, _, _ in notes] == ["bridge-link"] and "logIndex" in notes[0][1]
     missing = verify(None, both, machines={"1": m1})
     assert not missing.ok
     kinds = [(k, d) for k, d, _ in missing.log_problems]
