@@ -114,7 +114,7 @@ def _try_timers(
     persisted: Mapping[str, Any],
     recorded: str,
     known: Mapping[str, int],
-    centres: tuple[int | None, int | None],
+    centres: tuple[int | None, ...],
     window_ms: int,
 ) -> tuple[dict[str, int] | None, str]:
     timers = persisted.get("timers")
@@ -147,9 +147,9 @@ def _try_timers(
                 found = dict(fixed)
                 found.update({tid: t for tid in holes})
                 return found, ""
+    labels = ("recordedAt", "previous recordedAt", "recordedAt where the timer appeared")
     where = " and ".join(
-        f"{label} {c} ms" for label, c in zip(("recordedAt", "previous recordedAt"), centres, strict=True)
-        if c is not None
+        f"{label} {c} ms" for label, c in zip(labels, centres, strict=False) if c is not None
     )
     if not where:
         return None, f"pending after timer(s) {', '.join(ids)}: no recordedAt to search around"
@@ -189,6 +189,7 @@ def explain_mismatch(
     recorded_at: int | None = None,
     previous_recorded_at: int | None = None,
     known_timer_starts: Mapping[str, int] | None = None,
+    timer_appeared_at: int | None = None,
     window_ms: int = 2000,
 ) -> Explanation:
     """Try the benign causes for ``state_hash(persisted) != recorded`` and say which one holds.
@@ -204,6 +205,9 @@ def explain_mismatch(
         the ``startedAt`` search.
     known_timer_starts : Mapping[str, int] | None
         ``startedAt`` values confirmed at earlier entries, by timer id.
+    timer_appeared_at : int | None
+        Epoch ms of the ``recordedAt`` of the entry after which the oldest pending timer first
+        appeared: a third search centre, for timers started long before this entry.
     window_ms : int
         Half-width of each search window, in milliseconds.
 
@@ -224,7 +228,7 @@ def explain_mismatch(
         persisted,
         recorded,
         known_timer_starts or {},
-        (recorded_at, previous_recorded_at),
+        (recorded_at, previous_recorded_at, timer_appeared_at),
         window_ms,
     )
     if starts is not None:

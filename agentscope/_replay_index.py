@@ -299,6 +299,7 @@ def _fold_into(
 ) -> None:
     prev: Mapping[str, Any] | None = None
     known_starts: dict[str, int] = {}
+    appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
     prev_at: int | None = None
     k = checkpoint_every
     fold_batch = max(batch, k or 0)
@@ -318,10 +319,16 @@ def _fold_into(
             at = recorded_at_ms(e)
             rec = idx.recorded_hash(i)
             timers = p.get("timers")
-            if isinstance(timers, Mapping):
-                for tid in list(known_starts):
-                    if tid not in timers:
-                        del known_starts[tid]
+            timers = timers if isinstance(timers, Mapping) else {}
+            for tid in list(known_starts):
+                if tid not in timers:
+                    del known_starts[tid]
+            for tid in list(appeared):
+                if tid not in timers:
+                    del appeared[tid]
+            for tid in timers:
+                if tid not in appeared and at is not None:
+                    appeared[tid] = at
             if rec is None:
                 pass
             elif rec == h:
@@ -334,6 +341,7 @@ def _fold_into(
                     ex = explain_mismatch(
                         p, rec, recorded_at=at, previous_recorded_at=prev_at,
                         known_timer_starts=known_starts,
+                        timer_appeared_at=min(appeared.values()) if appeared else None,
                     )
                     idx.explanations[i] = ex.text
                     if ex.confirmed:

@@ -469,3 +469,22 @@ def test_report_html_escapes_log_content() -> None:
 
 def test_fixture_files_are_repo_copies() -> None:
     assert FIXTURES.is_dir() and "tests" in FIXTURES.parts
+
+
+def test_timer_started_long_before_is_found_from_where_it_appeared() -> None:
+    live = Jobber(prefix="live", loop=True)
+    log = write_log(live, [{"type": "WAIT"}, {"type": "NOOP"}, {"type": "NOOP"}],
+                    input={"attempt": 1}, step_ms=10_000)
+    started = 1767225600000 + 10_000 + 42  # 42 ms after entry 1 (WAIT) was recorded
+    del log[1]["verification"], log[2]["verification"]  # nothing to confirm it earlier
+    snap = live.initial({"attempt": 1})
+    for e in log[1:]:
+        snap = live.transition(snap, e["event"])
+    persisted = copy.deepcopy(dict(snap.persisted))
+    for t in persisted["timers"].values():
+        t["startedAt"] = started
+    log[3]["verification"]["stateHash"] = state_hash(persisted)
+    rep = verify(Jobber(loop=True), log)
+    assert rep.ok, rep.summary()
+    assert rep.df.loc[3, "verdict"] == "explained"
+    assert f"startedAt={started}" in rep.df.loc[3, "explanation"]
