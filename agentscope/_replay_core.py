@@ -363,10 +363,17 @@ def fold_segment(
                 raise EngineError(
                     f"engine fold returned {len(snaps)} snapshots for {len(events)} events"
                 )
-        except Exception:
+        except Exception as batch_exc:
             cache.clear()
             cache.update(saved)
             cur = s
+            bad = getattr(batch_exc, "index", None)  # an engine that names the failing event
+            if isinstance(bad, int) and not isinstance(bad, bool) and 0 <= bad < len(events):
+                ok = machine.fold(s, events[:bad], sessions=cache) if bad else []
+                for k, sn in enumerate(ok):
+                    yield i + k, sn
+                _note(batch_exc, entries, i + bad)
+                raise
             for k, ev in enumerate(events):
                 try:
                     cur = machine.fold(cur, [ev], sessions=cache)[0]

@@ -488,3 +488,40 @@ def test_timer_started_long_before_is_found_from_where_it_appeared() -> None:
     assert rep.ok, rep.summary()
     assert rep.df.loc[3, "verdict"] == "explained"
     assert f"startedAt={started}" in rep.df.loc[3, "explanation"]
+
+
+class _Exploding(SpecCounter):
+    """Raises on a BOOM event; in batch mode it names the failing event like the Node engine."""
+
+    def __init__(self, *, name_index: bool) -> None:
+        self.name_index = name_index
+
+    def fold(self, seed: Any, events: Any, *, sessions: Any = None) -> Any:
+        events = list(events)
+        for k, ev in enumerate(events):
+            if ev.get("type") == "BOOM":
+                err = RuntimeError("machine threw")
+                if self.name_index and len(events) > 1:
+                    err.index = k  # type: ignore[attr-defined]
+                raise err
+        return super().fold(seed, events, sessions=sessions)
+
+
+@pytest.mark.parametrize("name_index", [True, False])
+def test_engine_failure_mid_batch(name_index: bool) -> None:
+    log = copy.deepcopy(SPEC_72)
+    log[3]["event"] = {"type": "BOOM"}
+    m = _Exploding(name_index=name_index)
+    with pytest.raises(RuntimeError) as ei:
+        replay(m, log)
+    assert "while replaying entry 3" in "".join(ei.value.__notes__)
+    tampered = copy.deepcopy(log)
+    tampered[1]["verification"]["stateHash"] = "deadbeef"
+    with pytest.raises(ReplayDivergenceError) as e2:  # the earlier divergence is reported first
+        replay(m, tampered)
+    assert e2.value.index == 1
+    rep = verify(m, log)
+    assert not rep.ok
+    row = rep.first_mismatch
+    assert row is not None and row["index"] == 3 and row["reason"].startswith("engine-error")
+    assert list(rep.df["verdict"]) == ["verified"] * 3 + ["unchecked"] * 2  # not replayed
