@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.engines.base import NO_INPUT, Graph, Machine, MachineBase, Snapshot, StateNodeInfo
-from agentscope.hashing import state_hash
+from agentscope.hashing import canonical_json, state_hash
 from agentscope.replay import Timeline, replay
 
 LOOP_MJS = Path(__file__).resolve().parent.parent / "agentscope" / "examples" / "machines" / "loop.mjs"
@@ -125,9 +125,14 @@ def run(machine: Machine, n: int, k: int, seeks: int, naive: int, hashes: bool) 
     t0 = time.perf_counter()
     tl = Timeline(machine, log, checkpoint_every=k, cache_size=0)
     t_index = time.perf_counter() - t0
+    idx = tl._index  # a benchmark may look inside
+    arrays = sum(a.nbytes for a in (idx.computed, idx.has_computed, idx.recorded,
+                                    idx.has_recorded, idx.verdict, idx.ignored))
+    ckpt = sum(len(canonical_json(p)) for p in idx.checkpoints.values())
     print(f"entries={n} checkpoint_every={k} index: {t_index:.2f} s "
           f"({n / t_index:,.0f} entries/s), report ok={tl.report.ok}, "
-          f"checkpoints={len(tl.checkpoint_indices)}")
+          f"checkpoints={len(tl.checkpoint_indices)}; index memory: arrays {arrays / 1e6:.1f} MB "
+          f"+ checkpoints {ckpt / 1e6:.2f} MB as JSON")
     rng = random.Random(0)
     hi = n - 1
     lo = max(1, n // 2)
