@@ -94,7 +94,8 @@ class PyLoop(MachineBase):
 
 
 def make_log(n: int, *, hashes: bool) -> list[dict[str, Any]]:
-    """A loop log of ``n`` entries (init + n-1 completions), hashes from the Python port."""
+    """A loop log of ``n`` entries (init + n-1 completions), hashes from the Python port (they
+    equal real XState's: the node engine verifies them with zero mismatches)."""
     live = PyLoop("live")
     s = live.initial({"limit": n})
     base = {"schemaVersion": 1, "machineId": "loop", "machineVersion": "a230273a"}
@@ -182,7 +183,7 @@ def main() -> int:
         machine = PyLoop()
         print("engine: python (PyLoop)")
     try:
-        run(machine, n, args.k, seeks, naive, hashes=isinstance(machine, PyLoop))
+        run(machine, n, args.k, seeks, naive, hashes=True)
     finally:
         machine.close()
     return 0
