@@ -30,7 +30,7 @@ from agentscope._replay_core import (
     segments_of,
 )
 from agentscope._replay_explain import explain_mismatch
-from agentscope.engines.base import Machine
+from agentscope.engines.base import Machine, Snapshot
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
@@ -74,6 +74,7 @@ class LogIndex:
     log_problems: list[tuple[str, str, bool]] = field(default_factory=list)
     log_failures: list[AgentscopeError] = field(default_factory=list)
     checkpoints: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    checkpoint_sessions: dict[int, list[tuple[str, str, bool]]] = field(default_factory=dict)
     replayed_upto: list[int] = field(default_factory=list)
     strict: bool = False
     source: str | None = None
@@ -98,6 +99,24 @@ class LogIndex:
             else:
                 hi = mid - 1
         return lo
+
+    def sessions_at(self, c: int, m: Machine, restored: Snapshot) -> dict[str, str]:
+        """The rebinding cache a fold resumed from checkpoint ``c`` (restored as ``restored``)
+        must start with to behave exactly like the unbroken fold.
+
+        Only keys journaled both at/before ``c`` and after it matter (a key first seen after
+        ``c`` resolves the same way in both folds). One that pointed at the child running at
+        ``c`` follows that child to its session in ``restored``; a stale one keeps its old,
+        never-matching value.
+        """
+        cache: dict[str, str] = {}
+        for key, value, live in self.checkpoint_sessions.get(c, ()):
+            if live:
+                now = m.child_session(restored, key.split("\u0000", 1)[0])
+                cache[key] = value if now is None else now
+            else:
+                cache[key] = value
+        return cache
 
     def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None) -> None:
         self.problems.setdefault(i, []).append((kind, detail))
@@ -305,7 +324,10 @@ def _fold_into(
     fold_batch = max(batch, k or 0)
     last = seg.start - 1
     try:
-        for i, snap in fold_segment(m, entries, seg.start, stop, batch=fold_batch):
+        spans = _recurring_session_keys(entries, seg.start, stop) if k else {}
+        cache: dict[str, str] = {}
+        for i, snap in fold_segment(m, entries, seg.start, stop, batch=fold_batch,
+                                    sessions=cache):
             last = i
             p = m.persist(snap)
             h = state_hash(p)
@@ -313,6 +335,13 @@ def _fold_into(
             idx.has_computed[i] = True
             if k and (i - seg.start) % k == 0:
                 idx.checkpoints[i] = p
+                kept = [
+                    (key, cache[key], cache[key] == m.child_session(snap, key.split("\u0000")[0]))
+                    for key, (first, last) in spans.items()
+                    if first <= i < last and key in cache
+                ]
+                if kept:
+                    idx.checkpoint_sessions[i] = kept
             if prev is not None and p == prev:
                 idx.ignored[i] = True
             e = entries[i]
@@ -364,6 +393,42 @@ def _fold_into(
         err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
         idx.add_problem(at_i, "engine-error", detail, err)
     idx.replayed_upto[-1] = last + 1
+
+
+def _session_key(entry: Any) -> str | None:
+    ev = entry.get("event") if isinstance(entry, Mapping) else None
+    if not isinstance(ev, Mapping):
+        return None
+    a, sid = ev.get("actorId"), ev.get("sessionId")
+    if isinstance(a, str) and isinstance(sid, str):
+        return a + "\u0000" + sid
+    return None
+
+
+def _recurring_session_keys(
+    entries: Sequence[Mapping[str, Any]], start: int, stop: int
+) -> dict[str, tuple[int, int]]:
+    """Rebinding keys (spec §4.1: ``actorId + "\\0" + sessionId``) journaled more than once in
+    ``entries[start:stop]``, with their first and last positions. Counted through 64-bit hashes
+    in a numpy array so a 10^6-entry log needs ~8 MB, not a dict of every key."""
+    hashes: list[int] = []
+    for i in range(start, stop):
+        key = _session_key(entries[i])
+        if key is not None:
+            hashes.append(hash(key))
+    if not hashes:
+        return {}
+    values, counts = np.unique(np.asarray(hashes, dtype=np.int64), return_counts=True)
+    repeated = set(values[counts > 1].tolist())
+    if not repeated:
+        return {}
+    spans: dict[str, tuple[int, int]] = {}
+    for i in range(start, stop):
+        key = _session_key(entries[i])
+        if key is not None and hash(key) in repeated:
+            first = spans[key][0] if key in spans else i
+            spans[key] = (first, i)
+    return {k: v for k, v in spans.items() if v[0] != v[1]}
 
 
 def _check_bridge_link(

@@ -93,15 +93,24 @@ class Timeline:
     its start). Memory is O(n) small integers plus O(n / k) snapshots, so 10^6 entries fit.
 
     A seek to ``n`` restores the nearest checkpoint at or before ``n - 1`` (``machine.restore``;
-    a segment start is seeded from its init entry instead) and folds forward with a **fresh**
-    session-rebinding cache. That equals the full fold because rebinding only maps a journaled
-    ``sessionId`` to the session the fold minted for the *currently running* child of that id,
-    which the restored snapshot carries (spec §4.1); and the fixtures README observed that
-    re-seeding from the persisted snapshot changes no hash. It is also checked on every seek:
-    the frame's hash must equal the indexing pass's hash for that entry; if not, the seek
-    re-folds the segment from its start (counted in :attr:`seek_fallbacks`). Consecutive steps
-    (``timeline[n]`` then ``timeline[n+1]``) continue the last fold; recent frames are kept in an
-    LRU of ``cache_size``.
+    a segment start is seeded from its init entry instead) and folds forward with
+    ``machine.fold``. Why that equals the unbroken fold (spec §4.1):
+
+    - the fixtures README observed that re-seeding from the persisted snapshot
+      (``restore(persist(S))``) changes no hash, and the tests check every position of
+      generated and real logs;
+    - session rebinding starts from a *fresh* cache, which is exact for every rebinding key
+      first journaled after the checkpoint (a miss maps it to the running child's session, as
+      in the full fold). Keys journaled both before and after the checkpoint (rare: a repeated
+      or stale completion) are stored with the checkpoint: one that pointed at the child running
+      there follows it to its session in the restored snapshot; a stale one keeps its
+      never-matching value;
+    - and every seek is checked: the frame's hash must equal the indexing pass's hash for that
+      entry, else the seek re-folds the segment from its start (counted in
+      :attr:`seek_fallbacks`; expected 0).
+
+    Consecutive steps (``timeline[n]`` then ``timeline[n+1]``) continue the last fold; recent
+    frames are kept in an LRU of ``cache_size``.
 
     Parameters
     ----------
@@ -348,7 +357,9 @@ class Timeline:
                               sessions=sessions)
         else:
             ckpt = self._index.checkpoints[start]
-            it = fold_segment(m, self._entries, start + 1, n + 1, seed=m.restore(ckpt),
+            seed = m.restore(ckpt)
+            sessions = self._index.sessions_at(start, m, seed)
+            it = fold_segment(m, self._entries, start + 1, n + 1, seed=seed,
                               batch=self._batch, sessions=sessions)
         before: Snapshot | None = None
         last: Snapshot | None = None
@@ -418,7 +429,12 @@ class Timeline:
                         }
                     )
                 prev = cur
-        return pd.DataFrame(rows, columns=["index", "id", "event_type", "op", "before", "after"])
+        cols = ["index", "id", "event_type", "op", "before", "after"]
+        return pd.DataFrame(
+            {c: pd.Series([r[c] for r in rows], dtype="int64" if c == "index" else object)
+             for c in cols},
+            columns=cols,
+        )
 
     def _persisted_range(
         self, start: int, stop: int, m: Machine
@@ -436,8 +452,9 @@ class Timeline:
             else:
                 p0 = self._index.checkpoints[c]
                 yield c, p0
-                it = fold_segment(m, self._entries, c + 1, end, seed=m.restore(p0),
-                                  batch=self._batch)
+                seed = m.restore(p0)
+                it = fold_segment(m, self._entries, c + 1, end, seed=seed, batch=self._batch,
+                                  sessions=self._index.sessions_at(c, m, seed))
                 for i, snap in it:
                     yield i, m.persist(snap)
             c = end

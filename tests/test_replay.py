@@ -395,9 +395,9 @@ def test_checkpoint_seek_equals_full_fold_for_every_n() -> None:
     assert len(tl.checkpoint_indices) == (len(log) + 96) // 97
 
 
-def test_stale_session_after_checkpoint_falls_back_correctly() -> None:
+def test_stale_session_after_checkpoint_is_kept_with_the_checkpoint() -> None:
     # A completion for an old session arrives after a checkpoint: a fresh rebinding cache would
-    # bind it to the new child; the per-seek hash check catches that and re-folds from 0.
+    # bind it to the new child; the checkpoint keeps that stale key, so the seek drops it too.
     events: list[dict[str, Any]] = [
         {"type": "GO"}, {"type": "xstate.done.actor", "actorId": "job", "output": 1},
         {"type": "GO"}, {"type": "NOOP"}, {"type": "NOOP"},
@@ -411,6 +411,29 @@ def test_stale_session_after_checkpoint_falls_back_correctly() -> None:
     f = tl[6]
     assert f.context["result"] == 1 and f.ignored  # the stale completion was dropped
     assert state_hash(f.persisted) == log[6]["verification"]["stateHash"]
+    assert tl.seek_fallbacks == 0
+    assert [len(tl._index.checkpoint_sessions.get(c, [])) for c in (0, 4)] == [0, 1]
+    assert [state_hash(x.persisted) for x in tl] == [e["verification"]["stateHash"] for e in log]
+    assert list(tl.changes("/context/result")["after"]) == [None, 1, 2]
+
+
+class _LossyRestore(Jobber):
+    """``restore`` loses ``runs``: a broken engine the seek check must not trust."""
+
+    def restore(self, persisted: Any) -> Any:
+        s = super().restore(persisted)
+        s.persisted["context"]["runs"] = -1
+        return s
+
+
+def test_seek_hash_check_falls_back_to_a_full_fold() -> None:
+    log = _long_log(20)
+    m = _LossyRestore(prefix="fold", loop=True)
+    tl = Timeline(m, log, checkpoint_every=8, cache_size=0)
+    assert tl.report.ok  # the indexing pass never restores
+    f = tl[30]
+    assert state_hash(f.persisted) == log[30]["verification"]["stateHash"]
+    assert f.context["runs"] >= 0
     assert tl.seek_fallbacks == 1
 
 
