@@ -154,6 +154,7 @@ def _structure_problems(
     """Record envelope / log-level problems of one segment; return the first position the fold
     cannot pass (an entry without an event object), or ``seg.stop``."""
     seen: dict[Any, int] = {}
+    prev_index: int | None = None
     stop = seg.stop
     src = idx.source
     for i in range(seg.start, seg.stop):
@@ -168,13 +169,17 @@ def _structure_problems(
             except LogFormatError as exc:
                 idx.add_problem(i, "invalid-entry", str(exc), exc)
         pos = i - seg.start
-        if e.get("index") != pos:
+        want = 0 if i == seg.start else (
+            prev_index + 1 if isinstance(prev_index, int) else pos)
+        got = e.get("index")
+        if got != want:  # reported where the numbering breaks, not at every later entry
             err = EntryValidationError(
                 f"Event log must be contiguous from index 0; found entry.index "
-                f"{e.get('index')} at position {pos}.",
+                f"{got} at position {pos} (expected {want}).",
                 source=src, index=i, field="index",
             )
             idx.add_problem(i, "non-contiguous", err.detail, err)
+        prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
         eid = e.get("id")
         if isinstance(eid, str) and eid in seen:
             err = EntryValidationError(

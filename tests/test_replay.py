@@ -548,3 +548,16 @@ def test_engine_failure_mid_batch(name_index: bool) -> None:
     row = rep.first_mismatch
     assert row is not None and row["index"] == 3 and row["reason"].startswith("engine-error")
     assert list(rep.df["verdict"]) == ["verified"] * 3 + ["unchecked"] * 2  # not replayed
+
+
+def test_verify_reports_structure_problems_once_each() -> None:
+    log = copy.deepcopy(SPEC_72)
+    del log[2]  # a gap: entries 3 and 4 are contiguous with each other
+    log[3]["id"] = log[1]["id"]
+    rep = verify(SpecCounter(), log)
+    reasons = rep.mismatches.set_index("index")["reason"].to_dict()
+    assert reasons[2].startswith("non-contiguous") and "expected 2" in reasons[2]
+    assert "duplicate-id" in reasons[3] and "non-contiguous" not in reasons[3]
+    assert not rep.ok
+    with pytest.raises(LogFormatError):
+        replay(SpecCounter(), log)
