@@ -326,7 +326,9 @@ def _fold_into(
     appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
     prev_at: int | None = None
     k = checkpoint_every
-    fold_batch = max(batch, k or 0)
+    # with checkpoints, every batch ends exactly on one, so the rebinding cache and the
+    # engine's snapshot agree there (an engine may move cache entries when it re-seeds)
+    fold_batch = k if k else batch
     last = seg.start - 1
     try:
         spans = _recurring_session_keys(entries, seg.start, stop) if k else {}
@@ -342,8 +344,8 @@ def _fold_into(
                 idx.checkpoints[i] = p
                 kept = [
                     (key, cache[key], cache[key] == m.child_session(snap, key.split("\u0000")[0]))
-                    for key, (first, last) in spans.items()
-                    if first <= i < last and key in cache
+                    for key, (first_at, last_at) in spans.items()
+                    if first_at <= i < last_at and key in cache
                 ]
                 if kept:
                     idx.checkpoint_sessions[i] = kept

@@ -5,9 +5,10 @@ Private module: the public name is :class:`agentscope.replay.Timeline`.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import jsonpatch
 import numpy as np
@@ -24,9 +25,9 @@ from agentscope._replay_index import _CODE, LogIndex, build_index
 from agentscope._replay_report import VerifyReport, report_from_index
 from agentscope.engines.base import Machine, Snapshot
 from agentscope.frames import Frame, Verdict
-from agentscope.hashing import state_hash
+from agentscope.hashing import canonical_json, state_hash
 
-__all__ = ["Timeline", "changed_paths", "resolve_pointer"]
+__all__ = ["Timeline", "changed_paths", "choose_checkpoint_every", "resolve_pointer"]
 
 _VOLATILE_TOP = frozenset({"_nextTimerId", "_nextActorIds", "sessionId", "agentMeta"})
 _ABSENT: Any = object()
@@ -59,6 +60,45 @@ def changed_paths(
     return tuple(out)
 
 
+def choose_checkpoint_every(
+    machine: Machine,
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    target_ms: float = 10.0,
+    memory_budget: float = 256e6,
+    probe: int = 512,
+) -> int:
+    """Pick a checkpoint interval k for ``machine`` from a short timed probe fold.
+
+    Folds up to ``probe`` entries of the segment starting at ``start`` (one ``fold`` call) to
+    measure the engine's rate r (entries/s, round trips included), then takes the largest power
+    of two k in [16, 1024] with ``k / (2 r) <= target_ms`` (a seek folds k/2 entries on
+    average), doubled while ``len(log) / k`` checkpoints of the probe's final snapshot size
+    (x8 for Python object overhead) would exceed ``memory_budget`` bytes. Returns 1024 for a
+    log too short to measure.
+    """
+    stop = len(entries) if stop is None else stop
+    end = min(stop, start + 1 + probe)
+    if end - start < 32:
+        return 1024
+    t0 = time.perf_counter()
+    last: Snapshot | None = None
+    for _, snap in fold_segment(machine, entries, start, end, batch=probe):
+        last = snap
+    elapsed = max(time.perf_counter() - t0, 1e-9)
+    rate = (end - start) / elapsed
+    k = 16
+    while k < 1024 and (2 * k) / (2 * rate) * 1000 <= target_ms:
+        k *= 2
+    assert last is not None
+    size = 8 * len(canonical_json(machine.persist(last)))
+    while k < 1024 and len(entries) / k * size > memory_budget:
+        k *= 2
+    return k
+
+
 def resolve_pointer(doc: Any, pointer: str) -> Any:
     """Resolve an RFC 6901 JSON Pointer in ``doc``; return a private sentinel when absent.
 
@@ -82,6 +122,13 @@ def resolve_pointer(doc: Any, pointer: str) -> Any:
         else:
             return _ABSENT
     return cur
+
+
+def _first_stop(entries: Sequence[Mapping[str, Any]]) -> int:
+    for i in range(1, len(entries)):
+        if event_type(entries[i]) == "@agent.init":
+            return i
+    return len(entries)
 
 
 class Timeline:
@@ -117,8 +164,11 @@ class Timeline:
     machine : Machine or None
         The engine; ``None`` gives frames with entries only (verdict ``missing``/``unchecked``).
     log : EventLog or Sequence[Mapping]
-    checkpoint_every : int
-        Entries between checkpoints (k): a seek folds at most k entries.
+    checkpoint_every : int or "auto"
+        Entries between checkpoints (k): a seek folds at most k entries. ``"auto"`` measures the
+        engine on a short probe fold and picks k for ~10 ms median seeks within a memory budget
+        (:func:`choose_checkpoint_every`): about 1024 for the Python engine, 32-64 for the Node
+        engine. The chosen value is :attr:`checkpoint_every`.
     machines : Mapping[str, Machine], optional
         Machines by ``machineVersion`` for version-bridged logs (spec §1.5).
     cache_size : int
@@ -132,7 +182,7 @@ class Timeline:
         machine: Machine | None,
         log: Any,
         *,
-        checkpoint_every: int = 1024,
+        checkpoint_every: int | Literal["auto"] = 1024,
         machines: Mapping[str, Machine] | None = None,
         cache_size: int = 256,
         strict: bool = False,
@@ -140,15 +190,23 @@ class Timeline:
         explain: bool = True,
         batch_size: int = DEFAULT_BATCH,
     ) -> None:
-        if checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be >= 1; got {checkpoint_every}")
         self._log = log
         self._entries: Sequence[Mapping[str, Any]] = entries_of(log)
+        if checkpoint_every == "auto":
+            probe_m = machine if machine is not None else next(iter((machines or {}).values()), None)
+            checkpoint_every = (
+                1024 if probe_m is None or not self._entries
+                else choose_checkpoint_every(probe_m, self._entries, stop=_first_stop(self._entries))
+            )
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
+                checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be an int >= 1 or 'auto'; got "
+                             f"{checkpoint_every!r}")
         self._machine = machine
         self._machines = dict(machines) if machines else None
         self._k = checkpoint_every
         self._cache_size = max(0, cache_size)
-        self._batch = max(batch_size, checkpoint_every)
+        self._batch = max(batch_size, checkpoint_every)  # seeks fold <= k entries: one call
         cached = getattr(log, "cached_snapshot", None)
         self._index: LogIndex = build_index(
             self._entries,

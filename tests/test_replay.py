@@ -561,3 +561,18 @@ def test_verify_reports_structure_problems_once_each() -> None:
     assert not rep.ok
     with pytest.raises(LogFormatError):
         replay(SpecCounter(), log)
+
+
+def test_auto_checkpoint_interval() -> None:
+    log = _long_log(300)
+    m = Jobber(prefix="fold", loop=True)
+    tl = Timeline(m, log, checkpoint_every="auto")
+    k = tl.checkpoint_every
+    assert 16 <= k <= 1024 and k & (k - 1) == 0  # a power of two
+    assert tl.checkpoint_indices == list(range(0, len(log), k))
+    for n in (len(log) - 1, 5, min(k + 1, len(log) - 2), len(log) // 2):
+        tl.clear_cache()
+        assert state_hash(tl[n].persisted) == log[n]["verification"]["stateHash"]
+    assert Timeline(m, SPEC_73[:2], checkpoint_every="auto").checkpoint_every == 1024  # too short
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        Timeline(m, log, checkpoint_every=0)
