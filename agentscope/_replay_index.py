@@ -326,12 +326,13 @@ def _fold_into(
     appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
     prev_at: int | None = None
     k = checkpoint_every
-    # with checkpoints, every batch ends exactly on one, so the rebinding cache and the
-    # engine's snapshot agree there (an engine may move cache entries when it re-seeds)
-    fold_batch = k if k else batch
     last = seg.start - 1
     try:
         spans = _recurring_session_keys(entries, seg.start, stop) if k else {}
+        # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
+        # cache and the engine's snapshot agree there (an engine may move cache entries when it
+        # re-seeds); otherwise large batches (fewer engine round trips)
+        fold_batch = k if (k and spans) else max(batch, k or 0)
         cache: dict[str, str] = {}
         for i, snap in fold_segment(m, entries, seg.start, stop, batch=fold_batch,
                                     sessions=cache):

@@ -24,7 +24,7 @@ import statistics
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentscope.engines.base import NO_INPUT, Graph, Machine, MachineBase, Snapshot, StateNodeInfo
 from agentscope.hashing import canonical_json, state_hash
@@ -121,7 +121,9 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def run(machine: Machine, n: int, k: int, seeks: int, naive: int, hashes: bool) -> None:
+def run(
+    machine: Machine, n: int, k: int | Literal["auto"], seeks: int, naive: int, hashes: bool
+) -> None:
     log = make_log(n, hashes=hashes)
     t0 = time.perf_counter()
     tl = Timeline(machine, log, checkpoint_every=k, cache_size=0)
@@ -130,7 +132,7 @@ def run(machine: Machine, n: int, k: int, seeks: int, naive: int, hashes: bool) 
     arrays = sum(a.nbytes for a in (idx.computed, idx.has_computed, idx.recorded,
                                     idx.has_recorded, idx.verdict, idx.ignored))
     ckpt = sum(len(canonical_json(p)) for p in idx.checkpoints.values())
-    print(f"entries={n} checkpoint_every={k} index: {t_index:.2f} s "
+    print(f"entries={n} checkpoint_every={tl.checkpoint_every} ({k}) index: {t_index:.2f} s "
           f"({n / t_index:,.0f} entries/s), report ok={tl.report.ok}, "
           f"checkpoints={len(tl.checkpoint_indices)}; index memory: arrays {arrays / 1e6:.1f} MB "
           f"+ checkpoints {ckpt / 1e6:.2f} MB as JSON")
@@ -163,7 +165,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     ap.add_argument("--n", type=int, default=None, help="log length")
-    ap.add_argument("--k", type=int, default=1024, help="checkpoint_every")
+    ap.add_argument("--k", default="auto", help="checkpoint_every: an int or 'auto' (default)")
     ap.add_argument("--engine", choices=["auto", "python", "node"], default="auto")
     args = ap.parse_args()
     n = args.n or (20_000 if args.quick else 200_000)
@@ -183,7 +185,8 @@ def main() -> int:
         machine = PyLoop()
         print("engine: python (PyLoop)")
     try:
-        run(machine, n, args.k, seeks, naive, hashes=True)
+        k: int | Literal["auto"] = "auto" if args.k == "auto" else int(args.k)
+        run(machine, n, k, seeks, naive, hashes=True)
     finally:
         machine.close()
     return 0
