@@ -295,17 +295,18 @@ def build_index(
         if m is None or fold_stop <= seg.start:
             continue
         _fold_into(idx, entries, seg, m, fold_stop, checkpoint_every, batch, explain)
-    for i in range(n):
-        if not idx.has_recorded[i] and i not in idx.odd_recorded and idx.has_computed[i]:
-            idx.verdict[i] = _CODE[Verdict.MISSING]
-            if strict:
-                e = entries[i]
-                idx.add_problem(
-                    i, "missing-verification", "no recorded verification hash",
-                    ReplayDivergenceError(str(e.get("id", "")), i, "missing-verification"),
-                )
-        elif not idx.has_computed[i] and not idx.has_recorded[i] and i not in idx.odd_recorded:
-            idx.verdict[i] = _CODE[Verdict.MISSING]
+    no_hash = ~idx.has_recorded
+    if idx.odd_recorded:
+        no_hash[np.fromiter(idx.odd_recorded, dtype=np.int64)] = False
+    idx.verdict[no_hash] = _CODE[Verdict.MISSING]
+    if strict:
+        for i in np.flatnonzero(no_hash).tolist():
+            e = entries[i]
+            eid = str(e.get("id", "")) if isinstance(e, Mapping) else ""
+            idx.add_problem(
+                i, "missing-verification", "no recorded verification hash",
+                ReplayDivergenceError(eid, i, "missing-verification"),
+            )
     if cached_snapshot is not None:
         _check_cache(idx, entries, cached_snapshot)
     return idx
