@@ -90,7 +90,10 @@ class VerifyReport:
         failed = self.df[self.df["failed"]]
         if failed.empty:
             return None
-        return {str(k): v for k, v in failed.iloc[0].to_dict().items()}
+        return {
+            str(k): v.item() if isinstance(v, np.generic) else v
+            for k, v in failed.iloc[0].to_dict().items()
+        }
 
     def counts(self) -> dict[str, int]:
         """Entries per verdict, plus ``ignored`` and ``failed``."""

@@ -576,3 +576,18 @@ def test_auto_checkpoint_interval() -> None:
     assert Timeline(m, SPEC_73[:2], checkpoint_every="auto").checkpoint_every == 1024  # too short
     with pytest.raises(ValueError, match="checkpoint_every"):
         Timeline(m, log, checkpoint_every=0)
+
+
+def test_first_mismatch_is_plain_python() -> None:
+    log = copy.deepcopy(SPEC_72)
+    log[4]["verification"]["stateHash"] = "00000000"
+    row = verify(SpecCounter(), log).first_mismatch
+    assert row is not None
+    assert type(row["index"]) is int and type(row["failed"]) is bool
+    assert row == {
+        "index": 4, "segment": 0, "id": "evt_00000004", "event_type": "DONE",
+        "recorded_hash": "00000000", "computed_hash": "76e9d64c", "verdict": "mismatch",
+        "reason": "state-mismatch: expected '00000000', got '76e9d64c'",
+        "explanation": row["explanation"], "ignored": False, "failed": True,
+    }
+    assert row["explanation"].startswith("unexplained: hash variant 8b7f21a0 does not")
