@@ -124,7 +124,7 @@ class StatechartMachine(MachineBase):
             raise StatechartConfigError("machine 'version' must be a string")
         self.declared_version: str | None = declared
         view = dict(structural) if structural is not None else dict(config)
-        self.structural_input = structural_string(view)
+        self.structural_input = structural_string(_string_keys(view))
         self.structural_hash = djb2_hex(self.structural_input)
         self.version = declared if declared is not None else self.structural_hash
         migrate = config.get("migrate")
@@ -355,6 +355,15 @@ class StatechartMachine(MachineBase):
                         )
                     )
         return Graph(self.machine_id, self._compiled.root.id, nodes, tuple(transitions))
+
+
+def _string_keys(v: Any) -> Any:
+    """Return ``v`` with every dict key a string (JS object keys are strings: ``after: {1000: ...}``)."""
+    if isinstance(v, Mapping):
+        return {str(k): _string_keys(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_string_keys(x) for x in v]
+    return v
 
 
 def _name(fn: Any) -> str:
