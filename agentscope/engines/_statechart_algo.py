@@ -328,6 +328,23 @@ class Ctx:
         self.machine_id = machine_id
         root_seg = "x:0" if machine_id == "(machine)" else _encode(machine_id)
         self.root_address = root_seg
+        self.begin(None)
+
+    def begin(self, working: State | None) -> None:
+        """Start one transition's child-id transaction (XState's spawn allocation)."""
+        self.working_children: Mapping[str, Child] = working.children if working is not None else {}
+        self.explicit_ids: set[str] = set()
+        self.stopped_ids: set[str] = set()
+
+    def stopped(self, child_id: str) -> None:
+        self.stopped_ids.add(child_id)
+        self.explicit_ids.discard(child_id)
+
+    def claim(self, child_id: str) -> None:
+        occupied = child_id in self.working_children and child_id not in self.stopped_ids
+        if child_id in self.explicit_ids or occupied:
+            raise EngineError(f"Child actor id '{child_id}' is already in use")
+        self.explicit_ids.add(child_id)
 
 
 def _encode(seg: str) -> str:
@@ -378,8 +395,8 @@ def transition_node(node: Node, value: Any, s: State, event: Mapping[str, Any], 
     inner: list[Transition] = []
     for k in keys:
         sv = value[k]
-        if not sv:
-            continue
+        if sv is None or sv is False or (isinstance(sv, (str, int, float)) and not sv):
+            continue  # JS falsiness: an empty object {} is truthy
         sub = transition_node(node.states[k], sv, s, event, results)
         if sub:
             inner.extend(sub)
@@ -578,7 +595,10 @@ def _output(mapper: Any, ctx: Any, event: Mapping[str, Any]) -> Any:
 
 
 def _done_event(state_id: str, output: Any) -> dict[str, Any]:
-    return {"type": "xstate.done.state", "stateId": state_id, "output": output}
+    ev: dict[str, Any] = {"type": "xstate.done.state", "stateId": state_id}
+    if output is not UNDEFINED:
+        ev["output"] = output
+    return ev
 
 
 def microstep(
@@ -637,6 +657,7 @@ def microstep(
                 children = dict(nxt.children)
                 for cid in stop:
                     del children[cid]
+                    cx.stopped(cid)
                 nxt = clone(nxt, children=children)
             mut = [n for n in mut if n is not ex]
         if changed is not None:
@@ -740,6 +761,7 @@ def microstep(
                     inp = inv.input
                     if callable(inp):
                         inp = inp(nxt.context, event)
+                    cx.claim(inv.id)
                     seq += 1
                     children[inv.id] = Child(
                         id=inv.id, src=inv.src, address=f"{cx.root_address}/{_encode(inv.id)}",
@@ -787,7 +809,7 @@ def microstep(
                         continue
                     fc = next((c for c in children_of(region) if c.type == "final" and id(c) in mutset), None)
                     region_out[region.key] = _output(fc.output, nxt.context, event) if fc is not None and fc.output is not UNDEFINED else UNDEFINED
-                queue.append(_done_event(marker.id, region_out))
+                queue.append(_done_event(marker.id, {k: v for k, v in region_out.items() if v is not UNDEFINED}))
                 root_completion = marker
                 marker = marker.parent
             if marker is not None:
@@ -798,12 +820,16 @@ def microstep(
         enter_states()
 
     if nxt.status == "done":
-        for n in sorted(mut, key=lambda x: -x.order):
+        # XState sorts its node array in place here, so a done snapshot keeps reverse order.
+        mut.sort(key=lambda x: -x.order)
+        for n in mut:
             if n.exit is not None:
                 patch = _call_hook(n.exit, nxt.context, event, f"exit of '{n.id}'")
                 if patch is not UNDEFINED and not n.afters:
                     nxt = clone(nxt, context=_merge(nxt.context, patch, f"exit of '{n.id}'"))
         if nxt.children:
+            for cid in nxt.children:
+                cx.stopped(cid)
             nxt = clone(nxt, children={})
         if nxt.timers:
             nxt = clone(nxt, timers={})
@@ -871,9 +897,15 @@ MAX_MICROSTEPS = 1000
 
 
 def macrostep(cx: Ctx, snapshot: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]], initial: bool = False) -> State:
+    if not initial:
+        cx.begin(snapshot)
     nxt = snapshot
     m = cx.m
+    if not initial and event.get("type") == "@xstate.stop":
+        return clone(nxt, children={}, timers={}, status="stopped")
     next_event: Mapping[str, Any] = event if initial else normalize_event(event, m)
+    if event.get("type") == "@xstate.init":
+        initial = True
     if not initial and event.get("type") == "xstate.timer":
         timer = nxt.timers.get(event.get("id")) if isinstance(event.get("id"), str) else None
         if timer is None:
@@ -925,5 +957,6 @@ def initial_state(cx: Ctx, context: Any, input_event: Mapping[str, Any]) -> Stat
     leaves = [n for n in inits if not any(o is not n and is_descendant(o, n) for o in inits)]
     t = Transition(source=root, descriptor="", kind="initial", targets=tuple(leaves), reenter=True)
     queue: list[Mapping[str, Any]] = []
+    cx.begin(None)
     s = microstep(cx, [t], pre, input_event, True, queue, {})
     return macrostep(cx, s, input_event, queue, initial=True)

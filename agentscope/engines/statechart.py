@@ -149,7 +149,7 @@ class StatechartMachine(MachineBase):
             context = ctx_cfg
         else:
             context = {}
-        ev: dict[str, Any] = {"type": "xstate.init"}
+        ev: dict[str, Any] = {"type": "@xstate.init"}
         if input is not NO_INPUT:
             ev["input"] = input
         return self._wrap(initial_state(self._cx, context, ev))
