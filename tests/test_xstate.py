@@ -407,3 +407,17 @@ def test_reseed_neutral_with_inline_actor() -> None:
             last = m.fold(s0, events, sessions={})[-1]
             assert last.context == {"n": 30}
     assert runs[0] == runs[1] == runs[4]
+
+
+def test_snapshot_of_another_machine_is_restored_not_confused() -> None:
+    # A v1 snapshot (live in the v1 runner) folded by v2: v2 must restore (and migrate) it from
+    # its persisted form, never take the v1 runner's handle id for one of its own.
+    with load_machine(MACHINES / "ticket.mjs", "ticketV1") as v1, load_machine(
+        MACHINES / "ticket.mjs", "ticketV2"
+    ) as v2:
+        s1 = v1.initial({"title": "t"})
+        s2 = v2.initial({"title": "other"})
+        assert s1.handle.id == s2.handle.id  # both runners number their handles alike
+        out = v2.fold(s1, [{"type": "COMMENT"}])[-1]
+        assert out.persisted["version"] == "2"
+        assert out.context == {"title": "t", "commentCount": 1, "priority": "normal"}

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import re
 import signal
@@ -84,6 +85,7 @@ _TS_SUFFIXES = {".ts", ".mts", ".cts"}
 _JS_SUFFIXES = {".mjs", ".js", ".cjs"}
 
 _live_runners: weakref.WeakSet[_Runner] = weakref.WeakSet()
+_process_tokens = itertools.count(1)
 
 
 @atexit.register
@@ -99,8 +101,9 @@ def _close_all_runners() -> None:
 class _Runner:
     """One Node process running ``runner.mjs`` with one machine module loaded.
 
-    Restarted on demand after it dies; ``generation`` counts the starts so that handles of a dead
-    process are never sent to a new one.
+    Restarted on demand after it dies. ``generation`` is a token unique to each started process
+    (across all runners of this interpreter), so a handle is only ever sent to the very process
+    that issued it: never to a restarted one, nor to another machine's runner.
     """
 
     def __init__(self, argv: list[str], cwd: str | None, load: dict[str, Any], label: str) -> None:
@@ -145,7 +148,7 @@ class _Runner:
         except OSError as exc:
             raise MachineLoadError(f"Cannot start Node.js {self.argv[0]!r}: {exc} ({self.label})") from exc
         self.proc = proc
-        self.generation += 1
+        self.generation = next(_process_tokens)
         self.pending_release = []
         self._inflight = []
         self._stash = {}
