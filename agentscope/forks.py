@@ -18,6 +18,7 @@ views and an escaped HTML rendering for notebooks.
 from __future__ import annotations
 
 import html
+import importlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,11 @@ def _execution_id_of(entries: Sequence[Any]) -> str | None:
     return None
 
 
+def _log_module() -> Any:
+    """Import :mod:`agentscope.log` lazily (the reader is the heavy part, and optional here)."""
+    return importlib.import_module("agentscope.log")
+
+
 def _as_side(obj: Any, default_name: str) -> _Side:
     """Return ``obj`` (``EventLog``, list of entry dicts, or a ``read_log`` source) as a side."""
     log: Any = None
@@ -111,9 +117,7 @@ def _as_side(obj: Any, default_name: str) -> _Side:
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray):
         entries = obj
     else:
-        from agentscope.log import read_log  # lazy: the log reader is the heavy part
-
-        log = read_log(obj)
+        log = _log_module().read_log(obj)
         entries = log.entries
     raw = getattr(log, "raw_entries", None) if log is not None else None
     if raw is not None and len(raw) != len(entries):
@@ -763,7 +767,7 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
     n = min(n_l, n_r)
     common = scan.common
     divergence: int | None = common if common < n else None
-    related = _related(left, right, scan.whole)
+    related = n == 0 or _related(left, right, scan.whole)  # an empty log relates to anything
 
     tampered: tuple[int, ...] = ()
     kind: ForkKind
@@ -877,16 +881,15 @@ def _threads_of(source: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(source, Mapping):
         yield from ((str(k), v) for k, v in source.items())
         return
-    from agentscope.log import read_log, read_threads
-
-    threads = read_threads(source)
+    reader = _log_module()
+    threads = reader.read_threads(source)
     col = next((c for c in ("thread", "thread_id", "threadId") if c in threads.columns), None)
     if col is None:
         raise LogFormatError(
             "read_threads returned no thread column", source=str(source), field="thread"
         )
     for t in threads[col].tolist():
-        yield str(t), read_log(source, thread=t)
+        yield str(t), reader.read_log(source, thread=t)
 
 
 def _older_at(x: _Side, y: _Side, k: int, order_x: int, order_y: int) -> bool:
@@ -931,8 +934,9 @@ def fork_tree(source: Any) -> pd.DataFrame:
     first kept going while the other was being created); a thread that stops exactly at ``k``
     is the copy of the one that goes on; equal or unreadable ``recordedAt`` fall back to the
     source's order (earlier listed = parent). A thread's parent is the candidate sharing the
-    longest prefix, ties going to the candidate whose entry ``k`` is oldest, then to the
-    earlier listed. Threads of a unique execution are roots.
+    longest prefix, ties going to the candidate whose entry ``k`` is oldest; candidates that
+    hold the very same recording of entry ``k`` are copies of one line, and the oldest of them
+    (by the same rule at their own fork point) wins. Threads of a unique execution are roots.
     """
     import pandas as pd
 
@@ -952,8 +956,7 @@ def fork_tree(source: Any) -> pd.DataFrame:
                 if _related(sides[x][1], sides[y][1], sc.whole) and sc.common >= 1:
                     shared[(x, y)] = shared[(y, x)] = sc.common
         for t in members:
-            best: tuple[int, int] | None = None
-            best_key: tuple[int, float, int] | None = None
+            cands: list[tuple[tuple[int, float, int], int, int]] = []
             for u in members:
                 k = shared.get((t, u))
                 if u == t or k is None or not _older_at(sides[u][1], sides[t][1], k, u, t):
@@ -961,11 +964,19 @@ def fork_tree(source: Any) -> pd.DataFrame:
                 us = sides[u][1]
                 when = _recorded_at(_entry(us, k)) if len(us.entries) > k else None
                 stamp = when.timestamp() if when is not None else float("inf")
-                key = (-k, stamp, u)
-                if best_key is None or key < best_key:
-                    best_key, best = key, (u, k)
-            if best is not None:
-                parent[t] = best
+                cands.append(((-k, stamp, u), u, k))
+            if not cands:
+                continue
+            cands.sort()
+            top = [c for c in cands if c[0][:2] == cands[0][0][:2]]
+            best_u, best_k = top[0][1], top[0][2]
+            for _, u, _k in top[1:]:
+                # candidates tied on prefix and on the recording of entry k are copies of one
+                # line: the parent is the oldest of them, judged at their own fork point
+                k_ub = shared.get((u, best_u))
+                if k_ub is not None and _older_at(sides[u][1], sides[best_u][1], k_ub, u, best_u):
+                    best_u = u
+            parent[t] = (best_u, best_k)
     _break_cycles(parent)
 
     rows: list[dict[str, Any]] = []
