@@ -1,0 +1,262 @@
+"""compare(..., machine=...) state diffs (spec §6.2 recommendation: replay both, diff states)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+import pytest
+
+from agentscope.engines.base import NO_INPUT, Graph, MachineBase, Snapshot, StateNodeInfo
+from agentscope.forks import MISSING, Change, ForkDiff, compare
+from agentscope.frames import Verdict
+from agentscope.hashing import state_hash
+from tests.conftest import MACHINES, load_json, requires_node
+
+
+class CounterMachine(MachineBase):
+    """A test-only port of fixtures/real/machines/counter.mjs (XState 6 persisted shape).
+
+    Checked below against every recorded hash of the c_fork logs, so the state diffs computed
+    with it are diffs of verified states.
+    """
+
+    machine_id = "counter"
+    version = "adb004a6"
+
+    @property
+    def graph(self) -> Graph:
+        nodes = {
+            "counter": StateNodeInfo("counter", "counter", (), "compound", None, ("counter.off", "counter.on", "counter.done"), "counter.off"),
+            "counter.off": StateNodeInfo("counter.off", "off", ("off",), "atomic", "counter"),
+            "counter.on": StateNodeInfo("counter.on", "on", ("on",), "atomic", "counter"),
+            "counter.done": StateNodeInfo("counter.done", "done", ("done",), "final", "counter"),
+        }
+        return Graph("counter", "counter", nodes)
+
+    @staticmethod
+    def _snap(value: str, context: dict[str, Any]) -> Snapshot:
+        p: dict[str, Any] = {"status": "active", "value": value, "historyValue": {}, "_nextTimerId": 0,
+                             "context": context, "children": {}, "timers": {}}
+        if value == "done":
+            p["status"] = "done"
+            p["output"] = {"count": context["count"], "toggles": context["toggles"]}
+        return Snapshot(p)
+
+    def initial(self, input: Any = NO_INPUT) -> Snapshot:
+        start = input.get("start") if isinstance(input, Mapping) else None
+        return self._snap("off", {"count": 0 if start is None else start, "toggles": 0, "last": None})
+
+    def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
+        return Snapshot(copy.deepcopy(dict(persisted)))
+
+    def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
+        p = snapshot.persisted
+        if p["status"] != "active":
+            return snapshot
+        ctx = dict(p["context"])
+        value = p["value"]
+        t = event.get("type")
+        by = event.get("by", 1)
+        if t == "TOGGLE":
+            value = "on" if value == "off" else "off"
+            ctx.update(toggles=ctx["toggles"] + 1, last="TOGGLE")
+        elif t == "FINISH" and value == "on":
+            value = "done"
+        elif t == "INC":
+            ctx.update(count=ctx["count"] + by, last="INC")
+        elif t == "DEC":
+            ctx.update(count=ctx["count"] - by, last="DEC")
+        elif t == "RESET":
+            ctx.update(count=0, last="RESET")
+        else:
+            return snapshot
+        return self._snap(value, ctx)
+
+    def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
+        return None
+
+
+def logical(p: Mapping[str, Any]) -> dict[str, Any]:
+    out = {"status": p["status"], "value": p["value"], "context": p["context"]}
+    out.update({k: p[k] for k in ("output", "error") if k in p})
+    return out
+
+
+def prefix_snapshot(name: str, n: int) -> dict[str, Any]:
+    return next(p["persistedSnapshot"] for p in load_json(name)["prefixes"] if p["n"] == n)
+
+
+def check_changes_are_exact(changes: tuple[Change, ...], left: Any, right: Any) -> None:
+    """Every change resolves on its side (RFC 6901) and together they turn left into right."""
+    ops = []
+    for c in changes:
+        if c.left is not MISSING:
+            assert jsonpointer.resolve_pointer(left, c.path) == c.left
+        if c.right is not MISSING:
+            assert jsonpointer.resolve_pointer(right, c.path) == c.right
+        ops.append({"op": c.op, "path": c.path, **({} if c.op == "remove" else {"value": c.right})})
+    # array removals must run from the end
+    removes = [o for o in ops if o["op"] == "remove"][::-1]
+    rest = [o for o in ops if o["op"] != "remove"]
+    assert jsonpatch.apply_patch(left, rest + removes) == right
+
+
+def test_counter_machine_reproduces_every_recorded_hash() -> None:
+    m = CounterMachine()
+    for name in ("c_fork_memory.parent", "c_fork_memory.fork", "c_fork_sqlite.parent", "c_fork_sqlite.fork"):
+        log = load_json(f"{name}.log.json")
+        s = m.initial(log[0]["event"]["input"])
+        hashes = [state_hash(s.persisted)]
+        hashes += [state_hash(x.persisted) for x in m.fold(s, [e["event"] for e in log[1:]])]
+        recorded = [e.get("verification", {}).get("stateHash") for e in log]
+        assert [h for h, r in zip(hashes, recorded, strict=True) if r] == [r for r in recorded if r]
+
+
+def test_state_diff_at_the_recorded_fork() -> None:
+    parent = load_json("c_fork_memory.parent.log.json")
+    fork = load_json("c_fork_memory.fork.log.json")
+    d = compare(parent, fork, machine=CounterMachine())
+    assert isinstance(d, ForkDiff) and d.machine_used
+    n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)  # the state after entry 3
+    # frames around the divergence
+    assert d.left_before is not None and d.right_before is not None
+    assert d.left_before.index == d.right_before.index == 3
+    assert d.left_before.persisted == n4 and d.left_before.verdict is Verdict.VERIFIED
+    assert d.left_at is not None and d.right_at is not None
+    assert (d.left_at.event_type, d.right_at.event_type) == ("INC", "RESET")
+    assert d.left_at.computed_hash == parent[4]["verification"]["stateHash"]
+    assert d.right_at.computed_hash == fork[4]["verification"]["stateHash"]
+    assert d.left_at.verdict is d.right_at.verdict is Verdict.VERIFIED
+    assert d.right_at.changed_paths == ("/context/count", "/context/last")
+    # INC adds 1 to the shared state's count; RESET sets it to 0 (counter.mjs)
+    assert d.changes == (
+        Change("/context/count", n4["context"]["count"] + 1, 0),
+        Change("/context/last", "INC", "RESET"),
+    )
+    # one StateDiff per aligned index 4..7; the last one matches the fork's recorded final state
+    assert [s.index for s in d.state_diffs] == [4, 5, 6, 7]
+    assert [s.left_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in parent[4:8]]
+    assert [s.right_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in fork[4:8]]
+    final_right = logical(prefix_snapshot("c_fork_memory.fork.replay.json", 8))
+    last = d.state_diffs[-1]
+    assert {c.path for c in last.changes} >= {"/status", "/value", "/output"}
+    for c in last.changes:
+        assert c.right == (jsonpointer.resolve_pointer(final_right, c.path, MISSING))
+    assert d.reconverged_at is None
+    cf = d.changes_frame()
+    assert list(cf.columns) == ["index", "path", "op", "left", "right"]
+    assert cf[cf["index"] == 4]["path"].tolist() == ["/context/count", "/context/last"]
+    assert cf[(cf["index"] == 7) & (cf["path"] == "/output")]["op"].tolist() == ["add"]
+    tf = d.to_frame()
+    assert tf["n_changes"].tolist()[:4] == [len(s.changes) for s in d.state_diffs]
+    assert "&lt;" not in d._repr_html_() and "/context/last" in d._repr_html_()
+
+
+def _rewrite(entries: list[dict[str, Any]], start: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = copy.deepcopy(entries[:start])
+    for k, ev in enumerate(events):
+        i = start + k
+        out.append({**copy.deepcopy(entries[1]), "id": f"evt_{i:08d}", "index": i,
+                    "recordedAt": f"2026-12-01T00:00:{i:02d}.000Z", "event": ev})
+        out[-1].pop("verification", None)
+    return out
+
+
+def test_reconvergence_after_a_reordered_branch() -> None:
+    parent = load_json("c_fork_memory.parent.log.json")
+    # parent: INC, TOGGLE, DEC, TOGGLE; this branch: TOGGLE, INC, DEC, TOGGLE -> same from index 6
+    branch = _rewrite(parent, 4, [{"type": "TOGGLE"}, {"type": "INC"}, {"type": "DEC"}, {"type": "TOGGLE"}])
+    d = compare(parent, branch, machine=CounterMachine())
+    assert (d.kind, d.divergence) == ("fork", 4)
+    n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)["context"]
+    assert d.changes == (
+        Change("/context/count", n4["count"] + 1, n4["count"]),
+        Change("/context/last", "INC", "TOGGLE"),
+        Change("/context/toggles", n4["toggles"], n4["toggles"] + 1),
+        Change("/value", "on", "off"),
+    )
+    assert d.reconverged_at == 6
+    assert [s.same for s in d.state_diffs] == [False, False, True, True]
+    assert d.right_at is not None and d.right_at.verdict is Verdict.MISSING  # no recorded hashes
+    assert d.left_at is not None and d.left_at.persisted is not None and d.right_at.persisted is not None
+    check_changes_are_exact(d.changes, logical(d.left_at.persisted), logical(d.right_at.persisted))
+
+
+def test_tampered_hash_with_a_machine_shows_no_state_change() -> None:
+    parent = load_json("c_fork_memory.parent.log.json")
+    bad = copy.deepcopy(parent)
+    bad[5]["verification"]["stateHash"] = "deadbeef"
+    d = compare(parent, bad, machine=CounterMachine())
+    assert (d.kind, d.divergence) == ("tamper", 5)
+    assert d.state_diffs[0].same and d.changes == ()
+    assert d.right_at is not None and d.right_at.verdict is Verdict.MISMATCH
+    assert d.left_at is not None and d.left_at.verdict is Verdict.VERIFIED
+
+
+def test_unrelated_runs_diff_from_the_init_entry() -> None:
+    parent = load_json("c_fork_memory.parent.log.json")
+    other = copy.deepcopy(parent)
+    other[0]["event"]["input"] = {"start": 5}
+    other[0]["metadata"]["executionId"] = "another-run"
+    d = compare(parent, other, machine=CounterMachine())
+    assert (d.kind, d.divergence) == ("unrelated", 0)
+    assert d.left_before is None and d.left_at is not None and d.left_at.index == 0
+    assert d.changes == (Change("/context/count", 1, 5),)
+    assert all(s.changes == (Change("/context/count", s.changes[0].left, s.changes[0].left + 4),) for s in d.state_diffs[:8])
+
+
+# ---------------------------------------------------------------------------------------------
+# the real machines in Node
+
+
+@requires_node
+def test_node_counter_fork_state_diff() -> None:
+    xstate = pytest.importorskip("agentscope.engines.xstate")
+    parent = load_json("c_fork_sqlite.parent.log.json")
+    fork = load_json("c_fork_sqlite.fork.log.json")
+    with xstate.load_machine(MACHINES / "counter.mjs", "counterMachine") as m:
+        d = compare(parent, fork, machine=m)
+    n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)
+    assert d.changes == (
+        Change("/context/count", n4["context"]["count"] + 1, 0),
+        Change("/context/last", "INC", "RESET"),
+    )
+    assert [s.right_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in fork[4:8]]
+
+
+@requires_node
+def test_node_triage_fork_state_diff_names_the_context_paths() -> None:
+    xstate = pytest.importorskip("agentscope.engines.xstate")
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    with xstate.load_machine(MACHINES / "triage.mjs", "triageMachine") as m:
+        d = compare(main, fork, machine=m)
+    assert (d.kind, d.divergence) == ("fork", 18)
+    shared = prefix_snapshot("g_triage.main.replay.json", 18)
+    assert d.left_before is not None and d.left_before.persisted is not None
+    assert logical(d.left_before.persisted) == logical(shared)
+    # the replayed states are the recorded ones
+    assert [s.left_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in main[18:52]]
+    assert [s.right_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in fork[18:52]]
+    # REJECT (guard rejections < 2) -> drafting, rejections + 1, draft null (triage.mjs)
+    by_path = {c.path: c for c in d.changes}
+    assert by_path["/context/rejections"].right == shared["context"]["rejections"] + 1
+    assert by_path["/context/draft"].left == shared["context"]["draft"]
+    assert by_path["/context/draft"].right is None
+    assert d.right_at is not None and d.right_at.value == {"working": {"awaitingAgent": "drafting"}}
+    # APPROVE appends an "answered" outcome for the current ticket
+    added = by_path[f"/context/outcomes/{len(shared['context']['outcomes'])}"]
+    assert added.right is MISSING and added.left["route"] == "answered"
+    assert added.left["id"] == shared["context"]["current"]["id"]
+    assert d.left_at is not None and d.right_at is not None
+    assert d.left_at.persisted is not None and d.right_at.persisted is not None
+    check_changes_are_exact(d.changes, logical(d.left_at.persisted), logical(d.right_at.persisted))
+    # at index 25 the fork side equals the fork's recorded prefix snapshot n=26
+    s25 = next(s for s in d.state_diffs if s.index == 25)
+    right26 = logical(prefix_snapshot("g_triage.fork.replay.json", 26))
+    for c in s25.changes:
+        assert c.right == jsonpointer.resolve_pointer(right26, c.path, MISSING)
