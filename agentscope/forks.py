@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from itertools import compress, count, islice
+from operator import eq, ne
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -120,7 +122,7 @@ def _as_side(obj: Any, default_name: str) -> _Side:
         log = _log_module().read_log(obj)
         entries = log.entries
     raw = getattr(log, "raw_entries", None) if log is not None else None
-    if raw is not None and len(raw) != len(entries):
+    if raw is not None and (len(raw) != len(entries) or None in raw):
         raw = None
     source = getattr(log, "source", None) if log is not None else None
     thread = getattr(log, "thread", None) if log is not None else None
@@ -226,7 +228,7 @@ def _differing_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, 
 
 
 def _same_position(left: _Side, right: _Side, i: int) -> bool:
-    """Cheap test that position ``i`` holds the very same entry on both sides (whole entry)."""
+    """Cheap test that position ``i`` certainly holds the same entry on both sides (whole entry)."""
     a, b = left.entries[i], right.entries[i]
     if a is b:
         return True
@@ -235,6 +237,66 @@ def _same_position(left: _Side, right: _Side, i: int) -> bool:
         if ra is not None and ra == rb:
             return True
     return _quick_equal(a, b)
+
+
+_CHUNK = 1 << 16
+
+
+def _bulk_first_difference(left: _Side, right: _Side, i: int, n: int) -> int:
+    """Return the first position in ``[i, n)`` whose pair is not byte-identical, or ``n``.
+
+    C-speed iteration over the reader's raw texts when both sides have them (equal text means
+    equal entries), otherwise over orjson bytes. A chunk that orjson cannot serialize (an
+    integer beyond 64 bits, …) is walked with the per-position check instead.
+    """
+    le, re_ = left.entries, right.entries
+    if le is re_:
+        return n
+    use_raw = left.raw is not None and right.raw is not None
+    while i < n:
+        end = min(n, i + _CHUNK)
+        try:
+            if use_raw:
+                assert left.raw is not None and right.raw is not None
+                flags = map(ne, islice(left.raw, i, end), islice(right.raw, i, end))
+            else:
+                flags = map(ne, map(orjson.dumps, le[i:end]), map(orjson.dumps, re_[i:end]))
+            j = next(compress(count(i), flags), end)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            j = i
+            while j < end and _same_position(left, right, j):
+                j += 1
+        if j < end:
+            return j
+        i = end
+    return n
+
+
+def _first_unsure(left: _Side, right: _Side, i: int, n: int) -> int:
+    """Return the first position in ``[i, n)`` not certainly holding the same entry, or ``n``."""
+    while i < n:
+        j = _bulk_first_difference(left, right, i, n)
+        if j >= n or not _same_position(left, right, j):
+            return j
+        i = j + 1  # raw text differed (spacing, key order) but the parsed entries are the same
+    return n
+
+
+def _realigns(left: _Side, right: _Side, i: int, n: int) -> bool:
+    """Whether some position in ``[i, n)`` holds the very same entry on both sides.
+
+    Dict ``==`` (C speed, fails fast on a different ``recordedAt`` or event) finds candidates;
+    each candidate is confirmed with :func:`_same_position` (booleans are not numbers).
+    """
+    le, re_ = left.entries, right.entries
+    while i < n:
+        j = next(compress(count(i), map(eq, islice(le, i, n), islice(re_, i, n))), n)
+        if j >= n:
+            return False
+        if _same_position(left, right, j):
+            return True
+        i = j + 1
+    return False
 
 
 @dataclass(frozen=True)
@@ -247,17 +309,18 @@ class _Scan:
 def _scan(left: _Side, right: _Side, start: int = 0) -> _Scan:
     """Return the §6.1 common prefix, the whole-entry prefix and the fields differing after it.
 
-    Linear; per position it tries identity, the reader's raw bytes, then ``==`` confirmed by
-    orjson bytes, and canonicalizes (spec §2.2) only when those cannot decide.
+    Linear and stops at the divergence. Entries are first matched in bulk at C speed (the same
+    list, the reader's raw texts, orjson bytes); only a pair those cannot settle is compared
+    field by field, canonicalizing (spec §2.2) where needed.
     """
     n = min(len(left.entries), len(right.entries))
     whole: int | None = None
     i = start
     fields: tuple[str, ...] = ()
-    while i < n:
-        if _same_position(left, right, i):
-            i += 1
-            continue
+    while True:
+        i = _first_unsure(left, right, i, n)
+        if i >= n:
+            break
         a, b = _entry(left, i), _entry(right, i)
         fields = _differing_fields(a, b)
         if fields:
@@ -392,9 +455,10 @@ class ForkDiff:
     kind : {"identical", "prefix", "fork", "tamper", "unrelated"}
         ``identical``: same length, every entry the same under §6.1. ``prefix``: one log extends
         the other. ``fork``: same execution, a shared prefix, then different entries (§5.1).
-        ``tamper``: an entry with the same id and index but different event or state hash, on an
-        entry that is otherwise the same recording (equal ``recordedAt``) or after which the logs
-        realign; see :attr:`tampered` and :attr:`divergence_fields`. ``unrelated``: different
+        ``tamper``: an entry with the same id and index but a different event or state hash
+        that is an alteration rather than a new recording: only the hash differs, or the logs
+        hold the very same entries again later, or it is the last aligned entry and keeps its
+        ``recordedAt``; see :attr:`tampered` and :attr:`divergence_fields`. ``unrelated``: different
         executions (``executionId`` differs; without ids, the init entries differ).
     common_prefix : int
         Number of leading entries that are the same under §6.1.
@@ -755,8 +819,11 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
     confirmed by orjson bytes, and canonicalizes only when those cannot decide (for instance
     a different key order). The kind rule, in order: different executions → ``unrelated``; no
     §6.1 difference → ``identical`` or ``prefix``; the first differing pair has the same ``id``
-    and ``index`` and either the same ``recordedAt`` (the same recording, altered) or the logs
-    are the same again right after it → ``tamper``; otherwise ``fork``.
+    and ``index`` and differs only in its state hash, or the logs hold the very same entries
+    again at a later aligned index, or it is the last aligned pair and keeps the same
+    ``recordedAt`` → ``tamper``; otherwise ``fork``. Telling a fork from a tamper this way
+    relies on real clocks: logs written with a frozen ``recordedAt`` can only be told apart by
+    the realignment test.
     """
     left = _as_side(a, "left")
     right = _as_side(b, "right")
@@ -840,14 +907,24 @@ def _rename(side: _Side, name: str) -> _Side:
 
 
 def _is_tamper(left: _Side, right: _Side, i: int, fields: tuple[str, ...]) -> bool:
+    """Whether the first difference (at ``i``) is an in-place alteration rather than a fork.
+
+    With the same id and index: a hash-only difference (a deterministic machine cannot reach two
+    states from the same prefix and event); or the logs hold the very same entries again at a
+    later aligned index (an edited copy); or, at the last aligned index where nothing later can
+    tell, the same ``recordedAt`` (the same recording, altered).
+    """
     if "id" in fields or "index" in fields:
         return False
-    a, b = _entry(left, i), _entry(right, i)
-    ra, rb = a.get("recordedAt"), b.get("recordedAt")
-    if ra is not None and ra == rb:
+    if "event" not in fields:
         return True
-    nxt = i + 1
-    return nxt < min(len(left.entries), len(right.entries)) and _same_position(left, right, nxt)
+    n = min(len(left.entries), len(right.entries))
+    if _realigns(left, right, i + 1, n):
+        return True
+    if i == n - 1:
+        ra, rb = _entry(left, i).get("recordedAt"), _entry(right, i).get("recordedAt")
+        return ra is not None and ra == rb
+    return False
 
 
 def _altered_indices(left: _Side, right: _Side, start: int, n: int) -> tuple[int, ...]:
