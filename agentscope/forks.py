@@ -260,7 +260,11 @@ def _bulk_first_difference(left: _Side, right: _Side, i: int, n: int) -> int:
                 assert left.raw is not None and right.raw is not None
                 flags = map(ne, islice(left.raw, i, end), islice(right.raw, i, end))
             else:
-                flags = map(ne, map(orjson.dumps, le[i:end]), map(orjson.dumps, re_[i:end]))
+                flags = map(
+                    ne,
+                    map(orjson.dumps, islice(le, i, end)),
+                    map(orjson.dumps, islice(re_, i, end)),
+                )
             j = next(compress(count(i), flags), end)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             j = i
@@ -563,8 +567,10 @@ class ForkDiff:
         df["index"] = df["index"].astype("int64")
         return df
 
-    def to_frame(self) -> pd.DataFrame:
+    def to_frame(self, limit: int | None = None) -> pd.DataFrame:
         """Return the two logs side by side from :attr:`suffix_start` to the longer log's end.
+
+        ``limit`` caps the number of rows (the first ``limit`` positions).
 
         Columns: ``index``, ``status`` (``"same"``, ``"differs"``, ``"left only"``, ``"right
         only"``), ``left_id``, ``left_event_type``, ``left_state_hash``, ``right_id``,
@@ -576,6 +582,8 @@ class ForkDiff:
         left, right = self._left, self._right
         start = self.suffix_start
         end = max(self.left_length, self.right_length)
+        if limit is not None:
+            end = min(end, start + max(limit, 0))
         by_index = {d.index: d for d in self.state_diffs}
         rows: list[dict[str, Any]] = []
         for i in range(start, end):
@@ -648,6 +656,13 @@ class ForkDiff:
         return f"<ForkDiff {self.summary()}>"
 
     def _repr_html_(self) -> str:
+        try:
+            return self._html()
+        except Exception as err:  # IPython hides errors raised by repr methods: show them
+            detail = f"{type(err).__name__}: {err}"
+            return f"<pre>{html.escape(repr(self))}\n{html.escape(detail)}</pre>"
+
+    def _html(self) -> str:
         esc = html.escape
         a, b = self.names
         parts = [
@@ -679,6 +694,12 @@ class ForkDiff:
             parts.append(self._changes_html(ch[:_HTML_ROWS]))
             if len(ch) > _HTML_ROWS:
                 parts.append(f"<p>… {len(ch) - _HTML_ROWS} more changes</p>")
+        if self.kind != "identical":
+            table = self.to_frame(limit=_HTML_ROWS)
+            for col in table.columns:
+                if table[col].dtype == object:
+                    table[col] = table[col].map(lambda v: v if v is None else str(v)[:60])
+            parts.append(table.to_html(index=False, escape=True, na_rep="—", max_rows=_HTML_ROWS))
         parts.append("</div>")
         return "".join(parts)
 
@@ -709,12 +730,12 @@ def _seed(machine: Machine, init: Mapping[str, Any]) -> Snapshot:
 def _fold_sides(
     machine: Machine, left: _Side, right: _Side, shared: int, stop: int
 ) -> tuple[dict[int, Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
-    """Return persisted snapshots by index for ``[max(shared-1, 0), stop)`` on each side.
+    """Return persisted snapshots by index for ``[max(shared-2, 0), stop)`` on each side.
 
     The shared prefix is folded once (spec §4.1 seed + fold with session rebinding) and each
     side's suffix continues from its last snapshot with its own copy of the rebinding cache.
     """
-    lo = max(shared - 1, 0)
+    lo = max(shared - 2, 0)
     out_l: dict[int, Mapping[str, Any]] = {}
     out_r: dict[int, Mapping[str, Any]] = {}
 
@@ -730,11 +751,11 @@ def _fold_sides(
         seed = _seed(machine, _entry(left, 0))
         sessions: dict[str, str] = {}
         prefix_events = [_event_of(left, i) for i in range(1, shared)]
-        snaps = machine.fold(seed, prefix_events, sessions=sessions) if prefix_events else []
-        last = snaps[-1] if snaps else seed
-        p = machine.persist(last)
-        out_l[shared - 1] = p
-        out_r[shared - 1] = p
+        snaps = [seed, *machine.fold(seed, prefix_events, sessions=sessions)] if prefix_events else [seed]
+        for k in range(lo, shared):
+            p = machine.persist(snaps[k])
+            out_l[k] = out_r[k] = p
+        last = snaps[-1]
         fold_from(last, left, shared, dict(sessions), out_l)
         fold_from(last, right, shared, dict(sessions), out_r)
     else:

@@ -153,7 +153,8 @@ def test_state_diff_at_the_recorded_fork() -> None:
     assert cf[(cf["index"] == 7) & (cf["path"] == "/output")]["op"].tolist() == ["add"]
     tf = d.to_frame()
     assert tf["n_changes"].tolist()[:4] == [len(s.changes) for s in d.state_diffs]
-    assert "&lt;" not in d._repr_html_() and "/context/last" in d._repr_html_()
+    page = d._repr_html_()
+    assert "/context/last" in page and "RESET" in page and "<script" not in page
 
 
 def _rewrite(entries: list[dict[str, Any]], start: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
