@@ -364,3 +364,49 @@ def test_diff_json_pointer_escaping_and_arrays() -> None:
     assert diff_json(1, 1.0) == [] and diff_json([1], [1, 2]) == [Change("/1", MISSING, 2)]
     assert diff_json({"a": 1}, [1]) == [Change("", {"a": 1}, [1])]
     assert not json_equal(True, 1) and json_equal({"a": [1, None]}, {"a": [1.0, None]})
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast paths give the same answers as the rule
+
+
+class RawLog:
+    """A reader-shaped log that keeps each entry's raw JSON text (``raw_entries``)."""
+
+    def __init__(self, entries: list[dict[str, Any]], raw: list[Any]) -> None:
+        self.entries = entries
+        self.raw_entries = raw
+
+
+def test_raw_texts_are_used_and_never_trusted_beyond_equality() -> None:
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    compact = [json.dumps(e, separators=(",", ":")) for e in main]
+    spaced = [json.dumps(e) for e in main]  # different text, same entries
+    d = compare(RawLog(main, compact), RawLog(copy.deepcopy(main), spaced))
+    assert (d.kind, d.common_prefix) == ("identical", 91)
+    fork_raw = [json.dumps(e, separators=(",", ":")) for e in fork]
+    d = compare(RawLog(main, compact), RawLog(fork, fork_raw))
+    assert (d.kind, d.divergence) == ("fork", 18)
+    # equal raw text but a tampered dict: raw is only a shortcut for "certainly equal", so a
+    # reader must keep them in sync; a None text disables the shortcut
+    bad = copy.deepcopy(main)
+    bad[30]["event"]["x"] = 1
+    d = compare(RawLog(main, compact), RawLog(bad, [None, *compact[1:]]))
+    assert (d.kind, d.divergence) == ("tamper", 30)
+
+
+def test_integers_beyond_64_bits_fall_back_to_canonical_json() -> None:
+    parent = load_json("c_fork_memory.parent.log.json")
+    a = copy.deepcopy(parent)
+    b = copy.deepcopy(parent)
+    a[2]["event"]["big"] = 2**70
+    b[2]["event"]["big"] = 2**70
+    assert compare(a, b).kind == "identical"
+    # JSON.parse rounds both to the same double (spec §2.2), so §6.1 sees the same event
+    a[5]["event"]["n"] = 2**53
+    b[5]["event"]["n"] = 2**53 + 1
+    d = compare(a, b)
+    assert d.kind == "identical" and d.whole_entry_prefix == 9
+    b[5]["event"]["n"] = 2**53 + 2
+    assert compare(a, b).divergence == 5
