@@ -1,8 +1,9 @@
 """Structural JSON diff with RFC 6901 JSON-Pointer paths (private helper of :mod:`agentscope.forks`).
 
 The rule follows the legacy ``diffJson`` of spec §6.2 with two deliberate refinements for a
-debugger: arrays are compared element by element (an element only one side has is an add/remove
-at ``/path/<i>``) instead of being replaced whole, and a change records both sides' values. Keys
+debugger: arrays are not replaced whole but compared after trimming their equal head and tail
+(so one item added to or taken from a queue is one change at ``/queue/<i>``, the rest paired
+index by index), and a change records both sides' values. Keys
 are visited in plain UTF-16 code-unit order, as ``diffJson`` does. Equality is JSON equality as
 JavaScript sees it after ``JSON.parse``: ``1`` equals ``1.0``, but ``true`` never equals ``1``.
 Pure functions.
@@ -122,8 +123,10 @@ def diff_json(left: Any, right: Any, path: str = "") -> list[Change]:
     Returns
     -------
     list[Change]
-        Empty when the values are JSON-equal. Objects recurse per member, arrays per index;
-        anything else (a type change, a scalar change) is one change at ``path``.
+        Empty when the values are JSON-equal. Objects recurse per member; arrays trim their
+        equal head and tail, pair the rest by index and report the surplus as removals (left
+        index) or insertions (right index); anything else (a type change, a scalar change) is
+        one change at ``path``.
     """
     out: list[Change] = []
     _diff(left, right, path, out)
@@ -143,11 +146,30 @@ def _diff(left: Any, right: Any, path: str, out: list[Change]) -> None:
             _diff(left.get(k, MISSING), right.get(k, MISSING), pointer_join(path, k), out)
         return
     if _is_array(left) and _is_array(right):
-        la: Sequence[Any] = left
-        ra: Sequence[Any] = right
-        for i in range(max(len(la), len(ra))):
-            lv = la[i] if i < len(la) else MISSING
-            rv = ra[i] if i < len(ra) else MISSING
-            _diff(lv, rv, pointer_join(path, i), out)
+        _diff_arrays(left, right, path, out)
         return
     out.append(Change(path, left, right))
+
+
+def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Change]) -> None:
+    """Trim the equal head and tail, then pair the middles index by index.
+
+    Paired elements share an index (the head is common), so their path resolves on both sides.
+    Extra elements of the longer middle are removals at their left index or insertions at their
+    right index: a queue that lost its first item reads as one removal at ``/queue/0``.
+    """
+    n_l, n_r = len(la), len(ra)
+    head = 0
+    while head < min(n_l, n_r) and json_equal(la[head], ra[head]):
+        head += 1
+    tail = 0
+    while tail < min(n_l, n_r) - head and json_equal(la[n_l - 1 - tail], ra[n_r - 1 - tail]):
+        tail += 1
+    mid_l, mid_r = n_l - head - tail, n_r - head - tail
+    paired = min(mid_l, mid_r)
+    for k in range(head, head + paired):
+        _diff(la[k], ra[k], pointer_join(path, k), out)
+    for k in range(head + paired, head + mid_l):
+        out.append(Change(pointer_join(path, k), la[k], MISSING))
+    for k in range(head + paired, head + mid_r):
+        out.append(Change(pointer_join(path, k), MISSING, ra[k]))

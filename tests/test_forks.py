@@ -364,6 +364,10 @@ def test_diff_json_pointer_escaping_and_arrays() -> None:
     assert diff_json(1, 1.0) == [] and diff_json([1], [1, 2]) == [Change("/1", MISSING, 2)]
     assert diff_json({"a": 1}, [1]) == [Change("", {"a": 1}, [1])]
     assert not json_equal(True, 1) and json_equal({"a": [1, None]}, {"a": [1.0, None]})
+    # a queue that lost its head is one removal; one that gained a head is one insertion
+    assert diff_json({"q": [5, 6, 7, 8]}, {"q": [6, 7, 8]}) == [Change("/q/0", 5, MISSING)]
+    assert diff_json([6, 7, 8], [5, 6, 7, 8]) == [Change("/0", MISSING, 5)]
+    assert diff_json([1, {"a": 1}, 9], [1, {"a": 2}, 3, 9]) == [Change("/1/a", 1, 2), Change("/2", MISSING, 3)]
 
 
 # ---------------------------------------------------------------------------------------------

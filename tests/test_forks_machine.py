@@ -211,16 +211,31 @@ def test_unrelated_runs_diff_from_the_init_entry() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the real machines in Node
+# the real engines: XState in Node, and the Python statechart engine's ports of the machines
 
 
-@requires_node
-def test_node_counter_fork_state_diff() -> None:
-    xstate = pytest.importorskip("agentscope.engines.xstate")
+def load_engine(engine: str, name: str) -> Any:
+    """Return the fixture machine ``name`` ("counter" or "triage") on ``engine``."""
+    if engine == "node":
+        xstate = pytest.importorskip("agentscope.engines.xstate")
+        export = {"counter": "counterMachine", "triage": "triageMachine"}[name]
+        return xstate.load_machine(MACHINES / f"{name}.mjs", export)
+    machines = pytest.importorskip("agentscope.examples.python_machines")
+    return {"counter": machines.counter_machine, "triage": machines.triage_machine}[name]()
+
+
+ENGINES = [pytest.param("node", marks=requires_node), "python"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engine_counter_fork_state_diff(engine: str) -> None:
     parent = load_json("c_fork_sqlite.parent.log.json")
     fork = load_json("c_fork_sqlite.fork.log.json")
-    with xstate.load_machine(MACHINES / "counter.mjs", "counterMachine") as m:
+    m = load_engine(engine, "counter")
+    try:
         d = compare(parent, fork, machine=m)
+    finally:
+        m.close()
     n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)
     assert d.changes == (
         Change("/context/count", n4["context"]["count"] + 1, 0),
@@ -229,13 +244,15 @@ def test_node_counter_fork_state_diff() -> None:
     assert [s.right_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in fork[4:8]]
 
 
-@requires_node
-def test_node_triage_fork_state_diff_names_the_context_paths() -> None:
-    xstate = pytest.importorskip("agentscope.engines.xstate")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engine_triage_fork_state_diff_names_the_context_paths(engine: str) -> None:
     main = load_json("g_triage.main.log.json")
     fork = load_json("g_triage.fork.log.json")
-    with xstate.load_machine(MACHINES / "triage.mjs", "triageMachine") as m:
+    m = load_engine(engine, "triage")
+    try:
         d = compare(main, fork, machine=m)
+    finally:
+        m.close()
     assert (d.kind, d.divergence) == ("fork", 18)
     shared = prefix_snapshot("g_triage.main.replay.json", 18)
     assert d.left_before is not None and d.left_before.persisted is not None
@@ -243,16 +260,32 @@ def test_node_triage_fork_state_diff_names_the_context_paths() -> None:
     # the replayed states are the recorded ones
     assert [s.left_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in main[18:52]]
     assert [s.right_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in fork[18:52]]
-    # REJECT (guard rejections < 2) -> drafting, rejections + 1, draft null (triage.mjs)
+    ctx = shared["context"]
+    assert d.left_at is not None and d.right_at is not None
+    # fork side, REJECT (guard rejections < 2): drafting, rejections + 1, draft null (triage.mjs)
+    assert d.right_at.value == {"working": {"awaitingAgent": "drafting"}}
+    assert d.right_at.context == {**ctx, "rejections": ctx["rejections"] + 1, "draft": None}
+    # main side, APPROVE: an "answered" outcome for the current ticket, then `selecting` takes
+    # the next ticket off the queue and starts analyzing it (triage/kb cleared)
+    answered = {"id": ctx["current"]["id"], "route": "answered", "category": ctx["triage"]["category"],
+                "by": main[18]["event"]["agent"], "rejections": ctx["rejections"],
+                "priority": ctx["triage"]["priority"]}
     by_path = {c.path: c for c in d.changes}
-    assert by_path["/context/rejections"].right == shared["context"]["rejections"] + 1
-    assert by_path["/context/draft"].left == shared["context"]["draft"]
-    assert by_path["/context/draft"].right is None
-    assert d.right_at is not None and d.right_at.value == {"working": {"awaitingAgent": "drafting"}}
-    # APPROVE appends an "answered" outcome for the current ticket
-    added = by_path[f"/context/outcomes/{len(shared['context']['outcomes'])}"]
-    assert added.right is MISSING and added.left["route"] == "answered"
-    assert added.left["id"] == shared["context"]["current"]["id"]
+    assert by_path["/context/outcomes/3"] == Change("/context/outcomes/3", answered, MISSING)
+    assert len(ctx["outcomes"]) == 3
+    assert by_path["/context/queue/0"] == Change("/context/queue/0", MISSING, ctx["queue"][0])
+    assert by_path["/context/rejections"] == Change("/context/rejections", 0, 1)
+    assert by_path["/context/kb"] == Change("/context/kb", None, ctx["kb"])
+    assert by_path["/context/triage"] == Change("/context/triage", None, ctx["triage"])
+    for key in ("id", "n", "plan", "subject"):
+        c = by_path[f"/context/current/{key}"]
+        assert (c.left, c.right) == (ctx["queue"][0][key], ctx["current"][key])
+    assert by_path["/value/working/awaitingAgent"].right == "drafting"
+    assert by_path["/value/working/analyzing"].right is MISSING
+    # nothing else differs: exactly these context members
+    assert {c.path.split("/")[2] for c in d.changes if c.path.startswith("/context/")} == {
+        "current", "kb", "outcomes", "queue", "rejections", "triage"
+    }
     assert d.left_at is not None and d.right_at is not None
     assert d.left_at.persisted is not None and d.right_at.persisted is not None
     check_changes_are_exact(d.changes, logical(d.left_at.persisted), logical(d.right_at.persisted))
