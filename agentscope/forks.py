@@ -727,6 +727,32 @@ def _seed(machine: Machine, init: Mapping[str, Any]) -> Snapshot:
     return machine.initial(ev.get("input", NO_INPUT))
 
 
+def _side_frames(
+    machine: Machine, left: _Side, right: _Side, divergence: int, stop: int
+) -> tuple[dict[int, Frame], dict[int, Frame]]:
+    """Return each side's frames by index for ``[max(divergence-1, 0), stop)``.
+
+    With :class:`agentscope.replay.Timeline` available, each side is a timeline (verdicts with
+    their explanations, checkpointed seeks, spec §4.1); otherwise the shared prefix is folded
+    once and each suffix continues from it (:func:`_fold_sides`).
+    """
+    lo = max(divergence - 1, 0)
+    try:
+        replay = importlib.import_module("agentscope.replay")
+    except ModuleNotFoundError:
+        replay = None
+    if replay is not None:
+        sides: list[dict[int, Frame]] = []
+        for side in (left, right):
+            timeline = replay.Timeline(machine, side.log if side.log is not None else list(side.entries))
+            sides.append({i: timeline[i] for i in range(lo, stop)})
+        return sides[0], sides[1]
+    pl, pr = _fold_sides(machine, left, right, divergence, stop)
+    fl = {i: _frame(left, i, pl[i], pl.get(i - 1)) for i in range(lo, stop)}
+    fr = {i: _frame(right, i, pr[i], pr.get(i - 1)) for i in range(lo, stop)}
+    return fl, fr
+
+
 def _fold_sides(
     machine: Machine, left: _Side, right: _Side, shared: int, stop: int
 ) -> tuple[dict[int, Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
@@ -881,18 +907,18 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
     diffs: tuple[StateDiff, ...] = ()
     reconverged: int | None = None
     if machine is not None and divergence is not None:
-        pl, pr = _fold_sides(machine, left, right, divergence, n)
+        fl, fr = _side_frames(machine, left, right, divergence, n)
         before = divergence - 1
-        if before >= 0:
-            prev = pl.get(before - 1)
-            frames["left_before"] = _frame(left, before, pl[before], prev)
-            frames["right_before"] = _frame(right, before, pr[before], pr.get(before - 1))
-        frames["left_at"] = _frame(left, divergence, pl[divergence], pl.get(before))
-        frames["right_at"] = _frame(right, divergence, pr[divergence], pr.get(before))
+        frames["left_before"], frames["right_before"] = fl.get(before), fr.get(before)
+        frames["left_at"], frames["right_at"] = fl.get(divergence), fr.get(divergence)
         out: list[StateDiff] = []
         for i in range(divergence, n):
-            hl, hr = state_hash(pl[i], left.variant), state_hash(pr[i], right.variant)
-            changes = () if hl == hr else tuple(diff_json(_logical(pl[i]), _logical(pr[i])))
+            a_f, b_f = fl.get(i), fr.get(i)
+            if a_f is None or b_f is None or a_f.persisted is None or b_f.persisted is None:
+                break  # a side could not be replayed this far (no machine for its version)
+            hl = a_f.computed_hash or state_hash(a_f.persisted, left.variant)
+            hr = b_f.computed_hash or state_hash(b_f.persisted, right.variant)
+            changes = () if hl == hr else tuple(diff_json(_logical(a_f.persisted), _logical(b_f.persisted)))
             out.append(StateDiff(i, hl, hr, changes))
             if reconverged is None and i > divergence and hl == hr:
                 reconverged = i
