@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "CHANGE_COLUMNS",
     "ENTRY_COLUMNS",
     "MISSING",
+    "TREE_COLUMNS",
     "Change",
     "ForkDiff",
     "ForkKind",
