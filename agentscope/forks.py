@@ -436,6 +436,8 @@ def _entries_frame(entries: Sequence[Any]) -> pd.DataFrame:
     df["recorded_at"] = pd.to_datetime(df["recorded_at"], utc=True, errors="coerce", format="ISO8601")
     for c in ("machine_id", "machine_version", "event_type"):
         df[c] = df[c].astype("category")
+    for c in ("id", "causation_id", "state_hash"):
+        df[c] = df[c].astype("string")
     return df
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from agentscope._forks_diff import MISSING, Change, diff_json, json_equal, pointer_escape
 from agentscope.errors import LogFormatError
-from agentscope.forks import ENTRY_COLUMNS, ForkDiff, compare, fork_tree
+from agentscope.forks import ENTRY_COLUMNS, ForkDiff, _entries_frame, compare, fork_tree
 from agentscope.hashing import canonical_event_json
+from agentscope.log import read_log
 from tests.conftest import FIXTURES, load_json
 
 
@@ -318,8 +319,6 @@ def test_fork_tree_three_generations_and_a_stale_copy() -> None:
 
 
 def test_fork_tree_through_read_log() -> None:
-    log = pytest.importorskip("agentscope.log")
-    assert hasattr(log, "read_threads")
     g = fork_tree(FIXTURES / "g_triage.sqlite").set_index("thread")
     assert g.loc["fork", "parent"] == "main" and g.loc["fork", "fork_index"] == 18
     c = fork_tree(str(FIXTURES / "c_fork.sqlite")).set_index("thread")
@@ -327,15 +326,20 @@ def test_fork_tree_through_read_log() -> None:
 
 
 def test_compare_event_logs_and_paths_through_read_log() -> None:
-    log = pytest.importorskip("agentscope.log")
-    main = log.read_log(FIXTURES / "c_fork.sqlite", thread="main")
-    branch = log.read_log(FIXTURES / "c_fork.sqlite", thread="branch")
+    main = read_log(FIXTURES / "c_fork.sqlite", thread="main")
+    branch = read_log(FIXTURES / "c_fork.sqlite", thread="branch")
     d = compare(main, branch)
     assert (d.kind, d.divergence) == ("fork", 4)
     assert d.names == ("main", "branch")
     assert list(d.right_suffix["event_type"].astype(str)) == ["RESET", "DEC", "INC", "FINISH"]
     p = compare(FIXTURES / "g_triage.main.log.json", Path(FIXTURES / "g_triage.fork.log.json"))
     assert (p.kind, p.divergence) == ("fork", 18)
+    # suffix frames of plain lists have exactly the EventLog.df layout
+    lists = compare(main.entries, branch.entries)
+    pd.testing.assert_frame_equal(
+        lists.right_suffix, d.right_suffix.reset_index(drop=True), check_categorical=False
+    )
+    pd.testing.assert_frame_equal(_entries_frame(main.entries), main.df.reset_index(drop=True), check_categorical=False)
 
 
 # ---------------------------------------------------------------------------------------------
