@@ -418,3 +418,16 @@ def test_integers_beyond_64_bits_fall_back_to_canonical_json() -> None:
     assert d.kind == "identical" and d.whole_entry_prefix == 9
     b[5]["event"]["n"] = 2**53 + 2
     assert compare(a, b).divergence == 5
+
+
+def test_inputs_and_stores_are_left_untouched() -> None:
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    before = copy.deepcopy((main, fork))
+    d = compare(main, fork)
+    d.to_frame(), d.left_suffix, d._repr_html_()
+    assert (main, fork) == before
+    store = FIXTURES / "g_triage.sqlite"
+    raw = store.read_bytes()
+    fork_tree(store)
+    assert store.read_bytes() == raw

@@ -224,7 +224,7 @@ def load_engine(engine: str, name: str) -> Any:
     return {"counter": machines.counter_machine, "triage": machines.triage_machine}[name]()
 
 
-ENGINES = [pytest.param("node", marks=requires_node), "python"]
+ENGINES = [pytest.param("node", marks=[requires_node, pytest.mark.node]), "python"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
