@@ -866,15 +866,20 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
 
     Notes
     -----
-    Entry equality is spec §6.1. The scan is linear and stops at the divergence; per position it
-    compares identity, the reader's raw bytes when it exposes ``raw_entries``, then dict ``==``
-    confirmed by orjson bytes, and canonicalizes only when those cannot decide (for instance
-    a different key order). The kind rule, in order: different executions → ``unrelated``; no
-    §6.1 difference → ``identical`` or ``prefix``; the first differing pair has the same ``id``
-    and ``index`` and differs only in its state hash, or the logs hold the very same entries
-    again at a later aligned index, or it is the last aligned pair and keeps the same
-    ``recordedAt`` → ``tamper``; otherwise ``fork``. Telling a fork from a tamper this way
-    relies on real clocks: logs written with a frozen ``recordedAt`` can only be told apart by
+    Entry equality is spec §6.1. The scan is linear and stops at the divergence. It runs at C
+    speed over whole chunks: the same list on both sides is settled at once, otherwise it
+    compares the reader's raw texts when both logs expose ``raw_entries`` (a sequence of
+    ``str``/``bytes`` aligned with ``entries``), else the orjson bytes of both entries (exact:
+    ``true`` is not ``1``). Only a position those cannot settle (another key order, ``1.0`` for
+    ``1``, a real difference) is compared field by field with canonical JSON (spec §2.2), so
+    equal entries are never re-serialized in Python.
+
+    The kind rule, in order: different executions → ``unrelated``; no §6.1 difference →
+    ``identical`` or ``prefix``; the first differing pair has the same ``id`` and ``index`` and
+    differs only in its state hash, or the logs hold the very same entries again at a later
+    aligned index, or it is the last aligned pair and keeps the same ``recordedAt`` →
+    ``tamper``; otherwise ``fork``. Telling a fork from a tamper this way relies on real
+    clocks: logs written with a frozen ``recordedAt`` can only be told apart by
     the realignment test.
     """
     left = _as_side(a, "left")
