@@ -1015,6 +1015,11 @@ def _threads_of(source: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(source, Mapping):
         yield from ((str(k), v) for k, v in source.items())
         return
+    if isinstance(source, Sequence) and not isinstance(source, str | bytes | bytearray):
+        for pos, log in enumerate(source):
+            thread = getattr(log, "thread", None)
+            yield (str(thread) if thread else str(pos)), log
+        return
     reader = _log_module()
     threads = reader.read_threads(source)
     col = next((c for c in ("thread", "thread_id", "threadId") if c in threads.columns), None)
@@ -1046,9 +1051,10 @@ def fork_tree(source: Any) -> pd.DataFrame:
 
     Parameters
     ----------
-    source : str | os.PathLike | Mapping[str, EventLog | Sequence[Mapping]]
+    source : str | os.PathLike | Mapping[str, EventLog | Sequence[Mapping]] | Sequence[EventLog]
         A SQLite store (spec §5.2; every thread listed by :func:`agentscope.log.read_threads`
-        is read with :func:`agentscope.log.read_log`) or a mapping ``thread id -> log``.
+        is read with :func:`agentscope.log.read_log`), a mapping ``thread id -> log``, or a
+        list of logs (named by their ``thread``, else by position).
 
     Returns
     -------

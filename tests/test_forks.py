@@ -326,6 +326,9 @@ def test_fork_tree_through_read_log() -> None:
     assert g.loc["fork", "parent"] == "main" and g.loc["fork", "fork_index"] == 18
     c = fork_tree(str(FIXTURES / "c_fork.sqlite")).set_index("thread")
     assert c.loc["branch", "parent"] == "main" and c.loc["branch", "fork_index"] == 4
+    logs = [read_log(FIXTURES / "c_fork.sqlite", thread=t) for t in ("branch", "main")]
+    listed = fork_tree(logs).set_index("thread")
+    assert listed.loc["branch", ["parent", "fork_index"]].tolist() == ["main", 4]
 
 
 def test_compare_event_logs_and_paths_through_read_log() -> None:
