@@ -504,6 +504,11 @@ class ForkDiff:
         state hash again.
     machine_used : bool
         Whether states were replayed.
+    migrated_from : tuple
+        Each side's init ``metadata.migratedFrom`` (``{"machineVersion", "logIndex"}``) when it
+        is a version-bridge segment (§1.5), else ``None``. A segment shares its execution but
+        no entries with the log it continues, so such a pair compares as a ``fork`` at index 0
+        and the summary names the bridge.
     """
 
     kind: ForkKind
@@ -525,6 +530,7 @@ class ForkDiff:
     state_diffs: tuple[StateDiff, ...] = ()
     reconverged_at: int | None = None
     machine_used: bool = False
+    migrated_from: tuple[Any, Any] = (None, None)
     _left: _Side | None = field(default=None, repr=False, compare=False)
     _right: _Side | None = field(default=None, repr=False, compare=False)
 
@@ -647,6 +653,9 @@ class ForkDiff:
         text = f"{head}; {self.common_prefix} shared entries ({lens})"
         if self.divergence_fields:
             text += "; differs in " + ", ".join(self.divergence_fields)
+        bridge = self._bridge_note()
+        if bridge:
+            text += "; " + bridge
         if self.kind == "tamper" and len(self.tampered) > 1:
             text += f"; {len(self.tampered)} altered entries"
         if self.machine_used and self.divergence is not None:
@@ -656,6 +665,18 @@ class ForkDiff:
                 else "; states never reconverge"
             )
         return text
+
+    def _bridge_note(self) -> str:
+        a, b = self.names
+        for (name, other, other_len), mf in zip(
+            ((b, a, self.left_length), (a, b, self.right_length)), self.migrated_from[::-1], strict=True
+        ):
+            if isinstance(mf, Mapping):
+                note = f"{name} is a version-bridge segment (migrated from {mf.get('machineVersion')!r}"
+                if mf.get("logIndex") == other_len:
+                    note += f" at {other}'s end"
+                return note + ")"
+        return ""
 
     def __repr__(self) -> str:
         return f"<ForkDiff {self.summary()}>"
@@ -954,9 +975,18 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
         state_diffs=diffs,
         reconverged_at=reconverged,
         machine_used=machine is not None,
+        migrated_from=(_migrated_from(left), _migrated_from(right)),
         _left=left,
         _right=right,
     )
+
+
+def _migrated_from(side: _Side) -> Any:
+    if not side.entries:
+        return None
+    first = side.entries[0]
+    meta = first.get("metadata") if isinstance(first, Mapping) else None
+    return meta.get("migratedFrom") if isinstance(meta, Mapping) else None
 
 
 def _rename(side: _Side, name: str) -> _Side:

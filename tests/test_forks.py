@@ -437,3 +437,14 @@ def test_inputs_and_stores_are_left_untouched() -> None:
     raw = store.read_bytes()
     fork_tree(store)
     assert store.read_bytes() == raw
+
+
+def test_version_bridge_segment_is_named() -> None:
+    v1 = load_json("e_bridge.v1.log.json")
+    v2 = load_json("e_bridge.v2.log.json")
+    d = compare(v1, v2)
+    # same execution (inherited executionId), nothing shared: a "fork" at 0, named as a bridge
+    assert (d.kind, d.divergence, d.common_prefix) == ("fork", 0, 0)
+    assert d.migrated_from == (None, {"machineVersion": "1", "logIndex": 5})
+    assert "right is a version-bridge segment (migrated from '1' at left's end)" in d.summary()
+    assert "left is a version-bridge segment" in compare(v2, v1).summary()
