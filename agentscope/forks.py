@@ -498,7 +498,7 @@ class ForkDiff:
         With a machine: the frames just before and at the divergence on each side.
     state_diffs : tuple[StateDiff, ...]
         With a machine: one :class:`StateDiff` per aligned index from the divergence to the end
-        of the shorter log.
+        of the shorter log (or over ``horizon`` indices).
     reconverged_at : int | None
         With a machine: the first index after the divergence where both sides reach the same
         state hash again.
@@ -755,12 +755,12 @@ def _seed(machine: Machine, init: Mapping[str, Any]) -> Snapshot:
 
 def _side_frames(
     machine: Machine, left: _Side, right: _Side, divergence: int, stop: int
-) -> tuple[dict[int, Frame], dict[int, Frame]]:
-    """Return each side's frames by index for ``[max(divergence-1, 0), stop)``.
+) -> tuple[Iterator[Frame], Iterator[Frame]]:
+    """Return each side's frames, in order, for indices ``[max(divergence-1, 0), stop)``.
 
     With :class:`agentscope.replay.Timeline` available, each side is a timeline (verdicts with
-    their explanations, checkpointed seeks, spec §4.1); otherwise the shared prefix is folded
-    once and each suffix continues from it (:func:`_fold_sides`).
+    their explanations, checkpointed seeks, spec §4.1) read sequentially; otherwise the shared
+    prefix is folded once and each suffix continues from it (:func:`_fold_sides`).
     """
     lo = max(divergence - 1, 0)
     try:
@@ -768,14 +768,12 @@ def _side_frames(
     except ModuleNotFoundError:
         replay = None
     if replay is not None:
-        sides: list[dict[int, Frame]] = []
-        for side in (left, right):
-            timeline = replay.Timeline(machine, side.log if side.log is not None else list(side.entries))
-            sides.append({i: timeline[i] for i in range(lo, stop)})
-        return sides[0], sides[1]
+        tl = replay.Timeline(machine, left.log if left.log is not None else list(left.entries))
+        tr = replay.Timeline(machine, right.log if right.log is not None else list(right.entries))
+        return (tl[i] for i in range(lo, stop)), (tr[i] for i in range(lo, stop))
     pl, pr = _fold_sides(machine, left, right, divergence, stop)
-    fl = {i: _frame(left, i, pl[i], pl.get(i - 1)) for i in range(lo, stop)}
-    fr = {i: _frame(right, i, pr[i], pr.get(i - 1)) for i in range(lo, stop)}
+    fl = (_frame(left, i, pl[i], pl.get(i - 1)) for i in range(lo, stop))
+    fr = (_frame(right, i, pr[i], pr.get(i - 1)) for i in range(lo, stop))
     return fl, fr
 
 
@@ -858,7 +856,9 @@ def _frame(
 # compare
 
 
-def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
+def compare(
+    a: Any, b: Any, *, machine: Machine | None = None, horizon: int | None = None
+) -> ForkDiff:
     """Return how two logs relate: common prefix, divergence, kind and (with a machine) states.
 
     Parameters
@@ -872,6 +872,9 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
         replayed (spec §4.1) from the shared prefix on, and the result carries the frames around
         the divergence, a :class:`StateDiff` for every aligned index from the divergence to the
         end of the shorter log, and :attr:`ForkDiff.reconverged_at`.
+    horizon : int, optional
+        With a machine: diff at most this many aligned indices from the divergence on (at least
+        1); ``None`` diffs to the end of the shorter log. For very long logs.
 
     Returns
     -------
@@ -938,14 +941,16 @@ def compare(a: Any, b: Any, *, machine: Machine | None = None) -> ForkDiff:
     diffs: tuple[StateDiff, ...] = ()
     reconverged: int | None = None
     if machine is not None and divergence is not None:
-        fl, fr = _side_frames(machine, left, right, divergence, n)
-        before = divergence - 1
-        frames["left_before"], frames["right_before"] = fl.get(before), fr.get(before)
-        frames["left_at"], frames["right_at"] = fl.get(divergence), fr.get(divergence)
+        stop = n if horizon is None else min(n, divergence + max(horizon, 1))
         out: list[StateDiff] = []
-        for i in range(divergence, n):
-            a_f, b_f = fl.get(i), fr.get(i)
-            if a_f is None or b_f is None or a_f.persisted is None or b_f.persisted is None:
+        for a_f, b_f in zip(*_side_frames(machine, left, right, divergence, stop), strict=True):
+            i = a_f.index
+            if i < divergence:
+                frames["left_before"], frames["right_before"] = a_f, b_f
+                continue
+            if i == divergence:
+                frames["left_at"], frames["right_at"] = a_f, b_f
+            if a_f.persisted is None or b_f.persisted is None:
                 break  # a side could not be replayed this far (no machine for its version)
             hl = a_f.computed_hash or state_hash(a_f.persisted, left.variant)
             hr = b_f.computed_hash or state_hash(b_f.persisted, right.variant)

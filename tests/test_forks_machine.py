@@ -182,6 +182,9 @@ def test_reconvergence_after_a_reordered_branch() -> None:
     )
     assert d.reconverged_at == 6
     assert [s.same for s in d.state_diffs] == [False, False, True, True]
+    short = compare(parent, branch, machine=CounterMachine(), horizon=2)
+    assert short.state_diffs == d.state_diffs[:2] and short.reconverged_at is None
+    assert short.changes == d.changes
     assert d.right_at is not None and d.right_at.verdict is Verdict.MISSING  # no recorded hashes
     assert d.left_at is not None and d.left_at.persisted is not None and d.right_at.persisted is not None
     check_changes_are_exact(d.changes, logical(d.left_at.persisted), logical(d.right_at.persisted))
