@@ -8,7 +8,9 @@ process:
 - ``compare``: :func:`agentscope.forks.compare` on the lists of dicts;
 - ``compare+raw``: the same when the reader exposes each entry's raw JSON text (``raw_entries``);
 - ``naive``: the §6.1 rule computed the obvious way, canonicalizing every event
-  (``canonical_event_json``) on both sides until the first difference.
+  (``canonical_event_json``) on both sides until the first difference;
+- ``naive whole``: the legacy whole-entry rule (``canonical_json`` of every entry), which
+  ``compare`` also reports (``whole_entry_prefix``).
 
 Run: ``python -m benchmarks.bench_forks [--quick] [--n N]``.
 """
@@ -25,7 +27,7 @@ from typing import Any
 import orjson
 
 from agentscope.forks import compare
-from agentscope.hashing import canonical_event_json
+from agentscope.hashing import canonical_event_json, canonical_json
 
 
 def make_lines(n: int, shared: int, side: str) -> list[bytes]:
@@ -87,6 +89,15 @@ def naive_prefix(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]])
     return n
 
 
+def naive_whole_prefix(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> int:
+    """The legacy whole-entry rule (§6.2 ``stableJson`` of every entry) the obvious way."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if canonical_json(a[i]) != canonical_json(b[i]):
+            return i
+    return n
+
+
 def timed(fn: Any) -> tuple[float, Any]:
     t = time.perf_counter()
     out = fn()
@@ -111,11 +122,14 @@ def main(argv: list[str] | None = None) -> None:
     t_cmp, d = timed(lambda: compare(ea, eb))
     t_raw, d_raw = timed(lambda: compare(RawLog(ea, la), RawLog(eb, lb)))
     t_naive, k = timed(lambda: naive_prefix(ea, eb))
+    t_whole, kw = timed(lambda: naive_whole_prefix(ea, eb))
     assert d.divergence == shared == k == d_raw.divergence, (d, k)
+    assert d.whole_entry_prefix == kw == shared
     assert d.kind == d_raw.kind == "fork"
     print(f"compare      {t_cmp:8.3f} s   {d!r}")
     print(f"compare+raw  {t_raw:8.3f} s")
     print(f"naive        {t_naive:8.3f} s   (canonical JSON of every event up to the divergence)")
+    print(f"naive whole  {t_whole:8.3f} s   (canonical JSON of every whole entry, the legacy rule)")
     print(f"ratio naive/compare     = {t_naive / t_cmp:6.1f}x")
     print(f"ratio naive/compare+raw = {t_naive / t_raw:6.1f}x")
 
