@@ -18,7 +18,6 @@ views and an escaped HTML rendering for notebooks.
 from __future__ import annotations
 
 import html
-import importlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +30,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from agentscope._forks_diff import MISSING, Change, diff_json
-from agentscope.engines.base import NO_INPUT, Machine, Snapshot
+from agentscope.engines.base import Machine
 from agentscope.errors import LogFormatError
-from agentscope.frames import Frame, Verdict
+from agentscope.frames import Frame
 from agentscope.hashing import HashVariant, canonical_event_json, canonical_json, state_hash
 
 if TYPE_CHECKING:
@@ -107,11 +106,6 @@ def _execution_id_of(entries: Sequence[Any]) -> str | None:
     return None
 
 
-def _log_module() -> Any:
-    """Import :mod:`agentscope.log` lazily (the reader is the heavy part, and optional here)."""
-    return importlib.import_module("agentscope.log")
-
-
 def _as_side(obj: Any, default_name: str) -> _Side:
     """Return ``obj`` (``EventLog``, list of entry dicts, or a ``read_log`` source) as a side."""
     log: Any = None
@@ -121,7 +115,9 @@ def _as_side(obj: Any, default_name: str) -> _Side:
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray):
         entries = obj
     else:
-        log = _log_module().read_log(obj)
+        from agentscope.log import read_log  # lazy: the reader is the heavy part
+
+        log = read_log(obj)
         entries = log.entries
     raw = getattr(log, "raw_entries", None) if log is not None else None
     if raw is not None and (len(raw) != len(entries) or None in raw):
@@ -742,15 +738,7 @@ class ForkDiff:
 
 
 # ---------------------------------------------------------------------------------------------
-# Replay of both sides (swapped for agentscope.replay.Timeline once it is available)
-
-
-def _seed(machine: Machine, init: Mapping[str, Any]) -> Snapshot:
-    ev = init.get("event")
-    ev = ev if isinstance(ev, Mapping) else {}
-    if "snapshot" in ev:
-        return machine.restore(ev["snapshot"])
-    return machine.initial(ev.get("input", NO_INPUT))
+# Replay of both sides
 
 
 def _side_frames(
@@ -758,98 +746,16 @@ def _side_frames(
 ) -> tuple[Iterator[Frame], Iterator[Frame]]:
     """Return each side's frames, in order, for indices ``[max(divergence-1, 0), stop)``.
 
-    With :class:`agentscope.replay.Timeline` available, each side is a timeline (verdicts with
-    their explanations, checkpointed seeks, spec §4.1) read sequentially; otherwise the shared
-    prefix is folded once and each suffix continues from it (:func:`_fold_sides`).
+    Each side is an :class:`agentscope.replay.Timeline` (spec §4.1 fold with session
+    rebinding, verdicts with their explanations, checkpointed seeks) read sequentially, so
+    consecutive frames continue one fold.
     """
+    from agentscope.replay import Timeline  # lazy: replay pulls in numpy/pandas
+
     lo = max(divergence - 1, 0)
-    try:
-        replay = importlib.import_module("agentscope.replay")
-    except ModuleNotFoundError:
-        replay = None
-    if replay is not None:
-        tl = replay.Timeline(machine, left.log if left.log is not None else list(left.entries))
-        tr = replay.Timeline(machine, right.log if right.log is not None else list(right.entries))
-        return (tl[i] for i in range(lo, stop)), (tr[i] for i in range(lo, stop))
-    pl, pr = _fold_sides(machine, left, right, divergence, stop)
-    fl = (_frame(left, i, pl[i], pl.get(i - 1)) for i in range(lo, stop))
-    fr = (_frame(right, i, pr[i], pr.get(i - 1)) for i in range(lo, stop))
-    return fl, fr
-
-
-def _fold_sides(
-    machine: Machine, left: _Side, right: _Side, shared: int, stop: int
-) -> tuple[dict[int, Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
-    """Return persisted snapshots by index for ``[max(shared-2, 0), stop)`` on each side.
-
-    The shared prefix is folded once (spec §4.1 seed + fold with session rebinding) and each
-    side's suffix continues from its last snapshot with its own copy of the rebinding cache.
-    """
-    lo = max(shared - 2, 0)
-    out_l: dict[int, Mapping[str, Any]] = {}
-    out_r: dict[int, Mapping[str, Any]] = {}
-
-    def fold_from(
-        seed: Snapshot, side: _Side, i0: int, sessions: dict[str, str], out: dict[int, Mapping[str, Any]]
-    ) -> None:
-        events = [_event_of(side, i) for i in range(i0, stop)]
-        for k, snap in enumerate(machine.fold(seed, events, sessions=sessions)):
-            if i0 + k >= lo:
-                out[i0 + k] = machine.persist(snap)
-
-    if shared >= 1:
-        seed = _seed(machine, _entry(left, 0))
-        sessions: dict[str, str] = {}
-        prefix_events = [_event_of(left, i) for i in range(1, shared)]
-        snaps = [seed, *machine.fold(seed, prefix_events, sessions=sessions)] if prefix_events else [seed]
-        for k in range(lo, shared):
-            p = machine.persist(snaps[k])
-            out_l[k] = out_r[k] = p
-        last = snaps[-1]
-        fold_from(last, left, shared, dict(sessions), out_l)
-        fold_from(last, right, shared, dict(sessions), out_r)
-    else:
-        for side, out in ((left, out_l), (right, out_r)):
-            if stop == 0:
-                break
-            s0 = _seed(machine, _entry(side, 0))
-            out[0] = machine.persist(s0)
-            fold_from(s0, side, 1, {}, out)
-    return out_l, out_r
-
-
-def _event_of(side: _Side, i: int) -> Mapping[str, Any]:
-    ev = _entry(side, i).get("event")
-    if not isinstance(ev, Mapping):
-        raise LogFormatError(
-            "entry.event must be an object with a type", source=side.source or side.name, index=i,
-            field="event",
-        )
-    return ev
-
-
-def _frame(
-    side: _Side, i: int, persisted: Mapping[str, Any], previous: Mapping[str, Any] | None
-) -> Frame:
-    entry = _entry(side, i)
-    rec = _state_hash_of(entry)
-    comp = state_hash(persisted, side.variant)
-    verdict = Verdict.MISSING if rec is None else Verdict.VERIFIED if rec == comp else Verdict.MISMATCH
-    changed: tuple[str, ...] = ()
-    ignored = False
-    if previous is not None:
-        changed = tuple(c.path for c in diff_json(_logical(previous), _logical(persisted)))
-        ignored = state_hash(previous, side.variant) == comp and not changed
-    return Frame(
-        index=i,
-        entry=entry,
-        persisted=persisted,
-        recorded_hash=rec,
-        computed_hash=comp,
-        verdict=verdict,
-        changed_paths=changed,
-        ignored=ignored,
-    )
+    tl = Timeline(machine, left.log if left.log is not None else list(left.entries))
+    tr = Timeline(machine, right.log if right.log is not None else list(right.entries))
+    return (tl[i] for i in range(lo, stop)), (tr[i] for i in range(lo, stop))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1055,15 +961,16 @@ def _threads_of(source: Any) -> Iterator[tuple[str, Any]]:
             thread = getattr(log, "thread", None)
             yield (str(thread) if thread else str(pos)), log
         return
-    reader = _log_module()
-    threads = reader.read_threads(source)
+    from agentscope.log import read_log, read_threads
+
+    threads = read_threads(source)
     col = next((c for c in ("thread", "thread_id", "threadId") if c in threads.columns), None)
     if col is None:
         raise LogFormatError(
             "read_threads returned no thread column", source=str(source), field="thread"
         )
     for t in threads[col].tolist():
-        yield str(t), reader.read_log(source, thread=t)
+        yield str(t), read_log(source, thread=t)
 
 
 def _older_at(x: _Side, y: _Side, k: int, order_x: int, order_y: int) -> bool:
