@@ -3,81 +3,18 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 import pytest
 
-from agentscope.engines.base import NO_INPUT, Graph, MachineBase, Snapshot, StateNodeInfo
+from agentscope.engines.xstate import load_machine
+from agentscope.examples import python_machines
 from agentscope.forks import MISSING, Change, ForkDiff, compare
 from agentscope.frames import Verdict
-from agentscope.hashing import state_hash
 from tests.conftest import MACHINES, load_json, requires_node
-
-
-class CounterMachine(MachineBase):
-    """A test-only port of fixtures/real/machines/counter.mjs (XState 6 persisted shape).
-
-    Checked below against every recorded hash of the c_fork logs, so the state diffs computed
-    with it are diffs of verified states.
-    """
-
-    machine_id = "counter"
-    version = "adb004a6"
-
-    @property
-    def graph(self) -> Graph:
-        nodes = {
-            "counter": StateNodeInfo("counter", "counter", (), "compound", None, ("counter.off", "counter.on", "counter.done"), "counter.off"),
-            "counter.off": StateNodeInfo("counter.off", "off", ("off",), "atomic", "counter"),
-            "counter.on": StateNodeInfo("counter.on", "on", ("on",), "atomic", "counter"),
-            "counter.done": StateNodeInfo("counter.done", "done", ("done",), "final", "counter"),
-        }
-        return Graph("counter", "counter", nodes)
-
-    @staticmethod
-    def _snap(value: str, context: dict[str, Any]) -> Snapshot:
-        p: dict[str, Any] = {"status": "active", "value": value, "historyValue": {}, "_nextTimerId": 0,
-                             "context": context, "children": {}, "timers": {}}
-        if value == "done":
-            p["status"] = "done"
-            p["output"] = {"count": context["count"], "toggles": context["toggles"]}
-        return Snapshot(p)
-
-    def initial(self, input: Any = NO_INPUT) -> Snapshot:
-        start = input.get("start") if isinstance(input, Mapping) else None
-        return self._snap("off", {"count": 0 if start is None else start, "toggles": 0, "last": None})
-
-    def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
-        return Snapshot(copy.deepcopy(dict(persisted)))
-
-    def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
-        p = snapshot.persisted
-        if p["status"] != "active":
-            return snapshot
-        ctx = dict(p["context"])
-        value = p["value"]
-        t = event.get("type")
-        by = event.get("by", 1)
-        if t == "TOGGLE":
-            value = "on" if value == "off" else "off"
-            ctx.update(toggles=ctx["toggles"] + 1, last="TOGGLE")
-        elif t == "FINISH" and value == "on":
-            value = "done"
-        elif t == "INC":
-            ctx.update(count=ctx["count"] + by, last="INC")
-        elif t == "DEC":
-            ctx.update(count=ctx["count"] - by, last="DEC")
-        elif t == "RESET":
-            ctx.update(count=0, last="RESET")
-        else:
-            return snapshot
-        return self._snap(value, ctx)
-
-    def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
-        return None
 
 
 def logical(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,21 +42,38 @@ def check_changes_are_exact(changes: tuple[Change, ...], left: Any, right: Any) 
     assert jsonpatch.apply_patch(left, rest + removes) == right
 
 
-def test_counter_machine_reproduces_every_recorded_hash() -> None:
-    m = CounterMachine()
-    for name in ("c_fork_memory.parent", "c_fork_memory.fork", "c_fork_sqlite.parent", "c_fork_sqlite.fork"):
-        log = load_json(f"{name}.log.json")
-        s = m.initial(log[0]["event"]["input"])
-        hashes = [state_hash(s.persisted)]
-        hashes += [state_hash(x.persisted) for x in m.fold(s, [e["event"] for e in log[1:]])]
-        recorded = [e.get("verification", {}).get("stateHash") for e in log]
-        assert [h for h, r in zip(hashes, recorded, strict=True) if r] == [r for r in recorded if r]
+def load_engine(engine: str, name: str) -> Any:
+    """Return the fixture machine ``name`` ("counter" or "triage") on ``engine``."""
+    if engine == "node":
+        export = {"counter": "counterMachine", "triage": "triageMachine"}[name]
+        return load_machine(MACHINES / f"{name}.mjs", export)
+    return {"counter": python_machines.counter_machine, "triage": python_machines.triage_machine}[name]()
 
 
-def test_state_diff_at_the_recorded_fork() -> None:
+ENGINES = [pytest.param("node", marks=[requires_node, pytest.mark.node]), "python"]
+
+
+@pytest.fixture(params=ENGINES)
+def counter(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The counter machine on each engine (XState in Node, the Python statechart engine)."""
+    m = load_engine(request.param, "counter")
+    yield m
+    m.close()
+
+
+@pytest.fixture(params=ENGINES)
+def triage(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The supportTriage machine on each engine."""
+    m = load_engine(request.param, "triage")
+    yield m
+    m.close()
+
+
+def test_state_diff_at_the_recorded_fork(counter: Any) -> None:
+    m = counter
     parent = load_json("c_fork_memory.parent.log.json")
     fork = load_json("c_fork_memory.fork.log.json")
-    d = compare(parent, fork, machine=CounterMachine())
+    d = compare(parent, fork, machine=m)
     assert isinstance(d, ForkDiff) and d.machine_used
     n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)  # the state after entry 3
     # frames around the divergence
@@ -167,11 +121,12 @@ def _rewrite(entries: list[dict[str, Any]], start: int, events: list[dict[str, A
     return out
 
 
-def test_reconvergence_after_a_reordered_branch() -> None:
+def test_reconvergence_after_a_reordered_branch(counter: Any) -> None:
+    m = counter
     parent = load_json("c_fork_memory.parent.log.json")
     # parent: INC, TOGGLE, DEC, TOGGLE; this branch: TOGGLE, INC, DEC, TOGGLE -> same from index 6
     branch = _rewrite(parent, 4, [{"type": "TOGGLE"}, {"type": "INC"}, {"type": "DEC"}, {"type": "TOGGLE"}])
-    d = compare(parent, branch, machine=CounterMachine())
+    d = compare(parent, branch, machine=m)
     assert (d.kind, d.divergence) == ("fork", 4)
     n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)["context"]
     assert d.changes == (
@@ -182,7 +137,7 @@ def test_reconvergence_after_a_reordered_branch() -> None:
     )
     assert d.reconverged_at == 6
     assert [s.same for s in d.state_diffs] == [False, False, True, True]
-    short = compare(parent, branch, machine=CounterMachine(), horizon=2)
+    short = compare(parent, branch, machine=m, horizon=2)
     assert short.state_diffs == d.state_diffs[:2] and short.reconverged_at is None
     assert short.changes == d.changes
     assert d.right_at is not None and d.right_at.verdict is Verdict.MISSING  # no recorded hashes
@@ -190,23 +145,25 @@ def test_reconvergence_after_a_reordered_branch() -> None:
     check_changes_are_exact(d.changes, logical(d.left_at.persisted), logical(d.right_at.persisted))
 
 
-def test_tampered_hash_with_a_machine_shows_no_state_change() -> None:
+def test_tampered_hash_with_a_machine_shows_no_state_change(counter: Any) -> None:
+    m = counter
     parent = load_json("c_fork_memory.parent.log.json")
     bad = copy.deepcopy(parent)
     bad[5]["verification"]["stateHash"] = "deadbeef"
-    d = compare(parent, bad, machine=CounterMachine())
+    d = compare(parent, bad, machine=m)
     assert (d.kind, d.divergence) == ("tamper", 5)
     assert d.state_diffs[0].same and d.changes == ()
     assert d.right_at is not None and d.right_at.verdict is Verdict.MISMATCH
     assert d.left_at is not None and d.left_at.verdict is Verdict.VERIFIED
 
 
-def test_unrelated_runs_diff_from_the_init_entry() -> None:
+def test_unrelated_runs_diff_from_the_init_entry(counter: Any) -> None:
+    m = counter
     parent = load_json("c_fork_memory.parent.log.json")
     other = copy.deepcopy(parent)
     other[0]["event"]["input"] = {"start": 5}
     other[0]["metadata"]["executionId"] = "another-run"
-    d = compare(parent, other, machine=CounterMachine())
+    d = compare(parent, other, machine=m)
     assert (d.kind, d.divergence) == ("unrelated", 0)
     assert d.left_before is None and d.left_at is not None and d.left_at.index == 0
     assert d.changes == (Change("/context/count", 1, 5),)
@@ -217,28 +174,10 @@ def test_unrelated_runs_diff_from_the_init_entry() -> None:
 # the real engines: XState in Node, and the Python statechart engine's ports of the machines
 
 
-def load_engine(engine: str, name: str) -> Any:
-    """Return the fixture machine ``name`` ("counter" or "triage") on ``engine``."""
-    if engine == "node":
-        xstate = pytest.importorskip("agentscope.engines.xstate")
-        export = {"counter": "counterMachine", "triage": "triageMachine"}[name]
-        return xstate.load_machine(MACHINES / f"{name}.mjs", export)
-    machines = pytest.importorskip("agentscope.examples.python_machines")
-    return {"counter": machines.counter_machine, "triage": machines.triage_machine}[name]()
-
-
-ENGINES = [pytest.param("node", marks=[requires_node, pytest.mark.node]), "python"]
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_engine_counter_fork_state_diff(engine: str) -> None:
+def test_sqlite_variant_counter_fork_state_diff(counter: Any) -> None:
     parent = load_json("c_fork_sqlite.parent.log.json")
     fork = load_json("c_fork_sqlite.fork.log.json")
-    m = load_engine(engine, "counter")
-    try:
-        d = compare(parent, fork, machine=m)
-    finally:
-        m.close()
+    d = compare(parent, fork, machine=counter)
     n4 = prefix_snapshot("c_fork_memory.parent.replay.json", 4)
     assert d.changes == (
         Change("/context/count", n4["context"]["count"] + 1, 0),
@@ -247,15 +186,10 @@ def test_engine_counter_fork_state_diff(engine: str) -> None:
     assert [s.right_hash for s in d.state_diffs] == [e["verification"]["stateHash"] for e in fork[4:8]]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_engine_triage_fork_state_diff_names_the_context_paths(engine: str) -> None:
+def test_triage_fork_state_diff_names_the_context_paths(triage: Any) -> None:
     main = load_json("g_triage.main.log.json")
     fork = load_json("g_triage.fork.log.json")
-    m = load_engine(engine, "triage")
-    try:
-        d = compare(main, fork, machine=m)
-    finally:
-        m.close()
+    d = compare(main, fork, machine=triage)
     assert (d.kind, d.divergence) == ("fork", 18)
     shared = prefix_snapshot("g_triage.main.replay.json", 18)
     assert d.left_before is not None and d.left_before.persisted is not None
