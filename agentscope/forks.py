@@ -731,7 +731,7 @@ class ForkDiff:
         rows = [f"<tr><th>path</th><th>{esc(a)}</th><th>{esc(b)}</th></tr>"]
         for c in changes:
             rows.append(
-                f"<tr><td><code>{esc(c.path or '/')}</code></td><td>{esc(_short(c.left))}</td>"
+                f"<tr><td><code>{esc(c.path or '(root)')}</code></td><td>{esc(_short(c.left))}</td>"
                 f"<td>{esc(_short(c.right))}</td></tr>"
             )
         return "<table>" + "".join(rows) + "</table>"
