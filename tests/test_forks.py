@@ -8,9 +8,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import jsonpointer
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentscope._forks_diff import MISSING, Change, diff_json, json_equal, pointer_escape
 from agentscope.errors import LogFormatError
@@ -448,3 +451,53 @@ def test_version_bridge_segment_is_named() -> None:
     assert d.migrated_from == (None, {"machineVersion": "1", "logIndex": 5})
     assert "right is a version-bridge segment (migrated from '1' at left's end)" in d.summary()
     assert "left is a version-bridge segment" in compare(v2, v1).summary()
+
+
+# ---------------------------------------------------------------------------------------------
+# properties
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([0.5, 1.0]) | st.sampled_from(["a", "b/c", "~x"]),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["a", "b", "x/y", "m~n", ""]), kids, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json, _json)
+def test_diff_json_resolves_and_patches_left_into_right(left: Any, right: Any) -> None:
+    changes = diff_json(left, right)
+    assert (changes == []) == json_equal(left, right)
+    ops = []
+    for c in changes:
+        if c.left is not MISSING:
+            assert json_equal(jsonpointer.resolve_pointer(left, c.path), c.left)
+        if c.right is not MISSING:
+            assert json_equal(jsonpointer.resolve_pointer(right, c.path), c.right)
+        ops.append({"op": c.op, "path": c.path, **({} if c.op == "remove" else {"value": c.right})})
+    removes = [o for o in ops if o["op"] == "remove"][::-1]
+    patched = jsonpatch.apply_patch(left, [o for o in ops if o["op"] != "remove"] + removes)
+    assert json_equal(patched, right)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_compare_ignores_key_order_everywhere(rnd: Any) -> None:
+    main = load_json("g_triage.main.log.json")
+
+    def shuffle(v: Any) -> Any:
+        if isinstance(v, dict):
+            keys = list(v)
+            rnd.shuffle(keys)
+            return {k: shuffle(v[k]) for k in keys}
+        if isinstance(v, list):
+            return [shuffle(x) for x in v]
+        return v
+
+    other = shuffle(main)
+    d = compare(main, other)
+    assert (d.kind, d.common_prefix, d.whole_entry_prefix) == ("identical", 91, 91)
+    cut = rnd.randrange(1, 91)
+    other[cut]["event"]["type"] = "X"
+    assert compare(main, other).divergence == cut
