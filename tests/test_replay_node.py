@@ -4,7 +4,9 @@ run by XState 6.0.0-alpha.48 in Node (``agentscope.engines.xstate``)."""
 from __future__ import annotations
 
 import copy
+import json
 import random
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +16,8 @@ from agentscope.errors import ReplayDivergenceError
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
 from agentscope.replay import Timeline, replay, verify
-from tests.conftest import MACHINES, load_json, requires_node
+from tests.conftest import MACHINES, REPO, load_json, requires_node
+from tests.test_replay_support import iso
 
 pytestmark = requires_node
 
@@ -192,26 +195,20 @@ console.log(JSON.stringify(out));
 
 
 def _live_log(tmp_path: Any, source: str, export: str, steps: list[dict[str, Any]]) -> Any:
-    import json as _json
-    import subprocess
-
-    from tests.conftest import REPO
-    from tests.test_replay_support import iso
-
     (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
     (tmp_path / "machine.mjs").write_text(source)
     (tmp_path / "live.mjs").write_text(LIVE)
-    out = subprocess.run(["node", "live.mjs", export, _json.dumps(steps)], cwd=tmp_path,
+    out = subprocess.run(["node", "live.mjs", export, json.dumps(steps)], cwd=tmp_path,
                          capture_output=True, text=True, check=True, timeout=60).stdout
     machine = xstate.load_machine(tmp_path / "machine.mjs", export)
     log = []
-    for i, rec in enumerate(_json.loads(out)):
+    for i, rec in enumerate(json.loads(out)):
         log.append({
             "schemaVersion": 1, "id": f"evt_{i:08d}", "index": i, "recordedAt": iso(rec["now"]),
             "machineId": machine.machine_id, "machineVersion": machine.version,
             "event": rec["event"], "verification": {"stateHash": state_hash(rec["persisted"])},
         })
-    return machine, log, _json.loads(out)
+    return machine, log, json.loads(out)
 
 
 def test_live_after_timer_startedat_confirmed(tmp_path: Any) -> None:
