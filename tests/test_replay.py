@@ -8,6 +8,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentscope.errors import (
     LogFormatError,
@@ -591,3 +593,28 @@ def test_first_mismatch_is_plain_python() -> None:
         "explanation": row["explanation"], "ignored": False, "failed": True,
     }
     assert row["explanation"].startswith("unexplained: hash variant 8b7f21a0 does not")
+
+
+_EVENTS = st.sampled_from([
+    {"type": "GO"}, {"type": "NOOP"}, {"type": "WAIT"},
+    {"type": "xstate.timer", "id": "xstate.after.1000.jobber.waiting"},
+    {"type": "xstate.done.actor", "actorId": "job", "output": "x"},
+    {"type": "xstate.done.actor", "actorId": "job", "sessionId": "live:1", "output": "old"},
+])
+
+
+@settings(max_examples=30, deadline=None)
+@given(events=st.lists(_EVENTS, min_size=1, max_size=60), k=st.integers(1, 9),
+       order_seed=st.integers(0, 1000))
+def test_property_seek_equals_full_fold(events: list[dict[str, Any]], k: int,
+                                        order_seed: int) -> None:
+    log = write_log(Jobber(prefix="live", loop=True), events, input={"attempt": 1})
+    m = Jobber(prefix="fold", loop=True)
+    assert verify(m, log, strict=True).ok  # the full fold reproduces every live hash
+    tl = Timeline(m, log, checkpoint_every=k, cache_size=0)
+    order = list(range(len(log)))
+    random.Random(order_seed).shuffle(order)
+    for n in order:
+        tl.clear_cache()
+        assert state_hash(tl[n].persisted) == log[n]["verification"]["stateHash"]
+    assert tl.seek_fallbacks == 0
