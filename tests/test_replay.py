@@ -618,3 +618,15 @@ def test_property_seek_equals_full_fold(events: list[dict[str, Any]], k: int,
         tl.clear_cache()
         assert state_hash(tl[n].persisted) == log[n]["verification"]["stateHash"]
     assert tl.seek_fallbacks == 0
+
+
+def test_changes_range_equals_the_slice_of_the_whole() -> None:
+    log = _long_log(40)
+    tl = Timeline(Jobber(prefix="fold", loop=True), log, checkpoint_every=7)
+    whole = tl.changes("/context/runs")
+    for lo, hi in [(0, 10), (9, 30), (15, 16), (31, len(log)), (50, 40)]:
+        part = tl.changes("/context/runs", start=lo, stop=hi)
+        want = whole[(whole["index"] >= lo) & (whole["index"] < hi)].reset_index(drop=True)
+        assert part.to_dict("list") == want.to_dict("list"), (lo, hi)
+    value = tl.changes("/value")
+    assert list(value["after"][:3]) == ["idle", "working", "idle"]
