@@ -630,3 +630,13 @@ def test_changes_range_equals_the_slice_of_the_whole() -> None:
         assert part.to_dict("list") == want.to_dict("list"), (lo, hi)
     value = tl.changes("/value")
     assert list(value["after"][:3]) == ["idle", "working", "idle"]
+
+
+def test_era_b_projection_hash_explained() -> None:
+    log = copy.deepcopy(SPEC_72)
+    era_b = ["8cf55db6", "f62d403c", "5cab314e", "8df08d51", "b4d0931a"]  # spec §7.2
+    for e, h in zip(log, era_b, strict=True):
+        e["verification"] = {"stateHash": h, "effectsHash": "0059765d"}
+    rep = verify(SpecCounter(), log)
+    assert rep.ok and set(rep.df["verdict"]) == {"explained"}
+    assert "Era-B" in rep.df.loc[0, "explanation"]
