@@ -7,6 +7,7 @@ have held and hashing it; a cause is reported as **confirmed** only when that re
 recorded hash exactly:
 
 - ``variant``: the older Era C hash (8b7f21a0, which strips volatile keys at every depth).
+- ``era-b``: the legacy Era B logical-projection hash (spec §2.5).
 - ``timer``: a pending ``after`` timer. A live actor persists ``timers[id].startedAt``
   (epoch ms, its due time minus the delay); a pure fold has none. The search tries start times
   within ``±window_ms`` of the entry's ``recordedAt`` and of the previous entry's, with one
@@ -38,7 +39,7 @@ _QUOTED = '"' + _PLACEHOLDER + '"'  # js_string leaves private-use characters li
 class Explanation:
     """The outcome of trying the benign causes on one mismatching entry.
 
-    ``cause`` is ``"variant"``, ``"timer"``, ``"error"`` or ``None`` (unexplained). ``text`` is a
+    ``cause`` is ``"variant"``, ``"era-b"``, ``"timer"``, ``"error"`` or ``None`` (unexplained). ``text`` is a
     one-line human explanation (what was confirmed, or everything tried). ``timer_starts`` maps
     timer id to the confirmed ``startedAt`` (epoch ms) for a timer explanation.
     """
@@ -224,6 +225,12 @@ def explain_mismatch(
             "every depth) reproduces the recorded hash",
         )
     tried.append("hash variant 8b7f21a0 does not reproduce it")
+    if state_hash(persisted, "era-b") == recorded:
+        return Explanation(
+            "era-b",
+            "confirmed: the Era-B logical-projection hash (spec §2.5) reproduces the recorded "
+            "hash; this entry was written by the legacy (Era B) library",
+        )
     starts, why = _try_timers(
         persisted,
         recorded,

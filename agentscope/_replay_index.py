@@ -323,6 +323,7 @@ def _fold_into(
     explain: bool,
 ) -> None:
     prev: Mapping[str, Any] | None = None
+    prev_h = ""
     known_starts: dict[str, int] = {}
     appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
     prev_at: int | None = None
@@ -339,7 +340,8 @@ def _fold_into(
                                     sessions=cache):
             last = i
             p = m.persist(snap)
-            h = state_hash(p)
+            same = prev is not None and p == prev  # the state did not react ("ignored")
+            h = prev_h if same else state_hash(p)
             idx.computed[i] = int(h, 16)
             idx.has_computed[i] = True
             if k and (i - seg.start) % k == 0:
@@ -351,7 +353,7 @@ def _fold_into(
                 ]
                 if kept:
                     idx.checkpoint_sessions[i] = kept
-            if prev is not None and p == prev:
+            if same:
                 idx.ignored[i] = True
             e = entries[i]
             at = recorded_at_ms(e)
@@ -394,7 +396,7 @@ def _fold_into(
                 else:
                     idx.verdict[i] = _CODE[Verdict.MISMATCH]
                     idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
-            prev = p
+            prev, prev_h = p, h
             prev_at = at
     except Exception as exc:  # an engine failure: report it and stop this segment
         at_i = last + 1 if last + 1 < seg.stop else last

@@ -436,7 +436,7 @@ class Timeline:
         return prev_p, p
 
     # -- queries -----------------------------------------------------------------------------
-    def changes(self, path: str) -> pd.DataFrame:
+    def changes(self, path: str, *, start: int = 0, stop: int | None = None) -> pd.DataFrame:
         """The steps where the value at JSON Pointer ``path`` changed.
 
         Parameters
@@ -444,14 +444,17 @@ class Timeline:
         path : str
             An RFC 6901 pointer into the persisted snapshot, e.g. ``"/context/queue"``,
             ``"/value"``, ``"/children/job"``.
+        start, stop : int
+            Only steps ``start <= index < stop`` (default: the whole log).
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``index``, ``id``, ``event_type``, ``op`` (``"add"``, ``"replace"``,
-            ``"remove"``), ``before``, ``after`` (``None`` for an absent value). A segment's
-            first step is compared with "absent". Folds the log again from the checkpoints
-            (O(n) engine work, no hashing).
+            Columns ``index``, ``id``, ``event_type`` (the event that changed it), ``op``
+            (``"add"``, ``"replace"``, ``"remove"``), ``before``, ``after`` (``None`` for an
+            absent value). A segment's first step is compared with "absent". Folds the range
+            again from the nearest checkpoint in large batches (O(stop - start) engine work, no
+            hashing).
 
         Raises
         ------
@@ -462,15 +465,21 @@ class Timeline:
         if self._machine is None and not self._machines:
             raise ValueError("Timeline.changes needs a machine to replay with")
         idx = self._index
+        stop = idx.n if stop is None else min(stop, idx.n)
         rows: list[dict[str, Any]] = []
         for seg_no, seg in enumerate(idx.segments):
             m = idx.machines[seg_no]
-            stop = idx.replayed_upto[seg_no]
-            if m is None or stop <= seg.start:
+            lo = max(start, seg.start)
+            hi = min(stop, idx.replayed_upto[seg_no])
+            if m is None or lo >= hi:
                 continue
             prev: Any = _ABSENT
-            for i, p in self._persisted_range(seg.start, stop, m):
+            first = lo - 1 if lo > seg.start else lo  # the step before lo is the baseline
+            for i, p in self._persisted_from(seg_no, m, first, hi):
                 cur = resolve_pointer(p, path)
+                if i < lo:
+                    prev = cur
+                    continue
                 if cur is _ABSENT and prev is _ABSENT:
                     continue
                 if cur is _ABSENT or prev is _ABSENT or cur != prev:
@@ -494,25 +503,22 @@ class Timeline:
             columns=cols,
         )
 
-    def _persisted_range(
-        self, start: int, stop: int, m: Machine
+    def _persisted_from(
+        self, seg_no: int, m: Machine, lo: int, hi: int
     ) -> Iterator[tuple[int, Mapping[str, Any]]]:
-        """Persisted snapshots for positions ``start..stop-1`` of one segment, folded chunk by
-        chunk from the checkpoints (each chunk re-seeded, as a seek does)."""
-        k = self._k
-        c = start
-        while c < stop:
-            end = min(stop, c + k)
-            if c == start:
-                it = fold_segment(m, self._entries, start, end, batch=self._batch)
-                for i, snap in it:
-                    yield i, m.persist(snap)
-            else:
-                p0 = self._index.checkpoints[c]
+        """Persisted snapshots for positions ``lo..hi-1`` of one segment: one continuous fold in
+        large batches from the nearest checkpoint at or before ``lo`` (as a seek starts)."""
+        seg = self._index.segments[seg_no]
+        c = seg.start + ((lo - seg.start) // self._k) * self._k
+        if c == seg.start or c not in self._index.checkpoints:
+            it = fold_segment(m, self._entries, seg.start, hi, batch=self._batch)
+        else:
+            p0 = self._index.checkpoints[c]
+            if c >= lo:
                 yield c, p0
-                seed = m.restore(p0)
-                it = fold_segment(m, self._entries, c + 1, end, seed=seed, batch=self._batch,
-                                  sessions=self._index.sessions_at(c, m, seed))
-                for i, snap in it:
-                    yield i, m.persist(snap)
-            c = end
+            seed = m.restore(p0)
+            it = fold_segment(m, self._entries, c + 1, hi, seed=seed, batch=self._batch,
+                              sessions=self._index.sessions_at(c, m, seed))
+        for i, snap in it:
+            if i >= lo:
+                yield i, m.persist(snap)

@@ -167,9 +167,13 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=None, help="log length")
     ap.add_argument("--k", default="auto", help="checkpoint_every: an int or 'auto' (default)")
     ap.add_argument("--engine", choices=["auto", "python", "node"], default="auto")
+    ap.add_argument("--seeks", type=int, default=None, help="number of timed seeks")
+    ap.add_argument("--naive", type=int, default=None, help="number of timed naive replays")
     args = ap.parse_args()
     n = args.n or (20_000 if args.quick else 200_000)
     seeks, naive = (50, 3) if args.quick else (200, 5)
+    seeks = args.seeks or seeks
+    naive = args.naive or naive
     engine = args.engine
     machine: Machine | None = None
     if engine in ("auto", "node"):

@@ -8,6 +8,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentscope.errors import (
     LogFormatError,
@@ -591,3 +593,50 @@ def test_first_mismatch_is_plain_python() -> None:
         "explanation": row["explanation"], "ignored": False, "failed": True,
     }
     assert row["explanation"].startswith("unexplained: hash variant 8b7f21a0 does not")
+
+
+_EVENTS = st.sampled_from([
+    {"type": "GO"}, {"type": "NOOP"}, {"type": "WAIT"},
+    {"type": "xstate.timer", "id": "xstate.after.1000.jobber.waiting"},
+    {"type": "xstate.done.actor", "actorId": "job", "output": "x"},
+    {"type": "xstate.done.actor", "actorId": "job", "sessionId": "live:1", "output": "old"},
+])
+
+
+@settings(max_examples=30, deadline=None)
+@given(events=st.lists(_EVENTS, min_size=1, max_size=60), k=st.integers(1, 9),
+       order_seed=st.integers(0, 1000))
+def test_property_seek_equals_full_fold(events: list[dict[str, Any]], k: int,
+                                        order_seed: int) -> None:
+    log = write_log(Jobber(prefix="live", loop=True), events, input={"attempt": 1})
+    m = Jobber(prefix="fold", loop=True)
+    assert verify(m, log, strict=True).ok  # the full fold reproduces every live hash
+    tl = Timeline(m, log, checkpoint_every=k, cache_size=0)
+    order = list(range(len(log)))
+    random.Random(order_seed).shuffle(order)
+    for n in order:
+        tl.clear_cache()
+        assert state_hash(tl[n].persisted) == log[n]["verification"]["stateHash"]
+    assert tl.seek_fallbacks == 0
+
+
+def test_changes_range_equals_the_slice_of_the_whole() -> None:
+    log = _long_log(40)
+    tl = Timeline(Jobber(prefix="fold", loop=True), log, checkpoint_every=7)
+    whole = tl.changes("/context/runs")
+    for lo, hi in [(0, 10), (9, 30), (15, 16), (31, len(log)), (50, 40)]:
+        part = tl.changes("/context/runs", start=lo, stop=hi)
+        want = whole[(whole["index"] >= lo) & (whole["index"] < hi)].reset_index(drop=True)
+        assert part.to_dict("list") == want.to_dict("list"), (lo, hi)
+    value = tl.changes("/value")
+    assert list(value["after"][:3]) == ["idle", "working", "idle"]
+
+
+def test_era_b_projection_hash_explained() -> None:
+    log = copy.deepcopy(SPEC_72)
+    era_b = ["8cf55db6", "f62d403c", "5cab314e", "8df08d51", "b4d0931a"]  # spec §7.2
+    for e, h in zip(log, era_b, strict=True):
+        e["verification"] = {"stateHash": h, "effectsHash": "0059765d"}
+    rep = verify(SpecCounter(), log)
+    assert rep.ok and set(rep.df["verdict"]) == {"explained"}
+    assert "Era-B" in rep.df.loc[0, "explanation"]

@@ -4,7 +4,9 @@ run by XState 6.0.0-alpha.48 in Node (``agentscope.engines.xstate``)."""
 from __future__ import annotations
 
 import copy
+import json
 import random
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +16,8 @@ from agentscope.errors import ReplayDivergenceError
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
 from agentscope.replay import Timeline, replay, verify
-from tests.conftest import MACHINES, load_json, requires_node
+from tests.conftest import MACHINES, REPO, load_json, requires_node
+from tests.test_replay_support import iso
 
 pytestmark = requires_node
 
@@ -138,3 +141,104 @@ def test_bridge_v1_v2_with_machines_per_version(machines: Any) -> None:
     assert tl[len(v1)].computed_hash == "cba54eed" and tl[-1].computed_hash == "d1f45447"
     assert tl[len(v1) - 1].computed_hash == "6aa1b5fc"
     assert tl[len(v1)].context["commentCount"] == 3
+
+
+# -- live-only hash causes, recorded from real live XState actors -------------------------------
+
+WAITER = """
+import { createMachine } from "xstate";
+export const waiter = createMachine({
+  id: "waiter", initial: "idle", context: { n: 0 },
+  states: { idle: { on: { WAIT: "waiting" } }, waiting: { after: { 5000: "idle" } } },
+});
+"""
+CRASHER = """
+import { createAsyncLogic, setup } from "xstate";
+export const job = createAsyncLogic({
+  run: async () => { await new Promise((r) => setTimeout(r, 10)); throw new Error("boom"); },
+});
+export const crasher = setup({ actors: { job } }).createMachine({
+  id: "crasher", initial: "idle",
+  states: { idle: { on: { GO: "working" } }, working: { invoke: { id: "job", src: "job" } } },
+});
+"""
+# A host that stamps hashes from the live actor, as runAgent does: the live persisted snapshot,
+# with a live Error canonicalised as the hash does ({errorName, message}, spec §2.1).
+LIVE = """
+import { createActor } from "xstate";
+import * as mod from "./machine.mjs";
+const a = createActor(mod[process.argv[2]]);
+a.subscribe({ error: () => {} });
+a.start();
+const out = [];
+const sessions = {};
+const remember = () => {
+  for (const [id, c] of Object.entries(a.getSnapshot().children)) sessions[id] = c.sessionId;
+};
+const rec = (event) => {
+  const p = a.getPersistedSnapshot();
+  if (p.error instanceof Error) p.error = { errorName: p.error.name, message: p.error.message };
+  out.push({ event, now: Date.now(), persisted: p });
+};
+rec({ type: "@agent.init" });
+for (const step of JSON.parse(process.argv[3])) {
+  if (step.sleep) { await new Promise((r) => setTimeout(r, step.sleep)); continue; }
+  const ev = { ...step.event };
+  if (ev.actorId) ev.sessionId = sessions[ev.actorId];
+  if (!step.external) a.send(ev);  // external: the child itself already delivered it
+  rec(ev);
+  remember();
+}
+a.stop();
+console.log(JSON.stringify(out));
+"""
+
+
+def _live_log(tmp_path: Any, source: str, export: str, steps: list[dict[str, Any]]) -> Any:
+    (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
+    (tmp_path / "machine.mjs").write_text(source)
+    (tmp_path / "live.mjs").write_text(LIVE)
+    out = subprocess.run(["node", "live.mjs", export, json.dumps(steps)], cwd=tmp_path,
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    machine = xstate.load_machine(tmp_path / "machine.mjs", export)
+    log = []
+    for i, rec in enumerate(json.loads(out)):
+        log.append({
+            "schemaVersion": 1, "id": f"evt_{i:08d}", "index": i, "recordedAt": iso(rec["now"]),
+            "machineId": machine.machine_id, "machineVersion": machine.version,
+            "event": rec["event"], "verification": {"stateHash": state_hash(rec["persisted"])},
+        })
+    return machine, log, json.loads(out)
+
+
+def test_live_after_timer_startedat_confirmed(tmp_path: Any) -> None:
+    m, log, live = _live_log(tmp_path, WAITER, "waiter", [
+        {"event": {"type": "WAIT"}}, {"sleep": 30}, {"event": {"type": "NOOP"}}])
+    try:
+        started = next(iter(live[1]["persisted"]["timers"].values()))["startedAt"]
+        with pytest.raises(ReplayDivergenceError) as ei:
+            replay(m, log)
+        assert ei.value.index == 1  # the reference's own replay fails here too
+        rep = verify(m, log, strict=True)
+        assert rep.ok, rep.summary()
+        assert list(rep.df["verdict"]) == ["verified", "explained", "explained"]
+        assert f"startedAt={started}" in rep.df.loc[1, "explanation"]
+        assert f"startedAt={started}" in rep.df.loc[2, "explanation"]
+        assert bool(rep.df.loc[2, "ignored"])
+    finally:
+        m.close()
+
+
+def test_live_error_confirmed(tmp_path: Any) -> None:
+    m, log, _ = _live_log(tmp_path, CRASHER, "crasher", [
+        {"event": {"type": "GO"}}, {"sleep": 60},
+        {"event": {"type": "xstate.error.actor", "actorId": "job",
+                   "error": {"name": "Error", "message": "boom"}}, "external": True}])
+    try:
+        rep = verify(m, log, strict=True)
+        assert rep.ok, rep.summary()
+        assert list(rep.df["verdict"]) == ["verified", "verified", "explained"]
+        assert "live Error" in rep.df.loc[2, "explanation"]
+        assert Timeline(m, log)[2].status == "error"
+    finally:
+        m.close()
