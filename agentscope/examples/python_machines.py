@@ -15,6 +15,7 @@ from typing import Any
 from agentscope.engines.statechart import StatechartMachine, setup
 
 __all__ = [
+    "ToolError",
     "classify_ticket",
     "counter_machine",
     "notify_oncall",
@@ -130,6 +131,12 @@ def ticket_v2() -> StatechartMachine:
 # supportTriage (scenario g): structural version "efe50ed5"
 
 
+class ToolError(Exception):
+    """A tool failure; ``name`` is what the journaled error payload shows (JS ``Error``)."""
+
+    name = "Error"
+
+
 def classify_ticket(input: Any) -> dict[str, Any]:
     """Mock classifier: outage/billing/account/general and a priority."""
     s = str(input["subject"]).lower()
@@ -154,7 +161,7 @@ def search_knowledge_base(input: Any) -> dict[str, Any]:
     """Mock KB search: fails on attempt 0 when ``n % 4 == 1`` and on attempt 1 when ``n % 8 == 5``."""
     n, attempt = input["n"], input["attempt"]
     if (n % 4 == 1 and attempt == 0) or (n % 8 == 5 and attempt == 1):
-        raise RuntimeError(f"knowledge base timeout for {input['id']} (attempt {attempt})")
+        raise ToolError(f"knowledge base timeout for {input['id']} (attempt {attempt})")
     s = str(input["subject"]).lower()
     if re.search(r"password|login|2fa", s):
         confidence = 0.92
