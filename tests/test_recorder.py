@@ -45,12 +45,18 @@ def test_recording_the_triage_host_script_reproduces_the_real_logs() -> None:
     main_calls = script["calls"]
     fork_at = script["forkAt"]
     # main up to the fork point, then the fork, then the rest of main
-    _run_host_script("main", rec, [c for c in main_calls if c["threadId"] == "main" and c["logLength"] <= fork_at])
+    _run_host_script(
+        "main", rec, [c for c in main_calls if c["threadId"] == "main" and c["logLength"] <= fork_at]
+    )
     fork = rec.fork(fork_at)
-    _run_host_script("main", rec, [c for c in main_calls if c["threadId"] == "main" and c["logLength"] > fork_at])
+    _run_host_script(
+        "main", rec, [c for c in main_calls if c["threadId"] == "main" and c["logLength"] > fork_at]
+    )
     _run_host_script("fork", fork, main_calls)
     for recorder, real in ((rec, main_log), (fork, load_json("g_triage.fork.log.json"))):
-        assert [_strip_session(e["event"]) for e in recorder.entries] == [_strip_session(e["event"]) for e in real]
+        assert [_strip_session(e["event"]) for e in recorder.entries] == [
+            _strip_session(e["event"]) for e in real
+        ]
         assert [e["verification"]["stateHash"] for e in recorder.entries] == [
             e["verification"]["stateHash"] for e in real
         ]
@@ -59,12 +65,20 @@ def test_recording_the_triage_host_script_reproduces_the_real_logs() -> None:
     second = Recorder(pm.triage_machine(), {"team": "tier2", "maxKbAttempts": 3})
     _run_host_script("second", second, main_calls)
     real_second = load_json("g_triage.second.log.json")
-    assert [e["verification"]["stateHash"] for e in second.entries] == [e["verification"]["stateHash"] for e in real_second]
+    assert [e["verification"]["stateHash"] for e in second.entries] == [
+        e["verification"]["stateHash"] for e in real_second
+    ]
 
 
 def _counter_session() -> Recorder:
     rec = Recorder(pm.counter_machine(), {"start": 2}, clock=ManualClock("2026-03-01T12:00:00Z"))
-    for ev in [{"type": "INC"}, {"type": "TOGGLE"}, {"type": "INC", "by": 5}, {"type": "NOPE"}, {"type": "FINISH"}]:
+    for ev in [
+        {"type": "INC"},
+        {"type": "TOGGLE"},
+        {"type": "INC", "by": 5},
+        {"type": "NOPE"},
+        {"type": "FINISH"},
+    ]:
         rec.send(ev)
     return rec
 
@@ -105,7 +119,9 @@ def test_round_trip_through_json_jsonl_and_sqlite(tmp_path: Path) -> None:
     assert json.loads(j.read_text(encoding="utf-8")) == rec.entries
     assert [json.loads(line) for line in jl.read_text(encoding="utf-8").splitlines()] == rec.entries
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-        rows = con.execute("SELECT thread_id, idx, entry_id, entry FROM agent_event_log WHERE thread_id='main' ORDER BY idx").fetchall()
+        rows = con.execute(
+            "SELECT thread_id, idx, entry_id, entry FROM agent_event_log WHERE thread_id='main' ORDER BY idx"
+        ).fetchall()
         index_names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert [json.loads(r[3]) for r in rows] == rec.entries
     assert [(r[1], r[2]) for r in rows] == [(e["index"], e["id"]) for e in rec.entries]
@@ -148,7 +164,9 @@ def test_timers_are_fired_by_the_manual_clock() -> None:
             "initial": "wait",
             "context": {"fired": 0},
             "states": {
-                "wait": {"after": {1000: {"target": "ring", "context": lambda c, e: {"fired": c["fired"] + 1}}}},
+                "wait": {
+                    "after": {1000: {"target": "ring", "context": lambda c, e: {"fired": c["fired"] + 1}}}
+                },
                 "ring": {"after": {500: "wait"}, "on": {"STOP": "stopped"}},
                 "stopped": {"type": "final"},
             },
@@ -174,15 +192,27 @@ def test_timers_are_fired_by_the_manual_clock() -> None:
 
 def test_actor_failures_and_manual_completion() -> None:
     machine = pm.triage_machine()
-    rec = Recorder(machine, {"team": "t"}, executors={"notifyOncall": lambda i: (_ for _ in ()).throw(ValueError("pager down"))})
+    rec = Recorder(
+        machine,
+        {"team": "t"},
+        executors={"notifyOncall": lambda i: (_ for _ in ()).throw(ValueError("pager down"))},
+    )
     rec.executors.pop("searchKnowledgeBase")
-    rec.send({"type": "TICKETS_RECEIVED", "tickets": [{"id": "T-9", "n": 2, "subject": "site down", "plan": "pro"}]})
+    rec.send(
+        {
+            "type": "TICKETS_RECEIVED",
+            "tickets": [{"id": "T-9", "n": 2, "subject": "site down", "plan": "pro"}],
+        }
+    )
     # classify completed automatically; kb has no executor: still pending
     assert [p["actorId"] for p in rec.pending()] == ["kb"]
     rec.complete("kb", {"article": "KB-1", "confidence": 0.1})
     # urgent -> escalating -> notifyOncall fails -> unhandled error (no onError on page)
     last = rec.entries[-1]
-    assert last["event"]["type"] == "xstate.error.actor" and last["event"]["error"] == {"name": "ValueError", "message": "pager down"}
+    assert last["event"]["type"] == "xstate.error.actor" and last["event"]["error"] == {
+        "name": "ValueError",
+        "message": "pager down",
+    }
     assert rec.persisted["status"] == "error"
     assert verify(pm.triage_machine(), rec.entries).ok
     with pytest.raises(RecorderError, match="no running child"):
@@ -194,9 +224,13 @@ def test_bridge_from_a_snapshot_runs_migrate() -> None:
     for ev in ["COMMENT", "COMMENT", "START", "COMMENT"]:
         v1.send({"type": ev})
     v1_real = load_json("e_bridge.v1.log.json")
-    assert [e["verification"]["stateHash"] for e in v1.entries] == [e["verification"]["stateHash"] for e in v1_real]
+    assert [e["verification"]["stateHash"] for e in v1.entries] == [
+        e["verification"]["stateHash"] for e in v1_real
+    ]
     v2 = Recorder(
-        pm.ticket_v2(), snapshot=v1.persisted, execution_id="e",
+        pm.ticket_v2(),
+        snapshot=v1.persisted,
+        execution_id="e",
         metadata={"migratedFrom": {"machineVersion": "1", "logIndex": len(v1.entries)}},
     )
     real = load_json("e_bridge.v2.log.json")
@@ -204,7 +238,9 @@ def test_bridge_from_a_snapshot_runs_migrate() -> None:
     assert list(v2.entries[0]["metadata"]) == ["executionId", "migratedFrom"]
     for ev in real[1:]:
         v2.send(ev["event"])
-    assert [e["verification"]["stateHash"] for e in v2.entries] == [e["verification"]["stateHash"] for e in real]
+    assert [e["verification"]["stateHash"] for e in v2.entries] == [
+        e["verification"]["stateHash"] for e in real
+    ]
     with pytest.raises(RecorderError, match="exactly one"):
         Recorder(pm.ticket_v2(), {"title": "x"}, snapshot=v1.persisted)
 

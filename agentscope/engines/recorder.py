@@ -56,7 +56,7 @@ class ManualClock:
             dt = datetime.fromisoformat(start.replace("Z", "+00:00")) if isinstance(start, str) else start
             if dt.tzinfo is None:
                 raise RecorderError("ManualClock needs a timezone-aware start")
-            self.now_ms = int(round(dt.timestamp() * 1000))
+            self.now_ms = round(dt.timestamp() * 1000)
 
     def advance(self, ms: int) -> None:
         """Move the clock forward by ``ms`` milliseconds (``ms >= 0``)."""
@@ -123,7 +123,9 @@ class Recorder:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if snapshot is not None and input is not NO_INPUT:
-            raise RecorderError("initEntry accepts exactly one of `input` (fresh start) or `snapshot` (continuation).")
+            raise RecorderError(
+                "initEntry accepts exactly one of `input` (fresh start) or `snapshot` (continuation)."
+            )
         self.machine = machine
         default_actors = getattr(machine, "actors", None)
         self.executors: dict[str, Callable[[Any], Any]] = dict(default_actors or {})
@@ -222,7 +224,11 @@ class Recorder:
     def settle(self) -> None:
         """Complete every in-flight actor that has an executor, repeatedly, in invocation order."""
         while True:
-            todo = [p for p in self.pending() if p["sessionId"] not in self._completed and p["src"] in self.executors]
+            todo = [
+                p
+                for p in self.pending()
+                if p["sessionId"] not in self._completed and p["src"] in self.executors
+            ]
             if not todo:
                 return
             p = todo[0]
@@ -231,11 +237,23 @@ class Recorder:
                 result = self.executors[str(p["src"])](copy.deepcopy(p["input"]))
             except Exception as exc:  # a failing actor is data: journaled as xstate.error.actor
                 self._step(
-                    {"type": "xstate.error.actor", "error": _error_payload(exc), "actorId": p["actorId"], "sessionId": p["sessionId"]}
+                    {
+                        "type": "xstate.error.actor",
+                        "error": _error_payload(exc),
+                        "actorId": p["actorId"],
+                        "sessionId": p["sessionId"],
+                    }
                 )
                 continue
             output = json.loads(json.dumps(result))
-            self._step({"type": "xstate.done.actor", "output": output, "actorId": p["actorId"], "sessionId": p["sessionId"]})
+            self._step(
+                {
+                    "type": "xstate.done.actor",
+                    "output": output,
+                    "actorId": p["actorId"],
+                    "sessionId": p["sessionId"],
+                }
+            )
 
     def fork(self, up_to_index: int) -> Recorder:
         """Return a new recorder continuing from the prefix ``entries[:up_to_index]`` (spec §5.1).
@@ -251,7 +269,9 @@ class Recorder:
         """
         n = len(self.entries)
         if isinstance(up_to_index, bool) or not isinstance(up_to_index, int) or not 1 <= up_to_index <= n:
-            raise RecorderError(f"forkEventLog: upToIndex must be an integer in [1, {n}]; got {up_to_index!r}.")
+            raise RecorderError(
+                f"forkEventLog: upToIndex must be an integer in [1, {n}]; got {up_to_index!r}."
+            )
         child = Recorder.__new__(Recorder)
         child.machine = self.machine
         child.executors = dict(self.executors)
@@ -260,7 +280,11 @@ class Recorder:
         child.execution_id = self.execution_id
         child.entries = copy.deepcopy(self.entries[:up_to_index])
         init = child.entries[0]["event"]
-        seed = self.machine.restore(init["snapshot"]) if "snapshot" in init else self.machine.initial(init.get("input", NO_INPUT))
+        seed = (
+            self.machine.restore(init["snapshot"])
+            if "snapshot" in init
+            else self.machine.initial(init.get("input", NO_INPUT))
+        )
         states = self.machine.fold(seed, [e["event"] for e in child.entries[1:]])
         child.snapshot = states[-1] if states else seed
         child._completed = set()
@@ -282,7 +306,9 @@ class Recorder:
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return p
 
-    def to_sqlite(self, path: str | os.PathLike[str], thread: str = "main", *, table: str = "agent_event_log") -> Path:
+    def to_sqlite(
+        self, path: str | os.PathLike[str], thread: str = "main", *, table: str = "agent_event_log"
+    ) -> Path:
         """Append the log as thread ``thread`` of a §5.2 SQLite event-log store at ``path``.
 
         Creates the file and the table (``thread_id, idx, entry_id, entry`` with the
@@ -306,16 +332,28 @@ class Recorder:
                 f'CREATE TABLE IF NOT EXISTS "{table}" (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, '
                 "entry_id TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (thread_id, idx))"
             )
-            con.execute(f'CREATE UNIQUE INDEX IF NOT EXISTS "{table}_thread_entry_id" ON "{table}" (thread_id, entry_id)')
+            con.execute(
+                f'CREATE UNIQUE INDEX IF NOT EXISTS "{table}_thread_entry_id" '
+                f'ON "{table}" (thread_id, entry_id)'
+            )
             con.execute("BEGIN IMMEDIATE")
             try:
-                (count,) = con.execute(f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)).fetchone()
+                (count,) = con.execute(
+                    f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
+                ).fetchone()
                 if count:
-                    raise RecorderError(f"thread {thread!r} already exists in {p} ({count} entries); refusing to touch it")
+                    raise RecorderError(
+                        f"thread {thread!r} already exists in {p} ({count} entries); refusing to touch it"
+                    )
                 con.executemany(
                     f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
                     [
-                        (thread, e["index"], e["id"], json.dumps(e, ensure_ascii=False, separators=(",", ":")))
+                        (
+                            thread,
+                            e["index"],
+                            e["id"],
+                            json.dumps(e, ensure_ascii=False, separators=(",", ":")),
+                        )
                         for e in self.entries
                     ],
                 )
@@ -388,5 +426,9 @@ class Recorder:
 def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list[Snapshot]:
     """Fold a log's entries with ``machine`` (spec §4.1 seed + ``fold``); one snapshot per entry."""
     init = entries[0]["event"]
-    seed = machine.restore(init["snapshot"]) if "snapshot" in init else machine.initial(init.get("input", NO_INPUT))
+    seed = (
+        machine.restore(init["snapshot"])
+        if "snapshot" in init
+        else machine.initial(init.get("input", NO_INPUT))
+    )
     return [seed, *machine.fold(seed, [e["event"] for e in entries[1:]])]

@@ -30,7 +30,11 @@ class NodeDriver:
     def run(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         payload = [
-            {"source": js_source(c["desc"]), "events": c["events"], "restoreEach": c.get("restoreEach", False)}
+            {
+                "source": js_source(c["desc"]),
+                "events": c["events"],
+                "restoreEach": c.get("restoreEach", False),
+            }
             for c in cases
         ]
         self.proc.stdin.write(json.dumps({"cases": payload}) + "\n")

@@ -21,7 +21,9 @@ UPDATES: list[list[Any]] = [
 ]
 
 
-def _walk(state: dict[str, Any], sid: str, out: list[tuple[str, dict[str, Any], str | None]], parent: str | None) -> None:
+def _walk(
+    state: dict[str, Any], sid: str, out: list[tuple[str, dict[str, Any], str | None]], parent: str | None
+) -> None:
     out.append((sid, state, parent))
     for k, child in (state.get("states") or {}).items():
         _walk(child, f"{sid}.{k}", out, sid)
@@ -87,7 +89,9 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
 
     def trans(sid: str, parent: str | None, *, eventless: bool = False) -> dict[str, Any]:
         tgt = target(sid, parent)
-        guard = draw(st.sampled_from([None, None, *GUARDS])) if not eventless else draw(st.sampled_from(GUARDS))
+        guard = (
+            draw(st.sampled_from([None, None, *GUARDS])) if not eventless else draw(st.sampled_from(GUARDS))
+        )
         update = draw(st.sampled_from([None, *UPDATES]))
         form = draw(st.sampled_from(["obj", "obj", "fn", "str"]))
         if form == "str" and (tgt is None or guard or update):
@@ -112,7 +116,10 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             if draw(st.integers(0, 7)) == 7:
                 s["always"] = tlist(sid, parent, eventless=True)
             if draw(st.integers(0, 6)) == 6:
-                s["after"] = {str(d): tlist(sid, parent) for d in draw(st.lists(st.sampled_from([100, 1000]), min_size=1, max_size=2, unique=True))}
+                s["after"] = {
+                    str(d): tlist(sid, parent)
+                    for d in draw(st.lists(st.sampled_from([100, 1000]), min_size=1, max_size=2, unique=True))
+                }
             if draw(st.integers(0, 4)) == 4:
                 iid = f"inv{len(invoke_ids)}"
                 invoke_ids.append(iid)
@@ -164,9 +171,15 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
     for i in range(n):
         kind = draw(st.sampled_from(["plain", "plain", "plain", "timer", "done", "error", "unknown"]))
         if kind == "timer" and timers:
-            events.append({"type": "xstate.timer", "id": draw(st.sampled_from([*timers, "xstate.after.5.m"]))})
+            events.append(
+                {"type": "xstate.timer", "id": draw(st.sampled_from([*timers, "xstate.after.5.m"]))}
+            )
         elif kind in ("done", "error") and invokes:
-            ev: dict[str, Any] = {"type": f"xstate.{kind}.actor", "actorId": draw(st.sampled_from(invokes)), "sessionId": f"s{i}"}
+            ev: dict[str, Any] = {
+                "type": f"xstate.{kind}.actor",
+                "actorId": draw(st.sampled_from(invokes)),
+                "sessionId": f"s{i}",
+            }
             if kind == "done":
                 ev["output"] = {"v": draw(st.integers(0, 9))}
             else:

@@ -1,3 +1,4 @@
+# ruff: noqa: UP031  (percent formatting keeps the braces of the generated JS readable)
 """A small machine vocabulary, rendered both as a Python config and as XState 6 JS source.
 
 A *description* is plain JSON::
@@ -229,13 +230,21 @@ def _js_state(s: dict[str, Any]) -> str:
     if typ == "compound":
         parts.append("initial: %s" % json.dumps(s["initial"]))
     if s.get("states"):
-        parts.append("states: { %s }" % ", ".join("%s: %s" % (json.dumps(k), _js_state(v)) for k, v in s["states"].items()))
+        parts.append(
+            "states: { %s }"
+            % ", ".join("%s: %s" % (json.dumps(k), _js_state(v)) for k, v in s["states"].items())
+        )
     if s.get("on"):
-        parts.append("on: { %s }" % ", ".join("%s: %s" % (json.dumps(ev), _js_list(ts)) for ev, ts in s["on"].items()))
+        parts.append(
+            "on: { %s }" % ", ".join("%s: %s" % (json.dumps(ev), _js_list(ts)) for ev, ts in s["on"].items())
+        )
     if s.get("always"):
         parts.append("always: %s" % _js_list(s["always"]))
     if s.get("after"):
-        parts.append("after: { %s }" % ", ".join("%s: %s" % (json.dumps(str(k)), _js_list(ts)) for k, ts in s["after"].items()))
+        parts.append(
+            "after: { %s }"
+            % ", ".join("%s: %s" % (json.dumps(str(k)), _js_list(ts)) for k, ts in s["after"].items())
+        )
     if s.get("invoke"):
         inv = s["invoke"]
         ip = ["id: %s" % json.dumps(inv["id"]), "src: 'svc'", "input: ({ context }) => ({ n: context.n })"]
