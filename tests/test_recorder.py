@@ -14,12 +14,13 @@ import pytest
 from agentscope.engines.base import NO_INPUT
 from agentscope.engines.recorder import ManualClock, Recorder, RecorderError, fold_entries
 from agentscope.engines.statechart import StatechartMachine
+from agentscope.engines.xstate import load_machine
 from agentscope.examples import python_machines as pm
 from agentscope.hashing import state_hash
 from agentscope.log import read_log
 from agentscope.log.validate import validate_entries
 from agentscope.replay import verify
-from tests.conftest import load_json
+from tests.conftest import MACHINES, load_json, requires_node
 
 KEY_ORDER = ["schemaVersion", "id", "index", "recordedAt", "machineId", "machineVersion", "event"]
 
@@ -252,3 +253,20 @@ def test_bad_events_are_refused() -> None:
     with pytest.raises(RecorderError):
         rec.send({"type": "@agent.init"})
     assert len(rec.entries) == 1
+
+
+@requires_node
+@pytest.mark.node
+def test_recorded_logs_verify_with_the_node_engine_too(tmp_path: Path) -> None:
+    """A Recorder-made log verifies under the real XState machine (the fixtures' .mjs twins)."""
+    counter = _counter_session()
+    triage = Recorder(pm.triage_machine(), {"team": "tier2", "maxKbAttempts": 3})
+    _run_host_script("second", triage, load_json("g_triage.host-script.json")["calls"])
+    path = triage.to_sqlite(tmp_path / "t.sqlite", thread="second")
+    with load_machine(MACHINES / "counter.mjs") as js_counter:
+        report = verify(js_counter, counter.entries)
+        assert report.ok and len(report.mismatches) == 0
+    with load_machine(MACHINES / "triage.mjs", "triageMachine") as js_triage:
+        assert js_triage.version == triage.entries[0]["machineVersion"]
+        report = verify(js_triage, read_log(path, thread="second"))
+        assert report.ok and len(report.mismatches) == 0

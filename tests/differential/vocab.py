@@ -277,3 +277,12 @@ def js_source(desc: dict[str, Any]) -> str:
         "const svc = createAsyncLogic({ run: async ({ input }) => input });\n"
         "return setup({ actors: { svc } }).createMachine({ %s, ...%s });" % (", ".join(extra), root)
     )
+
+
+def mjs_module(desc: dict[str, Any]) -> str:
+    """Return a standalone ES module (importing only ``xstate``) exporting the machine as default."""
+    return (
+        'import { setup, createAsyncLogic } from "xstate";\n'
+        "const machine = (() => {\n%s\n})();\n"
+        "export default machine;\n" % js_source(desc)
+    )
