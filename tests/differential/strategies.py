@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from tests.differential.vocab import GUARDS
 
 EVENTS = ["A", "B", "C"]
+ON_KEYS = [*EVENTS, "*"]
 UPDATES: list[list[Any]] = [
     ["add", 1],
     ["add", -2],
@@ -76,12 +77,26 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
     nodes: list[tuple[str, dict[str, Any], str | None]] = []
     _walk(root, "m", nodes, None)
     targetable = [sid for sid, s, _ in nodes if sid != "m"]
+    nodes_by_id = {sid: s for sid, s, _ in nodes}
     invoke_ids: list[str] = []
 
-    def target(sid: str, parent: str | None) -> str | None:
+    regions = {
+        sid: [r for r, _, p in nodes if p == sid and nodes_by_id[r]["type"] != "history"]
+        for sid, s, _ in nodes
+        if s["type"] == "parallel"
+    }
+    multi = [rs for rs in regions.values() if len(rs) >= 2]
+
+    def leaves_under(rid: str) -> list[str]:
+        return [t for t, _, _ in nodes if (t == rid or t.startswith(rid + ".")) and nodes_by_id[t]["type"] != "history"]
+
+    def target(sid: str, parent: str | None) -> Any:
         choice = draw(st.integers(0, 9))
         if choice < 2:
             return None
+        if multi and draw(st.integers(0, 7)) == 7:
+            rs = draw(st.sampled_from(multi))
+            return ["#" + draw(st.sampled_from(leaves_under(r))) for r in rs[:2]]
         if choice < 5 and parent is not None:
             siblings = [t for t, _, p in nodes if p == parent]
             return draw(st.sampled_from(siblings)).rsplit(".", 1)[1]
@@ -94,7 +109,7 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
         )
         update = draw(st.sampled_from([None, *UPDATES]))
         form = draw(st.sampled_from(["obj", "obj", "fn", "str"]))
-        if form == "str" and (tgt is None or guard or update):
+        if form == "str" and (tgt is None or guard or update or isinstance(tgt, list)):
             form = "obj"
         reenter = bool(tgt) and draw(st.integers(0, 5)) == 5
         if form == "str":
@@ -109,7 +124,7 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             continue
         if s["type"] != "final":
             on: dict[str, Any] = {}
-            for ev in draw(st.lists(st.sampled_from(EVENTS), max_size=3, unique=True)):
+            for ev in draw(st.lists(st.sampled_from(ON_KEYS), max_size=3, unique=True)):
                 on[ev] = tlist(sid, parent)
             if on:
                 s["on"] = on
@@ -118,7 +133,7 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             if draw(st.integers(0, 6)) == 6:
                 s["after"] = {
                     str(d): tlist(sid, parent)
-                    for d in draw(st.lists(st.sampled_from([100, 1000]), min_size=1, max_size=2, unique=True))
+                    for d in draw(st.lists(st.sampled_from([100, 1000, "short"]), min_size=1, max_size=2, unique=True))
                 }
             if draw(st.integers(0, 4)) == 4:
                 iid = f"inv{len(invoke_ids)}"

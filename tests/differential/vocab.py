@@ -32,6 +32,7 @@ from typing import Any
 from agentscope.engines.statechart import StatechartMachine, setup
 
 GUARDS = ["nPositive", "nEven", "eventFlag", "flagSet"]
+DELAYS = {"short": 100}
 
 # ---------------------------------------------------------------------------------------------
 # Python
@@ -130,7 +131,7 @@ def _py_state(s: dict[str, Any]) -> dict[str, Any]:
     if s.get("always"):
         out["always"] = [_py_transition(t) for t in s["always"]]
     if s.get("after"):
-        out["after"] = {int(k): [_py_transition(t) for t in ts] for k, ts in s["after"].items()}
+        out["after"] = {(k if k in DELAYS else int(k)): [_py_transition(t) for t in ts] for k, ts in s["after"].items()}
     if s.get("invoke"):
         inv = s["invoke"]
         iv: dict[str, Any] = {"id": inv["id"], "src": "svc", "input": lambda c, e: {"n": c["n"]}}
@@ -158,7 +159,7 @@ def python_machine(desc: dict[str, Any]) -> StatechartMachine:
     cfg["context"] = json.loads(json.dumps(desc["context"]))
     if desc.get("output"):
         cfg["output"] = lambda c, e: {"n": c["n"], "sub": e.get("output")}
-    return setup(actors={"svc": lambda i: i}).create_machine(cfg)
+    return setup(actors={"svc": lambda i: i}, delays=DELAYS).create_machine(cfg)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +276,8 @@ def js_source(desc: dict[str, Any]) -> str:
         extra.append("output: ({ context, event }) => ({ n: context.n, sub: event.output ?? null })")
     return (
         "const svc = createAsyncLogic({ run: async ({ input }) => input });\n"
-        "return setup({ actors: { svc } }).createMachine({ %s, ...%s });" % (", ".join(extra), root)
+        "return setup({ actors: { svc }, delays: %s }).createMachine({ %s, ...%s });"
+        % (json.dumps(DELAYS), ", ".join(extra), root)
     )
 
 
