@@ -316,3 +316,26 @@ def test_unhandled_event_returns_an_equal_snapshot() -> None:
     assert machine.transition(s, {"type": "NOPE"}).persisted == s.persisted
     with pytest.raises(EngineError):
         machine.transition(s, {"type": ""})
+
+
+def test_invoke_src_must_be_a_provided_actor() -> None:
+    cfg = {"id": "m", "initial": "a", "states": {"a": {"invoke": {"src": "missing"}}}}
+    with pytest.raises(StatechartConfigError, match="not among the provided actors"):
+        StatechartMachine(cfg, actors={"other": lambda i: i})
+    machine = StatechartMachine(cfg)  # replay-only use: no implementations needed
+    child = machine.persist(machine.initial())["children"]["0.m.a"]
+    assert child["src"] == "missing" and child["address"] == "m/0.m.a"
+    assert "input" not in child["snapshot"]
+
+
+def test_graph_after_event_names() -> None:
+    machine = StatechartMachine(
+        {"id": "t", "initial": "w", "states": {"w": {"after": {1000: "r", "slow": "r"}}, "r": {}}},
+        delays={"slow": 2500},
+    )
+    events = [t.event for t in machine.graph.transitions]
+    assert events == ["xstate.after.1000.t.w", "xstate.after.slow.t.w"]
+    timers = machine.persist(machine.initial())["timers"]
+    assert list(timers) == ["xstate.after.slow.t.w", "xstate.after.1000.t.w"]
+    assert timers["xstate.after.slow.t.w"]["delay"] == 2500
+    assert timers["xstate.after.slow.t.w"]["event"] == {"type": "xstate.after", "delay": "slow", "stateId": "t.w"}

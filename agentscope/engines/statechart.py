@@ -60,7 +60,7 @@ from agentscope.engines.base import (
     TransitionInfo,
 )
 from agentscope.errors import EngineError, StatechartConfigError
-from agentscope.hashing import djb2_hex, structural_string
+from agentscope.hashing import djb2_hex, js_number, structural_string
 
 __all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
 
@@ -92,7 +92,9 @@ class StatechartMachine(MachineBase):
         The machine config (see the module docstring for the vocabulary).
     actors : Mapping[str, Callable[[Any], Any]], optional
         Actor implementations by ``src`` name, ``callable(input) -> output`` (raise to fail). The
-        pure engine never runs them; :class:`~agentscope.engines.recorder.Recorder` does.
+        pure engine never runs them; :class:`~agentscope.engines.recorder.Recorder` does. When
+        given, every ``invoke`` ``src`` must be among them (XState fails on a missing one); when
+        omitted, any ``src`` name is accepted (enough for replaying a log).
     guards, actions, delays : Mapping, optional
         Named guards ``callable(context, event) -> bool``, named actions and named delays (ms).
         Like XState's ``createMachine(config).provide(...)``: they do not enter the structural
@@ -118,6 +120,14 @@ class StatechartMachine(MachineBase):
         self.config = config
         self.actors: dict[str, Callable[[Any], Any]] = dict(actors or {})
         self._compiled = compile_machine(config, guards=guards, actions=actions, delays=delays)
+        if actors is not None:
+            for node in self._compiled.id_map.values():
+                for inv in node.invoke:
+                    if inv.src not in self.actors:
+                        raise StatechartConfigError(
+                            f"state {node.id}: invoke src {inv.src!r} is not among the provided actors "
+                            f"{sorted(self.actors)!r}"
+                        )
         self.machine_id = self._compiled.root.id
         declared = config.get("version")
         if declared is not None and not isinstance(declared, str):
@@ -353,7 +363,9 @@ class StatechartMachine(MachineBase):
             for lst in lists:
                 for t in lst:
                     if t.kind == "after":
-                        event = f"xstate.after.{t.matches['delay']}.{n.id}"
+                        delay = t.matches["delay"]
+                        shown = delay if isinstance(delay, str) else js_number(delay)
+                        event = f"xstate.after.{shown}.{n.id}"
                     elif t.kind == "onDone":
                         event = f"xstate.done.state.{n.id}"
                     elif t.kind.startswith("invoke."):
