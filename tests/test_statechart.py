@@ -338,4 +338,8 @@ def test_graph_after_event_names() -> None:
     timers = machine.persist(machine.initial())["timers"]
     assert list(timers) == ["xstate.after.slow.t.w", "xstate.after.1000.t.w"]
     assert timers["xstate.after.slow.t.w"]["delay"] == 2500
-    assert timers["xstate.after.slow.t.w"]["event"] == {"type": "xstate.after", "delay": "slow", "stateId": "t.w"}
+    assert timers["xstate.after.slow.t.w"]["event"] == {
+        "type": "xstate.after",
+        "delay": "slow",
+        "stateId": "t.w",
+    }

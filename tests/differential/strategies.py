@@ -88,7 +88,11 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
     multi = [rs for rs in regions.values() if len(rs) >= 2]
 
     def leaves_under(rid: str) -> list[str]:
-        return [t for t, _, _ in nodes if (t == rid or t.startswith(rid + ".")) and nodes_by_id[t]["type"] != "history"]
+        return [
+            t
+            for t, _, _ in nodes
+            if (t == rid or t.startswith(rid + ".")) and nodes_by_id[t]["type"] != "history"
+        ]
 
     def target(sid: str, parent: str | None) -> Any:
         choice = draw(st.integers(0, 9))
@@ -133,7 +137,9 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             if draw(st.integers(0, 6)) == 6:
                 s["after"] = {
                     str(d): tlist(sid, parent)
-                    for d in draw(st.lists(st.sampled_from([100, 1000, "short"]), min_size=1, max_size=2, unique=True))
+                    for d in draw(
+                        st.lists(st.sampled_from([100, 1000, "short"]), min_size=1, max_size=2, unique=True)
+                    )
                 }
             if draw(st.integers(0, 4)) == 4:
                 iid = f"inv{len(invoke_ids)}"

@@ -131,7 +131,9 @@ def _py_state(s: dict[str, Any]) -> dict[str, Any]:
     if s.get("always"):
         out["always"] = [_py_transition(t) for t in s["always"]]
     if s.get("after"):
-        out["after"] = {(k if k in DELAYS else int(k)): [_py_transition(t) for t in ts] for k, ts in s["after"].items()}
+        out["after"] = {
+            (k if k in DELAYS else int(k)): [_py_transition(t) for t in ts] for k, ts in s["after"].items()
+        }
     if s.get("invoke"):
         inv = s["invoke"]
         iv: dict[str, Any] = {"id": inv["id"], "src": "svc", "input": lambda c, e: {"n": c["n"]}}
