@@ -31,7 +31,11 @@ LOGS: list[tuple[str, Callable[[], StatechartMachine]]] = [
 
 def fold_log(machine: Machine, entries: list[dict[str, Any]]) -> list[Snapshot]:
     init = entries[0]["event"]
-    seed = machine.restore(init["snapshot"]) if "snapshot" in init else machine.initial(init.get("input", NO_INPUT))
+    seed = (
+        machine.restore(init["snapshot"])
+        if "snapshot" in init
+        else machine.initial(init.get("input", NO_INPUT))
+    )
     return [seed, *machine.fold(seed, [e["event"] for e in entries[1:]])]
 
 
@@ -59,7 +63,9 @@ def test_every_recorded_hash_is_reproduced(log: str, factory: Callable[[], State
         ("g_triage.second.replay.json", "g_triage.second.log.json", pm.triage_machine),
     ],
 )
-def test_persisted_snapshots_equal_xstate_ones(replay: str, log: str, factory: Callable[[], StatechartMachine]) -> None:
+def test_persisted_snapshots_equal_xstate_ones(
+    replay: str, log: str, factory: Callable[[], StatechartMachine]
+) -> None:
     """The persisted snapshot itself (not only its hash) equals XState's, key order included."""
     machine = factory()
     snaps = fold_log(machine, load_json(log))
@@ -124,11 +130,19 @@ def test_children_persist_like_xstate_while_tools_run() -> None:
     assert machine.child_session(s, "kb") is not None
     assert machine.child_session(s, "nope") is None
     # a completion with a stale session is ignored; the minted one is taken
-    stale = machine.transition(s, {"type": "xstate.done.actor", "actorId": "kb", "sessionId": "stale", "output": {}})
+    stale = machine.transition(
+        s, {"type": "xstate.done.actor", "actorId": "kb", "sessionId": "stale", "output": {}}
+    )
     assert machine.persist(stale) == p
     sid = machine.child_session(s, "kb")
     done = machine.transition(
-        s, {"type": "xstate.done.actor", "actorId": "kb", "sessionId": sid, "output": {"article": "A", "confidence": 1}}
+        s,
+        {
+            "type": "xstate.done.actor",
+            "actorId": "kb",
+            "sessionId": sid,
+            "output": {"article": "A", "confidence": 1},
+        },
     )
     assert list(machine.persist(done)["children"]) == ["classify"]
 
@@ -159,7 +173,9 @@ def test_restore_of_every_persisted_snapshot_round_trips() -> None:
 
 
 def test_after_timers_are_persisted_and_fired_like_xstate() -> None:
-    machine = StatechartMachine({"id": "m", "initial": "a", "states": {"a": {"after": {1000: "b"}, "on": {"X": "b"}}, "b": {}}})
+    machine = StatechartMachine(
+        {"id": "m", "initial": "a", "states": {"a": {"after": {1000: "b"}, "on": {"X": "b"}}, "b": {}}}
+    )
     s = machine.initial()
     # exactly what xstate@6.0.0-alpha.48 persists for the same machine
     assert machine.persist(s) == {
@@ -189,12 +205,20 @@ def test_after_timers_are_persisted_and_fired_like_xstate() -> None:
 
 def test_unhandled_actor_error_sets_error_status() -> None:
     machine = setup(actors={"job": lambda i: i}).create_machine(
-        {"id": "jobber", "initial": "idle", "states": {"idle": {"on": {"GO": "working"}}, "working": {"invoke": {"id": "job", "src": "job"}}}}
+        {
+            "id": "jobber",
+            "initial": "idle",
+            "states": {"idle": {"on": {"GO": "working"}}, "working": {"invoke": {"id": "job", "src": "job"}}},
+        }
     )
     s = machine.transition(machine.initial(), {"type": "GO"})
     sid = machine.child_session(s, "job")
     err = {"name": "Error", "message": "boom"}
-    out = machine.persist(machine.transition(s, {"type": "xstate.error.actor", "actorId": "job", "sessionId": sid, "error": err}))
+    out = machine.persist(
+        machine.transition(
+            s, {"type": "xstate.error.actor", "actorId": "job", "sessionId": sid, "error": err}
+        )
+    )
     assert out["status"] == "error" and out["error"] == err and out["children"] == {}
     assert list(out)[:3] == ["status", "error", "value"]
     # spec §3's computed example: jobber's structural hash (setup + async actor, onError target)
@@ -214,7 +238,13 @@ def test_unhandled_actor_error_sets_error_status() -> None:
 
 
 def test_spec_structural_examples() -> None:
-    toggle = StatechartMachine({"id": "toggle", "initial": "off", "states": {"off": {"on": {"TOGGLE": "on"}}, "on": {"on": {"TOGGLE": "off"}}}})
+    toggle = StatechartMachine(
+        {
+            "id": "toggle",
+            "initial": "off",
+            "states": {"off": {"on": {"TOGGLE": "on"}}, "on": {"on": {"TOGGLE": "off"}}},
+        }
+    )
     assert toggle.version == "b37c6aad"
 
 
@@ -223,12 +253,21 @@ def test_spec_structural_examples() -> None:
     [
         ({"id": "m", "initial": "a", "states": {"a": {"spawn": 1}}}, "unsupported key"),
         ({"id": "m", "initial": "a", "states": {"a": {"on": {"X": "nowhere"}}}}, "invalid transition target"),
-        ({"id": "m", "initial": "a", "states": {"a": {"initial": None, "states": {"b": {}}}}}, "needs 'initial'"),
-        ({"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "guard": "nope"}}}}}, "unknown guard"),
+        (
+            {"id": "m", "initial": "a", "states": {"a": {"initial": None, "states": {"b": {}}}}},
+            "needs 'initial'",
+        ),
+        (
+            {"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "guard": "nope"}}}}},
+            "unknown guard",
+        ),
         ({"id": "m", "initial": "a", "states": {"a": {"type": "choice"}}}, "unsupported state type"),
         ({"id": "m", "initial": "a", "states": {"a": {"type": "history"}}}, "needs a 'target'"),
         ({"id": "m", "initial": "a", "states": {"a": {"invoke": {"src": lambda: 1}}}}, "src"),
-        ({"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "params": {}}}}}}, "unsupported transition key"),
+        (
+            {"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "params": {}}}}}},
+            "unsupported transition key",
+        ),
         ({"id": "m", "initial": "a", "states": {"a": {"after": {"slow": "a"}}}}, "unknown delay"),
         ({"id": "m", "initial": "zz", "states": {"a": {}}}, "initial state"),
     ],
@@ -253,13 +292,18 @@ def test_graph_lists_every_state_and_transition() -> None:
     approve = next(t for t in g.transitions if t.event == "APPROVE")
     assert approve.dynamic and approve.targets == ()
     kb_err = [t for t in g.transitions if t.event == "xstate.error.actor.kb"]
-    assert [t.targets for t in kb_err] == [("supportTriage.working.analyzing.knowledge.searching",), ("supportTriage.working.analyzing.knowledge.complete",)]
+    assert [t.targets for t in kb_err] == [
+        ("supportTriage.working.analyzing.knowledge.searching",),
+        ("supportTriage.working.analyzing.knowledge.complete",),
+    ]
     assert kb_err[0].reenter and kb_err[0].guard == "(inline)" and kb_err[0].kind == "invoke.onError"
     routing = [t for t in g.transitions if t.source == "supportTriage.working.routing"]
     assert [t.event for t in routing] == ["", "", ""] and all(t.kind == "always" for t in routing)
     on_done = next(t for t in g.transitions if t.kind == "onDone")
     assert on_done.event == "xstate.done.state.supportTriage.working.analyzing"
-    assert g.active_ids({"working": {"awaitingAgent": "reviewing"}}) >= {"supportTriage.working.awaitingAgent.reviewing"}
+    assert g.active_ids({"working": {"awaitingAgent": "reviewing"}}) >= {
+        "supportTriage.working.awaitingAgent.reviewing"
+    }
 
 
 def test_machine_protocol() -> None:
@@ -272,3 +316,30 @@ def test_unhandled_event_returns_an_equal_snapshot() -> None:
     assert machine.transition(s, {"type": "NOPE"}).persisted == s.persisted
     with pytest.raises(EngineError):
         machine.transition(s, {"type": ""})
+
+
+def test_invoke_src_must_be_a_provided_actor() -> None:
+    cfg = {"id": "m", "initial": "a", "states": {"a": {"invoke": {"src": "missing"}}}}
+    with pytest.raises(StatechartConfigError, match="not among the provided actors"):
+        StatechartMachine(cfg, actors={"other": lambda i: i})
+    machine = StatechartMachine(cfg)  # replay-only use: no implementations needed
+    child = machine.persist(machine.initial())["children"]["0.m.a"]
+    assert child["src"] == "missing" and child["address"] == "m/0.m.a"
+    assert "input" not in child["snapshot"]
+
+
+def test_graph_after_event_names() -> None:
+    machine = StatechartMachine(
+        {"id": "t", "initial": "w", "states": {"w": {"after": {1000: "r", "slow": "r"}}, "r": {}}},
+        delays={"slow": 2500},
+    )
+    events = [t.event for t in machine.graph.transitions]
+    assert events == ["xstate.after.1000.t.w", "xstate.after.slow.t.w"]
+    timers = machine.persist(machine.initial())["timers"]
+    assert list(timers) == ["xstate.after.slow.t.w", "xstate.after.1000.t.w"]
+    assert timers["xstate.after.slow.t.w"]["delay"] == 2500
+    assert timers["xstate.after.slow.t.w"]["event"] == {
+        "type": "xstate.after",
+        "delay": "slow",
+        "stateId": "t.w",
+    }

@@ -28,7 +28,7 @@ from agentscope.engines._statechart_nodes import (
 )
 from agentscope.errors import EngineError
 
-__all__ = ["Child", "State", "initial_state", "macrostep", "state_value", "all_state_nodes"]
+__all__ = ["Child", "State", "all_state_nodes", "initial_state", "macrostep", "state_value"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +230,7 @@ def legacy_type(event: Mapping[str, Any]) -> str | None:
 def _s(v: Any) -> str:
     from agentscope.hashing import js_number
 
-    if v is UNDEFINED or v is None and False:
+    if v is UNDEFINED:
         return "undefined"
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -254,12 +254,12 @@ def normalize_event(event: Mapping[str, Any], m: CompiledMachine) -> Mapping[str
             out = dict(event)
             out["type"] = typ
             if event.get(key) is None:
-                out[key] = t[len(prefix):]
+                out[key] = t[len(prefix) :]
             return out
     if t.startswith("xstate.after."):
         for sid in sorted(m.id_map, key=len, reverse=True):
             if t.endswith("." + sid):
-                text = t[len("xstate.after."): -len(sid) - 1]
+                text = t[len("xstate.after.") : -len(sid) - 1]
                 out = dict(event)
                 out["type"] = "xstate.after"
                 try:
@@ -297,8 +297,7 @@ def candidates(node: Node, event: Mapping[str, Any]) -> list[Transition]:
     for t in types:
         exact.extend(node.transitions.get(t, ()))
     wild_keys = [
-        k for k in node.transitions
-        if k not in types and any(matches_descriptor(t, k) for t in types)
+        k for k in node.transitions if k not in types and any(matches_descriptor(t, k) for t in types)
     ]
     wild_keys.sort(key=len, reverse=True)
     wild = [t for k in wild_keys for t in node.transitions[k]]
@@ -317,7 +316,7 @@ def session_matches(event: Mapping[str, Any], s: State, actor_id: Any) -> bool:
     child = s.children.get(actor_id) if isinstance(actor_id, str) else None
     if child is None or "sessionId" not in event:
         return True
-    return child.session == event["sessionId"]
+    return bool(child.session == event["sessionId"])
 
 
 class Ctx:
@@ -371,14 +370,18 @@ def evaluate_candidate(
     return True
 
 
-def node_next(node: Node, s: State, event: Mapping[str, Any], results: dict[int, Any] | None) -> list[Transition] | None:
+def node_next(
+    node: Node, s: State, event: Mapping[str, Any], results: dict[int, Any] | None
+) -> list[Transition] | None:
     for c in candidates(node, event):
         if evaluate_candidate(c, event, s, results):
             return [c]
     return None
 
 
-def transition_node(node: Node, value: Any, s: State, event: Mapping[str, Any], results: dict[int, Any] | None) -> list[Transition] | None:
+def transition_node(
+    node: Node, value: Any, s: State, event: Mapping[str, Any], results: dict[int, Any] | None
+) -> list[Transition] | None:
     if isinstance(value, str):
         child = node.states[value]
         nxt = node_next(child, s, event, results)
@@ -423,7 +426,9 @@ class Result:
 class Resolver:
     """``createTransitionResultResolver``: evaluates (and caches) a transition's result."""
 
-    def __init__(self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[int, Any]) -> None:
+    def __init__(
+        self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[int, Any]
+    ) -> None:
         self.m = m
         self.s = s
         self.event = event
@@ -446,7 +451,8 @@ class Resolver:
                 self.selection[id(t)] = res
             if res is not None and not isinstance(res, Mapping):
                 raise EngineError(
-                    f"function transition of '{t.source.id}' must return a dict or None, got {type(res).__name__}"
+                    f"function transition of '{t.source.id}' must return a dict or None, "
+                    f"got {type(res).__name__}"
                 )
             res = res or {}
             tgt = res.get("target")
@@ -505,8 +511,10 @@ def narrow_parallel(domain: Node, targets: list[Node]) -> Node:
 def transition_domain(t: Transition, s: State, rv: Resolver) -> Node | None:
     tstates = effective_targets(t, s, rv)
     r = rv(t)
-    restores_via_history = bool(r.targets) and any(x.type == "history" for x in r.targets or ()) and any(
-        x is t.source for x in tstates
+    restores_via_history = (
+        bool(r.targets)
+        and any(x.type == "history" for x in r.targets or ())
+        and any(x is t.source for x in tstates)
     )
     if not restores_via_history and all(x is t.source or is_descendant(x, t.source) for x in tstates):
         return t.source if r.reenter else narrow_parallel(t.source, tstates)
@@ -552,9 +560,8 @@ def remove_conflicts(ts: list[Transition], nodes: list[Node], s: State, rv: Reso
         remove: list[Transition] = []
         for t2 in filtered:
             if es(t1) & es(t2):
-                if is_descendant(t1.source, t2.source):
-                    remove.append(t2)
-                elif t2.source.type == "final" and t1.source.type != "final":
+                yields = t2.source.type == "final" and t1.source.type != "final"
+                if is_descendant(t1.source, t2.source) or yields:
                     remove.append(t2)
                 else:
                     preempted = True
@@ -764,8 +771,11 @@ def microstep(
                     cx.claim(inv.id)
                     seq += 1
                     children[inv.id] = Child(
-                        id=inv.id, src=inv.src, address=f"{cx.root_address}/{_encode(inv.id)}",
-                        session=f"{cx.machine_id}:{seq}", input=inp,
+                        id=inv.id,
+                        src=inv.src,
+                        address=f"{cx.root_address}/{_encode(inv.id)}",
+                        session=f"{cx.machine_id}:{seq}",
+                        input=inp,
                     )
                 nxt = clone(nxt, children=dict(children), seq=seq)
             if n.afters:
@@ -790,26 +800,52 @@ def microstep(
             if n.type != "final":
                 continue
             parent = n.parent
-            marker = parent if parent is not None and parent.type == "parallel" else (parent.parent if parent else None)
+            marker = (
+                parent
+                if parent is not None and parent.type == "parallel"
+                else (parent.parent if parent else None)
+            )
             root_completion = marker or n
             if parent is not None and parent.type == "compound":
                 out = _output(n.output, nxt.context, event) if n.output is not UNDEFINED else UNDEFINED
                 queue.append(_done_event(parent.id, out))
             mutset = {id(x) for x in mut}
-            while marker is not None and marker.type == "parallel" and id(marker) not in completed and in_final_state(mutset, marker):
+            while (
+                marker is not None
+                and marker.type == "parallel"
+                and id(marker) not in completed
+                and in_final_state(mutset, marker)
+            ):
                 completed.add(id(marker))
                 region_out: dict[str, Any] = {}
                 for region in children_of(marker):
                     if region.type == "final":
-                        region_out[region.key] = _output(region.output, nxt.context, event) if region.output is not UNDEFINED else UNDEFINED
+                        region_out[region.key] = (
+                            _output(region.output, nxt.context, event)
+                            if region.output is not UNDEFINED
+                            else UNDEFINED
+                        )
                         continue
                     if region.type == "parallel":
-                        ev = next((e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == region.id), None)
+                        ev = next(
+                            (
+                                e
+                                for e in queue
+                                if e.get("type") == "xstate.done.state" and e.get("stateId") == region.id
+                            ),
+                            None,
+                        )
                         region_out[region.key] = ev.get("output", UNDEFINED) if ev else UNDEFINED
                         continue
                     fc = next((c for c in children_of(region) if c.type == "final" and id(c) in mutset), None)
-                    region_out[region.key] = _output(fc.output, nxt.context, event) if fc is not None and fc.output is not UNDEFINED else UNDEFINED
-                queue.append(_done_event(marker.id, {k: v for k, v in region_out.items() if v is not UNDEFINED}))
+                    region_out[region.key] = (
+                        _output(fc.output, nxt.context, event)
+                        if fc is not None and fc.output is not UNDEFINED
+                        else UNDEFINED
+                    )
+                queue.append(
+                    _done_event(marker.id, {k: v for k, v in region_out.items() if v is not UNDEFINED})
+                )
                 root_completion = marker
                 marker = marker.parent
             if marker is not None:
@@ -842,17 +878,23 @@ def microstep(
     return clone(nxt, nodes=tuple(mut), history=history, value=None)
 
 
-def _machine_output(m: CompiledMachine, rcn: Node, s: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]]) -> Any:
+def _machine_output(
+    m: CompiledMachine, rcn: Node, s: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]]
+) -> Any:
     root = m.root
     completion: Any = UNDEFINED
     if rcn.output is not UNDEFINED and rcn.parent is not None:
-        ev = next((e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == root.id), None)
+        ev = next(
+            (e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == root.id), None
+        )
         if ev is not None and rcn.parent is root:
             completion = ev.get("output", UNDEFINED)
         else:
             completion = _output(rcn.output, s.context, event)
     elif rcn.type == "parallel":
-        ev = next((e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == rcn.id), None)
+        ev = next(
+            (e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == rcn.id), None
+        )
         completion = ev.get("output", UNDEFINED) if ev is not None else UNDEFINED
     if root.output is UNDEFINED:
         return completion if rcn.parent is root else UNDEFINED
@@ -896,7 +938,9 @@ def _remove_terminated(s: State, ev: Mapping[str, Any]) -> State:
 MAX_MICROSTEPS = 1000
 
 
-def macrostep(cx: Ctx, snapshot: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]], initial: bool = False) -> State:
+def macrostep(
+    cx: Ctx, snapshot: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]], initial: bool = False
+) -> State:
     if not initial:
         cx.begin(snapshot)
     nxt = snapshot
@@ -907,7 +951,8 @@ def macrostep(cx: Ctx, snapshot: State, event: Mapping[str, Any], queue: list[Ma
     if event.get("type") == "@xstate.init":
         initial = True
     if not initial and event.get("type") == "xstate.timer":
-        timer = nxt.timers.get(event.get("id")) if isinstance(event.get("id"), str) else None
+        timer_id = event.get("id")
+        timer = nxt.timers.get(timer_id) if isinstance(timer_id, str) else None
         if timer is None:
             return nxt
         timers = dict(nxt.timers)
@@ -921,7 +966,9 @@ def macrostep(cx: Ctx, snapshot: State, event: Mapping[str, Any], queue: list[Ma
         selection: dict[int, Any] = {}
         ts = transition_node(m.root, get_value(m, nxt), nxt, cur_ev, selection) or []
         if is_err and not ts:
-            if cur_ev["type"] == "xstate.error.actor" and not session_matches(cur_ev, nxt, cur_ev.get("actorId")):
+            if cur_ev["type"] == "xstate.error.actor" and not session_matches(
+                cur_ev, nxt, cur_ev.get("actorId")
+            ):
                 return nxt
             nxt = clone(snapshot, status="error", error=cur_ev.get("error", UNDEFINED))
             return _remove_terminated(nxt, cur_ev)

@@ -19,12 +19,12 @@ from agentscope.errors import StatechartConfigError
 
 __all__ = [
     "UNDEFINED",
+    "CompiledMachine",
     "Invoke",
     "Node",
     "Transition",
     "compile_machine",
     "js_keys",
-    "CompiledMachine",
 ]
 
 
@@ -61,8 +61,23 @@ def _get(obj: Mapping[str, Any], key: str) -> Any:
 
 
 _STATE_KEYS = {
-    "id", "type", "initial", "states", "on", "always", "after", "entry", "exit", "invoke",
-    "onDone", "output", "history", "target", "description", "tags", "meta",
+    "id",
+    "type",
+    "initial",
+    "states",
+    "on",
+    "always",
+    "after",
+    "entry",
+    "exit",
+    "invoke",
+    "onDone",
+    "output",
+    "history",
+    "target",
+    "description",
+    "tags",
+    "meta",
 }
 _ROOT_KEYS = _STATE_KEYS | {"context", "version", "migrate"}
 _TRANSITION_KEYS = {"target", "guard", "actions", "reenter", "context", "description"}
@@ -190,10 +205,7 @@ class _Builder:
         unknown = [k for k in cfg if k not in allowed]
         if unknown:
             raise _err(where, f"unsupported key(s) {unknown!r}")
-        if parent is None:
-            node_id = self.machine_id
-        else:
-            node_id = cfg.get("id") or ".".join((self.machine_id, *path))
+        node_id = self.machine_id if parent is None else cfg.get("id") or ".".join((self.machine_id, *path))
         states_cfg = cfg.get("states")
         if states_cfg is not None and not isinstance(states_cfg, Mapping):
             raise _err(where, "'states' must be a dict")
@@ -206,8 +218,13 @@ class _Builder:
         if node_id in self.id_map:
             raise _err(where, f"duplicate state id {node_id!r}")
         node = Node(
-            id=node_id, key=key, path=path, parent=parent, type=typ,
-            order=len(self.id_map), config=cfg,
+            id=node_id,
+            key=key,
+            path=path,
+            parent=parent,
+            type=typ,
+            order=len(self.id_map),
+            config=cfg,
         )
         self.id_map[node_id] = node
         if states_cfg:
@@ -276,10 +293,7 @@ class _Builder:
             init = cfg.get("initial")
             if not isinstance(init, str):
                 raise _err(where, "'initial' must be a state key string")
-            if init.startswith("#"):
-                tgt = self.id_map.get(init[1:])
-            else:
-                tgt = node.states.get(init)
+            tgt = self.id_map.get(init[1:]) if init.startswith("#") else node.states.get(init)
             if tgt is None:
                 raise _err(where, f"initial state {init!r} not found")
             node.initial_targets = (tgt,)
@@ -364,7 +378,9 @@ class _Builder:
                     raise _err(where, f"unsupported transition key(s) {bad!r}")
                 out.append(it)
             else:
-                raise _err(where, f"a transition must be a target string, dict or callable, got {type(it).__name__}")
+                raise _err(
+                    where, f"a transition must be a target string, dict or callable, got {type(it).__name__}"
+                )
         return out
 
     def _format(self, node: Node, desc: str, tc: Any, kind: str) -> Transition:
@@ -412,8 +428,15 @@ class _Builder:
         if not isinstance(reenter, bool):
             raise _err(where, "'reenter' must be a bool")
         return Transition(
-            source=node, descriptor=desc, kind=kind, target_config=tcfg,
-            guard=guard, guard_name=guard_name, context=ctx, reenter=reenter, actions=tuple(names),
+            source=node,
+            descriptor=desc,
+            kind=kind,
+            target_config=tcfg,
+            guard=guard,
+            guard_name=guard_name,
+            context=ctx,
+            reenter=reenter,
+            actions=tuple(names),
         )
 
 
@@ -448,7 +471,9 @@ def get_by_id(machine: CompiledMachine, state_id: str) -> Node:
     head = full[0][1:] if full[0].startswith("#") else full[0]
     node = machine.id_map.get(head)
     if node is None:
-        raise StatechartConfigError(f"Child state node '#{head}' does not exist on machine '{machine.root.id}'")
+        raise StatechartConfigError(
+            f"Child state node '#{head}' does not exist on machine '{machine.root.id}'"
+        )
     return get_by_path(machine, node, full[1:])
 
 
@@ -546,5 +571,11 @@ def _assert_legal_targets(source: Node, targets: tuple[Node, ...]) -> None:
     for i, left in enumerate(targets):
         for right in targets[i + 1 :]:
             common = _lca(left, right)
-            if left is right or _strict_desc(left, right) or _strict_desc(right, left) or common is None or common.type != "parallel":
+            if (
+                left is right
+                or _strict_desc(left, right)
+                or _strict_desc(right, left)
+                or common is None
+                or common.type != "parallel"
+            ):
                 raise StatechartConfigError(f"Invalid target set for '{source.id}'")

@@ -60,7 +60,7 @@ from agentscope.engines.base import (
     TransitionInfo,
 )
 from agentscope.errors import EngineError, StatechartConfigError
-from agentscope.hashing import djb2_hex, structural_string
+from agentscope.hashing import djb2_hex, js_number, structural_string
 
 __all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
 
@@ -92,7 +92,9 @@ class StatechartMachine(MachineBase):
         The machine config (see the module docstring for the vocabulary).
     actors : Mapping[str, Callable[[Any], Any]], optional
         Actor implementations by ``src`` name, ``callable(input) -> output`` (raise to fail). The
-        pure engine never runs them; :class:`~agentscope.engines.recorder.Recorder` does.
+        pure engine never runs them; :class:`~agentscope.engines.recorder.Recorder` does. When
+        given, every ``invoke`` ``src`` must be among them (XState fails on a missing one); when
+        omitted, any ``src`` name is accepted (enough for replaying a log).
     guards, actions, delays : Mapping, optional
         Named guards ``callable(context, event) -> bool``, named actions and named delays (ms).
         Like XState's ``createMachine(config).provide(...)``: they do not enter the structural
@@ -118,6 +120,14 @@ class StatechartMachine(MachineBase):
         self.config = config
         self.actors: dict[str, Callable[[Any], Any]] = dict(actors or {})
         self._compiled = compile_machine(config, guards=guards, actions=actions, delays=delays)
+        if actors is not None:
+            for node in self._compiled.id_map.values():
+                for inv in node.invoke:
+                    if inv.src not in self.actors:
+                        raise StatechartConfigError(
+                            f"state {node.id}: invoke src {inv.src!r} is not among the provided actors "
+                            f"{sorted(self.actors)!r}"
+                        )
         self.machine_id = self._compiled.root.id
         declared = config.get("version")
         if declared is not None and not isinstance(declared, str):
@@ -170,16 +180,20 @@ class StatechartMachine(MachineBase):
         pm_version = pm.get("version", UNDEFINED) if isinstance(pm, Mapping) else UNDEFINED
         pversion = pm_version if isinstance(pm_version, str) else legacy
         if legacy is not UNDEFINED and pm_version is not UNDEFINED and pm_version != legacy:
-            raise EngineError(f"Persisted snapshot version '{legacy}' conflicts with machine version '{pm_version}'.")
+            raise EngineError(
+                f"Persisted snapshot version '{legacy}' conflicts with machine version '{pm_version}'."
+            )
         if isinstance(pm, Mapping) and isinstance(pm.get("id"), str) and pm["id"] != self.machine_id:
             raise EngineError(
-                f"Machine ID mismatch: persisted snapshot machine '{pm['id']}' does not match '{self.machine_id}'."
+                f"Machine ID mismatch: persisted snapshot machine '{pm['id']}' "
+                f"does not match '{self.machine_id}'."
             )
         mine = self.declared_version if self.declared_version is not None else UNDEFINED
         if pversion != mine:
             if self._migrate is None:
                 raise EngineError(
-                    f"Persisted snapshot version '{_show(pversion)}' does not match machine version '{_show(mine)}'."
+                    f"Persisted snapshot version '{_show(pversion)}' "
+                    f"does not match machine version '{_show(mine)}'."
                 )
             persisted = self._migrate(persisted, None if pversion is UNDEFINED else pversion)
             if not isinstance(persisted, Mapping):
@@ -199,8 +213,12 @@ class StatechartMachine(MachineBase):
             inp = snap.get("input", UNDEFINED) if isinstance(snap, Mapping) else UNDEFINED
             seq += 1
             children[cid] = Child(
-                id=cid, src=src, address=str(data.get("address", f"{self._cx.root_address}/{cid}")),
-                session=f"{self.machine_id}:r{seq}", input=inp, snapshot=snap,
+                id=cid,
+                src=src,
+                address=str(data.get("address", f"{self._cx.root_address}/{cid}")),
+                session=f"{self.machine_id}:r{seq}",
+                input=inp,
+                snapshot=snap,
             )
         history: dict[str, tuple[Node, ...]] = {}
         for key, items in (persisted.get("historyValue") or {}).items():
@@ -256,7 +274,9 @@ class StatechartMachine(MachineBase):
     def children_pending(self, snapshot: Snapshot) -> list[tuple[str, str, Any, str]]:
         """Return ``(actor_id, src, input, session_id)`` for every in-flight child, in order."""
         st = self._state(snapshot)
-        return [(c.id, c.src, None if c.input is UNDEFINED else c.input, c.session) for c in st.children.values()]
+        return [
+            (c.id, c.src, None if c.input is UNDEFINED else c.input, c.session) for c in st.children.values()
+        ]
 
     def _state(self, snapshot: Snapshot) -> State:
         h = snapshot.handle
@@ -270,7 +290,8 @@ class StatechartMachine(MachineBase):
         if isinstance(value, str):
             if value not in node.states:
                 raise EngineError(
-                    f"Persisted snapshot references state '{'.'.join([*path, value])}' which does not exist on machine '{self.machine_id}'."
+                    f"Persisted snapshot references state '{'.'.join([*path, value])}' "
+                    f"which does not exist on machine '{self.machine_id}'."
                 )
             return
         if not isinstance(value, Mapping):
@@ -281,7 +302,8 @@ class StatechartMachine(MachineBase):
             child = node.states.get(str(k))
             if child is None:
                 raise EngineError(
-                    f"Persisted snapshot references state '{'.'.join([*path, str(k)])}' which does not exist on machine '{self.machine_id}'."
+                    f"Persisted snapshot references state '{'.'.join([*path, str(k)])}' "
+                    f"which does not exist on machine '{self.machine_id}'."
                 )
             self._validate_value(v, child, [*path, str(k)])
 
@@ -321,7 +343,10 @@ class StatechartMachine(MachineBase):
         for n in sorted(self._compiled.id_map.values(), key=lambda x: x.order):
             kind = n.type
             nodes[n.id] = StateNodeInfo(
-                id=n.id, key=n.key, path=n.path, kind=kind,  # type: ignore[arg-type]
+                id=n.id,
+                key=n.key,
+                path=n.path,
+                kind=kind,  # type: ignore[arg-type]
                 parent=n.parent.id if n.parent else None,
                 children=tuple(c.id for c in n.states.values()),
                 initial=n.initial_targets[0].id if n.initial_targets else None,
@@ -338,7 +363,9 @@ class StatechartMachine(MachineBase):
             for lst in lists:
                 for t in lst:
                     if t.kind == "after":
-                        event = f"xstate.after.{t.matches['delay']}.{n.id}"
+                        delay = t.matches["delay"]
+                        shown = delay if isinstance(delay, str) else js_number(delay)
+                        event = f"xstate.after.{shown}.{n.id}"
                     elif t.kind == "onDone":
                         event = f"xstate.done.state.{n.id}"
                     elif t.kind.startswith("invoke."):
@@ -347,9 +374,12 @@ class StatechartMachine(MachineBase):
                         event = t.descriptor
                     transitions.append(
                         TransitionInfo(
-                            source=n.id, event=event,
+                            source=n.id,
+                            event=event,
                             targets=tuple(x.id for x in (t.targets or ())),
-                            guard=t.guard_name, dynamic=t.to is not None, reenter=t.reenter,
+                            guard=t.guard_name,
+                            dynamic=t.to is not None,
+                            reenter=t.reenter,
                             kind=t.kind,  # type: ignore[arg-type]
                             actions=t.actions,
                         )
@@ -393,9 +423,18 @@ class MachineFactory:
     def create_machine(self, config: Mapping[str, Any]) -> StatechartMachine:
         """Build the machine; like XState's ``setup(...).createMachine(config)``, the named
         implementations are merged into the structural view (``actors`` as ``{"config": {}}``)."""
-        extras = {"actions": self.actions, "actors": self.actors, "guards": self.guards, "delays": self.delays}
+        extras = {
+            "actions": self.actions,
+            "actors": self.actors,
+            "guards": self.guards,
+            "delays": self.delays,
+        }
         return StatechartMachine(
-            config, actors=self.actors, guards=self.guards, actions=self.actions, delays=self.delays,
+            config,
+            actors=self.actors,
+            guards=self.guards,
+            actions=self.actions,
+            delays=self.delays,
             structural=structural_view(config, extras),
         )
 

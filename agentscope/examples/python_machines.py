@@ -15,6 +15,7 @@ from typing import Any
 from agentscope.engines.statechart import StatechartMachine, setup
 
 __all__ = [
+    "ToolError",
     "classify_ticket",
     "counter_machine",
     "notify_oncall",
@@ -96,7 +97,10 @@ def ticket_v1() -> StatechartMachine:
 def _migrate_ticket(persisted: dict[str, Any], from_version: str | None) -> dict[str, Any]:
     if from_version == "1":
         rest = {k: v for k, v in persisted["context"].items() if k != "comments"}
-        return {**persisted, "context": {**rest, "commentCount": persisted["context"].get("comments"), "priority": "normal"}}
+        return {
+            **persisted,
+            "context": {**rest, "commentCount": persisted["context"].get("comments"), "priority": "normal"},
+        }
     return persisted
 
 
@@ -130,6 +134,12 @@ def ticket_v2() -> StatechartMachine:
 # supportTriage (scenario g): structural version "efe50ed5"
 
 
+class ToolError(Exception):
+    """A tool failure; ``name`` is what the journaled error payload shows (JS ``Error``)."""
+
+    name = "Error"
+
+
 def classify_ticket(input: Any) -> dict[str, Any]:
     """Mock classifier: outage/billing/account/general and a priority."""
     s = str(input["subject"]).lower()
@@ -154,7 +164,7 @@ def search_knowledge_base(input: Any) -> dict[str, Any]:
     """Mock KB search: fails on attempt 0 when ``n % 4 == 1`` and on attempt 1 when ``n % 8 == 5``."""
     n, attempt = input["n"], input["attempt"]
     if (n % 4 == 1 and attempt == 0) or (n % 8 == 5 and attempt == 1):
-        raise RuntimeError(f"knowledge base timeout for {input['id']} (attempt {attempt})")
+        raise ToolError(f"knowledge base timeout for {input['id']} (attempt {attempt})")
     s = str(input["subject"]).lower()
     if re.search(r"password|login|2fa", s):
         confidence = 0.92
@@ -173,7 +183,10 @@ def notify_oncall(input: Any) -> dict[str, Any]:
 def _outcome(context: Any, route: str, extra: dict[str, Any]) -> list[Any]:
     triage = context.get("triage")
     category = triage.get("category") if isinstance(triage, dict) else None
-    return [*context["outcomes"], {"id": context["current"]["id"], "route": route, "category": category, **extra}]
+    return [
+        *context["outcomes"],
+        {"id": context["current"]["id"], "route": route, "category": category, **extra},
+    ]
 
 
 def _triage_context(input: Any) -> dict[str, Any]:
@@ -253,7 +266,10 @@ def triage_machine() -> StatechartMachine:
                         "hist": {"type": "history", "history": "shallow", "target": "selecting"},
                         "selecting": {
                             "always": [
-                                {"guard": lambda c, e: len(c["queue"]) == 0, "target": "#supportTriage.standby"},
+                                {
+                                    "guard": lambda c, e: len(c["queue"]) == 0,
+                                    "target": "#supportTriage.standby",
+                                },
                                 {
                                     "target": "analyzing",
                                     "context": lambda c, e: {
@@ -311,7 +327,9 @@ def triage_machine() -> StatechartMachine:
                                                 },
                                                 "onError": [
                                                     {
-                                                        "guard": lambda c, e: c["kbAttempt"] + 1 < c["maxKbAttempts"],
+                                                        "guard": lambda c, e: (
+                                                            c["kbAttempt"] + 1 < c["maxKbAttempts"]
+                                                        ),
                                                         "target": "searching",
                                                         "reenter": True,
                                                         "context": lambda c, e: {
@@ -339,10 +357,14 @@ def triage_machine() -> StatechartMachine:
                             "always": [
                                 {"guard": lambda c, e: _priority(c) == "urgent", "target": "escalating"},
                                 {
-                                    "guard": lambda c, e: c["kb"] is not None and c["kb"]["confidence"] >= 0.8,
+                                    "guard": lambda c, e: (
+                                        c["kb"] is not None and c["kb"]["confidence"] >= 0.8
+                                    ),
                                     "target": "selecting",
                                     "context": lambda c, e: {
-                                        "outcomes": _outcome(c, "auto-resolved", {"article": c["kb"]["article"]})
+                                        "outcomes": _outcome(
+                                            c, "auto-resolved", {"article": c["kb"]["article"]}
+                                        )
                                     },
                                 },
                                 {"target": "awaitingAgent"},
@@ -355,7 +377,11 @@ def triage_machine() -> StatechartMachine:
                                 "input": lambda c, e: {"id": c["current"]["id"], "team": c["team"]},
                                 "onDone": lambda c, e: {
                                     "target": "selecting",
-                                    "context": {"outcomes": _outcome(c, "escalated", {"pageId": e["output"]["pageId"]})},
+                                    "context": {
+                                        "outcomes": _outcome(
+                                            c, "escalated", {"pageId": e["output"]["pageId"]}
+                                        )
+                                    },
                                 },
                             }
                         },
@@ -378,14 +404,21 @@ def triage_machine() -> StatechartMachine:
                                                 "outcomes": _outcome(
                                                     c,
                                                     "answered",
-                                                    {"by": e.get("agent"), "rejections": c["rejections"], "priority": _priority(c)},
+                                                    {
+                                                        "by": e.get("agent"),
+                                                        "rejections": c["rejections"],
+                                                        "priority": _priority(c),
+                                                    },
                                                 )
                                             },
                                         },
                                         "REJECT": {
                                             "guard": lambda c, e: c["rejections"] < 2,
                                             "target": "drafting",
-                                            "context": lambda c, e: {"rejections": c["rejections"] + 1, "draft": None},
+                                            "context": lambda c, e: {
+                                                "rejections": c["rejections"] + 1,
+                                                "draft": None,
+                                            },
                                         },
                                     }
                                 },

@@ -30,7 +30,11 @@ class NodeDriver:
     def run(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         payload = [
-            {"source": js_source(c["desc"]), "events": c["events"], "restoreEach": c.get("restoreEach", False)}
+            {
+                "source": js_source(c["desc"]),
+                "events": c["events"],
+                "restoreEach": c.get("restoreEach", False),
+            }
             for c in cases
         ]
         self.proc.stdin.write(json.dumps({"cases": payload}) + "\n")
@@ -83,7 +87,9 @@ def difference(case: dict[str, Any], js: dict[str, Any], py: dict[str, Any]) -> 
     if len(a) != len(b):
         return f"snapshot count js={len(a)} python={len(b)} (js error {js.get('error')!r}, python {py.get('error')!r})"
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        if canonical_json(x) != canonical_json(y):
+        if canonical_json(x) != canonical_json(y) or json.dumps(x) != json.dumps(y):
+            # canonical equality is what hashes need; equal key order too means the persisted
+            # JSON text (what a store writes) is byte-identical as well
             ev = case["events"][i - 1] if i else {"type": "(init)"}
             return f"step {i} after {json.dumps(ev)}:\n  js     {json.dumps(x)}\n  python {json.dumps(y)}"
     return None

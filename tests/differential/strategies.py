@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from tests.differential.vocab import GUARDS
 
 EVENTS = ["A", "B", "C"]
+ON_KEYS = [*EVENTS, "*"]
 UPDATES: list[list[Any]] = [
     ["add", 1],
     ["add", -2],
@@ -21,7 +22,9 @@ UPDATES: list[list[Any]] = [
 ]
 
 
-def _walk(state: dict[str, Any], sid: str, out: list[tuple[str, dict[str, Any], str | None]], parent: str | None) -> None:
+def _walk(
+    state: dict[str, Any], sid: str, out: list[tuple[str, dict[str, Any], str | None]], parent: str | None
+) -> None:
     out.append((sid, state, parent))
     for k, child in (state.get("states") or {}).items():
         _walk(child, f"{sid}.{k}", out, sid)
@@ -74,12 +77,30 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
     nodes: list[tuple[str, dict[str, Any], str | None]] = []
     _walk(root, "m", nodes, None)
     targetable = [sid for sid, s, _ in nodes if sid != "m"]
+    nodes_by_id = {sid: s for sid, s, _ in nodes}
     invoke_ids: list[str] = []
 
-    def target(sid: str, parent: str | None) -> str | None:
+    regions = {
+        sid: [r for r, _, p in nodes if p == sid and nodes_by_id[r]["type"] != "history"]
+        for sid, s, _ in nodes
+        if s["type"] == "parallel"
+    }
+    multi = [rs for rs in regions.values() if len(rs) >= 2]
+
+    def leaves_under(rid: str) -> list[str]:
+        return [
+            t
+            for t, _, _ in nodes
+            if (t == rid or t.startswith(rid + ".")) and nodes_by_id[t]["type"] != "history"
+        ]
+
+    def target(sid: str, parent: str | None) -> Any:
         choice = draw(st.integers(0, 9))
         if choice < 2:
             return None
+        if multi and draw(st.integers(0, 7)) == 7:
+            rs = draw(st.sampled_from(multi))
+            return ["#" + draw(st.sampled_from(leaves_under(r))) for r in rs[:2]]
         if choice < 5 and parent is not None:
             siblings = [t for t, _, p in nodes if p == parent]
             return draw(st.sampled_from(siblings)).rsplit(".", 1)[1]
@@ -87,10 +108,12 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
 
     def trans(sid: str, parent: str | None, *, eventless: bool = False) -> dict[str, Any]:
         tgt = target(sid, parent)
-        guard = draw(st.sampled_from([None, None, *GUARDS])) if not eventless else draw(st.sampled_from(GUARDS))
+        guard = (
+            draw(st.sampled_from([None, None, *GUARDS])) if not eventless else draw(st.sampled_from(GUARDS))
+        )
         update = draw(st.sampled_from([None, *UPDATES]))
         form = draw(st.sampled_from(["obj", "obj", "fn", "str"]))
-        if form == "str" and (tgt is None or guard or update):
+        if form == "str" and (tgt is None or guard or update or isinstance(tgt, list)):
             form = "obj"
         reenter = bool(tgt) and draw(st.integers(0, 5)) == 5
         if form == "str":
@@ -103,16 +126,25 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
     for sid, s, parent in nodes:
         if s["type"] == "history":
             continue
+        if s["type"] == "final" and draw(st.integers(0, 5)) == 5:
+            # transitions declared on a final state (XState lets a live state's conflicting
+            # transition win over them)
+            s["on"] = {draw(st.sampled_from(ON_KEYS)): tlist(sid, parent)}
         if s["type"] != "final":
             on: dict[str, Any] = {}
-            for ev in draw(st.lists(st.sampled_from(EVENTS), max_size=3, unique=True)):
+            for ev in draw(st.lists(st.sampled_from(ON_KEYS), max_size=3, unique=True)):
                 on[ev] = tlist(sid, parent)
             if on:
                 s["on"] = on
             if draw(st.integers(0, 7)) == 7:
                 s["always"] = tlist(sid, parent, eventless=True)
             if draw(st.integers(0, 6)) == 6:
-                s["after"] = {str(d): tlist(sid, parent) for d in draw(st.lists(st.sampled_from([100, 1000]), min_size=1, max_size=2, unique=True))}
+                s["after"] = {
+                    str(d): tlist(sid, parent)
+                    for d in draw(
+                        st.lists(st.sampled_from([100, 1000, "short"]), min_size=1, max_size=2, unique=True)
+                    )
+                }
             if draw(st.integers(0, 4)) == 4:
                 iid = f"inv{len(invoke_ids)}"
                 invoke_ids.append(iid)
@@ -164,9 +196,15 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
     for i in range(n):
         kind = draw(st.sampled_from(["plain", "plain", "plain", "timer", "done", "error", "unknown"]))
         if kind == "timer" and timers:
-            events.append({"type": "xstate.timer", "id": draw(st.sampled_from([*timers, "xstate.after.5.m"]))})
+            events.append(
+                {"type": "xstate.timer", "id": draw(st.sampled_from([*timers, "xstate.after.5.m"]))}
+            )
         elif kind in ("done", "error") and invokes:
-            ev: dict[str, Any] = {"type": f"xstate.{kind}.actor", "actorId": draw(st.sampled_from(invokes)), "sessionId": f"s{i}"}
+            ev: dict[str, Any] = {
+                "type": f"xstate.{kind}.actor",
+                "actorId": draw(st.sampled_from(invokes)),
+                "sessionId": f"s{i}",
+            }
             if kind == "done":
                 ev["output"] = {"v": draw(st.integers(0, 9))}
             else:

@@ -1,3 +1,4 @@
+# ruff: noqa: UP031  (percent formatting keeps the braces of the generated JS readable)
 """A small machine vocabulary, rendered both as a Python config and as XState 6 JS source.
 
 A *description* is plain JSON::
@@ -31,6 +32,7 @@ from typing import Any
 from agentscope.engines.statechart import StatechartMachine, setup
 
 GUARDS = ["nPositive", "nEven", "eventFlag", "flagSet"]
+DELAYS = {"short": 100}
 
 # ---------------------------------------------------------------------------------------------
 # Python
@@ -129,7 +131,9 @@ def _py_state(s: dict[str, Any]) -> dict[str, Any]:
     if s.get("always"):
         out["always"] = [_py_transition(t) for t in s["always"]]
     if s.get("after"):
-        out["after"] = {int(k): [_py_transition(t) for t in ts] for k, ts in s["after"].items()}
+        out["after"] = {
+            (k if k in DELAYS else int(k)): [_py_transition(t) for t in ts] for k, ts in s["after"].items()
+        }
     if s.get("invoke"):
         inv = s["invoke"]
         iv: dict[str, Any] = {"id": inv["id"], "src": "svc", "input": lambda c, e: {"n": c["n"]}}
@@ -157,7 +161,7 @@ def python_machine(desc: dict[str, Any]) -> StatechartMachine:
     cfg["context"] = json.loads(json.dumps(desc["context"]))
     if desc.get("output"):
         cfg["output"] = lambda c, e: {"n": c["n"], "sub": e.get("output")}
-    return setup(actors={"svc": lambda i: i}).create_machine(cfg)
+    return setup(actors={"svc": lambda i: i}, delays=DELAYS).create_machine(cfg)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,13 +233,21 @@ def _js_state(s: dict[str, Any]) -> str:
     if typ == "compound":
         parts.append("initial: %s" % json.dumps(s["initial"]))
     if s.get("states"):
-        parts.append("states: { %s }" % ", ".join("%s: %s" % (json.dumps(k), _js_state(v)) for k, v in s["states"].items()))
+        parts.append(
+            "states: { %s }"
+            % ", ".join("%s: %s" % (json.dumps(k), _js_state(v)) for k, v in s["states"].items())
+        )
     if s.get("on"):
-        parts.append("on: { %s }" % ", ".join("%s: %s" % (json.dumps(ev), _js_list(ts)) for ev, ts in s["on"].items()))
+        parts.append(
+            "on: { %s }" % ", ".join("%s: %s" % (json.dumps(ev), _js_list(ts)) for ev, ts in s["on"].items())
+        )
     if s.get("always"):
         parts.append("always: %s" % _js_list(s["always"]))
     if s.get("after"):
-        parts.append("after: { %s }" % ", ".join("%s: %s" % (json.dumps(str(k)), _js_list(ts)) for k, ts in s["after"].items()))
+        parts.append(
+            "after: { %s }"
+            % ", ".join("%s: %s" % (json.dumps(str(k)), _js_list(ts)) for k, ts in s["after"].items())
+        )
     if s.get("invoke"):
         inv = s["invoke"]
         ip = ["id: %s" % json.dumps(inv["id"]), "src: 'svc'", "input: ({ context }) => ({ n: context.n })"]
@@ -266,5 +278,15 @@ def js_source(desc: dict[str, Any]) -> str:
         extra.append("output: ({ context, event }) => ({ n: context.n, sub: event.output ?? null })")
     return (
         "const svc = createAsyncLogic({ run: async ({ input }) => input });\n"
-        "return setup({ actors: { svc } }).createMachine({ %s, ...%s });" % (", ".join(extra), root)
+        "return setup({ actors: { svc }, delays: %s }).createMachine({ %s, ...%s });"
+        % (json.dumps(DELAYS), ", ".join(extra), root)
+    )
+
+
+def mjs_module(desc: dict[str, Any]) -> str:
+    """Return a standalone ES module (importing only ``xstate``) exporting the machine as default."""
+    return (
+        'import { setup, createAsyncLogic } from "xstate";\n'
+        "const machine = (() => {\n%s\n})();\n"
+        "export default machine;\n" % js_source(desc)
     )

@@ -1,0 +1,434 @@
+"""Record an event log by running a machine live, the way a host (``runAgent``) does.
+
+:class:`Recorder` drives any :class:`~agentscope.engines.base.Machine` (the Python
+:class:`~agentscope.engines.statechart.StatechartMachine` or the Node engine) and writes the
+current-era log (spec §1.1): an ``@agent.init`` entry, then one entry per journaled event (spec
+§1.5 "what gets journaled"): events the host sends, completions of invoked actors
+(``xstate.done.actor`` / ``xstate.error.actor`` with ``actorId`` and ``sessionId``) and timer
+firings (``xstate.timer``). Every entry carries ``verification.stateHash`` of the persisted
+snapshot after it (spec §2), so a recorded log verifies with zero mismatches.
+
+Time is a :class:`ManualClock`: nothing depends on the wall clock, so recording is deterministic
+(``recordedAt`` values come from the clock; the ``executionId`` is a fresh UUID v4 unless given).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import sqlite3
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agentscope.engines.base import NO_INPUT, Machine, Snapshot
+from agentscope.errors import AgentscopeError, EngineError
+from agentscope.hashing import state_hash
+
+__all__ = ["ManualClock", "Recorder", "RecorderError"]
+
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RecorderError(AgentscopeError, ValueError):
+    """Misuse of a :class:`Recorder`: a bad fork index, an existing file or thread, a bad event."""
+
+    code = "recorder-error"
+
+
+class ManualClock:
+    """A clock that only moves when told to; milliseconds since the Unix epoch.
+
+    Parameters
+    ----------
+    start : str | datetime | int, default ``"2026-01-01T00:00:00.000Z"``
+        The starting instant: an RFC 3339 string, an aware ``datetime`` or epoch milliseconds.
+    """
+
+    def __init__(self, start: str | datetime | int = "2026-01-01T00:00:00.000Z") -> None:
+        if isinstance(start, int):
+            self.now_ms = start
+        else:
+            dt = datetime.fromisoformat(start.replace("Z", "+00:00")) if isinstance(start, str) else start
+            if dt.tzinfo is None:
+                raise RecorderError("ManualClock needs a timezone-aware start")
+            self.now_ms = round(dt.timestamp() * 1000)
+
+    def advance(self, ms: int) -> None:
+        """Move the clock forward by ``ms`` milliseconds (``ms >= 0``)."""
+        if ms < 0:
+            raise RecorderError("a clock cannot go backwards")
+        self.now_ms += ms
+
+    def iso(self) -> str:
+        """The current instant as JS ``Date.prototype.toISOString`` writes it (``...T..:..:..sssZ``)."""
+        dt = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=self.now_ms)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _error_payload(exc: BaseException) -> dict[str, Any]:
+    """Normalize an exception the way ``createReplayEntry`` normalizes ``Error`` objects (spec §1.2)."""
+    name = getattr(exc, "name", None)
+    out: dict[str, Any] = {"name": name if isinstance(name, str) else type(exc).__name__, "message": str(exc)}
+    if exc.__cause__ is not None:
+        out["cause"] = _error_payload(exc.__cause__)
+    return out
+
+
+class Recorder:
+    """Run ``machine`` live and journal a verifiable event log.
+
+    Parameters
+    ----------
+    machine : Machine
+        Any engine implementing the protocol.
+    input : Any, optional
+        The init input (absent by default: the init event then has no ``input`` key).
+    snapshot : Mapping, optional
+        Start from a persisted snapshot instead (a continuation: the init event carries the
+        snapshot after ``machine.restore``, so ``migrate`` has run). Exclusive with ``input``.
+    executors : Mapping[str, Callable[[Any], Any]], optional
+        Actor implementations by ``src``: ``callable(input) -> output``; raising means failure.
+        Defaults to the machine's ``actors`` when it has them (``StatechartMachine``). Invoked
+        actors are completed automatically, in invocation order, after every step.
+    clock : ManualClock, optional
+        The time source for ``recordedAt`` and timers (default: a clock at 2026-01-01).
+    machine_version : str, optional
+        Override the ``machineVersion`` stamped on entries (spec §3).
+    execution_id : str, optional
+        The lineage id (init ``metadata.executionId``); a fresh UUID v4 by default.
+    metadata : Mapping, optional
+        Extra init metadata written after ``executionId`` (e.g. ``migratedFrom``).
+
+    Raises
+    ------
+    RecorderError
+        Both ``input`` and ``snapshot`` given.
+    """
+
+    def __init__(
+        self,
+        machine: Machine,
+        input: Any = NO_INPUT,
+        *,
+        snapshot: Mapping[str, Any] | None = None,
+        executors: Mapping[str, Callable[[Any], Any]] | None = None,
+        clock: ManualClock | None = None,
+        machine_version: str | None = None,
+        execution_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if snapshot is not None and input is not NO_INPUT:
+            raise RecorderError(
+                "initEntry accepts exactly one of `input` (fresh start) or `snapshot` (continuation)."
+            )
+        self.machine = machine
+        default_actors = getattr(machine, "actors", None)
+        self.executors: dict[str, Callable[[Any], Any]] = dict(default_actors or {})
+        self.executors.update(executors or {})
+        self.clock = clock or ManualClock()
+        self.machine_version = machine_version or machine.version
+        self.execution_id = execution_id or str(uuid.uuid4())
+        self.entries: list[dict[str, Any]] = []
+        self._completed: set[str] = set()
+        self._due: dict[str, int] = {}
+        if snapshot is not None:
+            self.snapshot = machine.restore(snapshot)
+            event: dict[str, Any] = {"type": "@agent.init", "snapshot": machine.persist(self.snapshot)}
+        else:
+            self.snapshot = machine.initial(input)
+            event = {"type": "@agent.init"}
+            if input is not NO_INPUT:
+                event["input"] = copy.deepcopy(input)
+        meta: dict[str, Any] = {"executionId": self.execution_id}
+        meta.update(metadata or {})
+        self._append(event, meta)
+        self._sync_timers()
+        self.settle()
+
+    # -- live operation ---------------------------------------------------------------
+    @property
+    def persisted(self) -> dict[str, Any]:
+        """The current persisted snapshot."""
+        return self.machine.persist(self.snapshot)
+
+    def send(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Deliver a host event, journal it, then complete invoked actors. Returns its entry.
+
+        Raises
+        ------
+        RecorderError
+            ``event`` is not an object with a non-empty string ``type``, or uses the reserved
+            ``@agent.init``.
+        """
+        if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
+            raise RecorderError("an event must be a dict with a non-empty string 'type'")
+        if event["type"] == "@agent.init":
+            raise RecorderError("'@agent.init' is reserved for entry 0")
+        ev = json.loads(json.dumps(event))
+        entry = self._step(ev)
+        self.settle()
+        return entry
+
+    def advance(self, ms: int) -> list[dict[str, Any]]:
+        """Advance the clock by ``ms``; fire due timers in due order (each journaled as
+        ``{"type": "xstate.timer", "id": <timer id>}``), completing actors after each.
+        Returns the entries appended."""
+        if ms < 0:
+            raise RecorderError("a clock cannot go backwards")
+        target = self.clock.now_ms + ms
+        appended: list[dict[str, Any]] = []
+        while True:
+            due = sorted((t, tid) for tid, t in self._due.items() if t <= target)
+            if not due:
+                break
+            when, tid = due[0]
+            self.clock.now_ms = max(self.clock.now_ms, when)
+            del self._due[tid]
+            appended.append(self._step({"type": "xstate.timer", "id": tid}))
+            n = len(self.entries)
+            self.settle()
+            appended.extend(self.entries[n:])
+        self.clock.now_ms = target
+        return appended
+
+    def pending(self) -> list[dict[str, Any]]:
+        """In-flight invoked actors: ``{"actorId", "src", "input", "sessionId"}`` in order."""
+        out: list[dict[str, Any]] = []
+        for actor_id, child in (self.persisted.get("children") or {}).items():
+            session = self.machine.child_session(self.snapshot, actor_id)
+            snap = child.get("snapshot") if isinstance(child, Mapping) else None
+            out.append(
+                {
+                    "actorId": actor_id,
+                    "src": child.get("src") if isinstance(child, Mapping) else None,
+                    "input": snap.get("input") if isinstance(snap, Mapping) else None,
+                    "sessionId": session,
+                }
+            )
+        return out
+
+    def complete(self, actor_id: str, output: Any = None) -> dict[str, Any]:
+        """Journal ``xstate.done.actor`` for the running child ``actor_id`` (manual completion)."""
+        return self._finish(actor_id, {"output": output})
+
+    def fail(self, actor_id: str, error: BaseException | Mapping[str, Any]) -> dict[str, Any]:
+        """Journal ``xstate.error.actor`` for the running child ``actor_id`` (manual failure)."""
+        payload = _error_payload(error) if isinstance(error, BaseException) else dict(error)
+        return self._finish(actor_id, {"error": payload})
+
+    def settle(self) -> None:
+        """Complete every in-flight actor that has an executor, repeatedly, in invocation order."""
+        while True:
+            todo = [
+                p
+                for p in self.pending()
+                if p["sessionId"] not in self._completed and p["src"] in self.executors
+            ]
+            if not todo:
+                return
+            p = todo[0]
+            self._completed.add(str(p["sessionId"]))
+            try:
+                result = self.executors[str(p["src"])](copy.deepcopy(p["input"]))
+            except Exception as exc:  # a failing actor is data: journaled as xstate.error.actor
+                self._step(
+                    {
+                        "type": "xstate.error.actor",
+                        "error": _error_payload(exc),
+                        "actorId": p["actorId"],
+                        "sessionId": p["sessionId"],
+                    }
+                )
+                continue
+            output = json.loads(json.dumps(result))
+            self._step(
+                {
+                    "type": "xstate.done.actor",
+                    "output": output,
+                    "actorId": p["actorId"],
+                    "sessionId": p["sessionId"],
+                }
+            )
+
+    def fork(self, up_to_index: int) -> Recorder:
+        """Return a new recorder continuing from the prefix ``entries[:up_to_index]`` (spec §5.1).
+
+        ``up_to_index`` is exclusive and must be an integer in ``[1, len(entries)]``; entries are
+        copied verbatim (ids, indices, ``recordedAt``, hashes, ``executionId``). The fork's state
+        is the fold of the prefix; its clock starts at this recorder's current time.
+
+        Raises
+        ------
+        RecorderError
+            ``up_to_index`` out of range or not an integer.
+        """
+        n = len(self.entries)
+        if isinstance(up_to_index, bool) or not isinstance(up_to_index, int) or not 1 <= up_to_index <= n:
+            raise RecorderError(
+                f"forkEventLog: upToIndex must be an integer in [1, {n}]; got {up_to_index!r}."
+            )
+        child = Recorder.__new__(Recorder)
+        child.machine = self.machine
+        child.executors = dict(self.executors)
+        child.clock = ManualClock(self.clock.now_ms)
+        child.machine_version = self.machine_version
+        child.execution_id = self.execution_id
+        child.entries = copy.deepcopy(self.entries[:up_to_index])
+        init = child.entries[0]["event"]
+        seed = (
+            self.machine.restore(init["snapshot"])
+            if "snapshot" in init
+            else self.machine.initial(init.get("input", NO_INPUT))
+        )
+        states = self.machine.fold(seed, [e["event"] for e in child.entries[1:]])
+        child.snapshot = states[-1] if states else seed
+        child._completed = set()
+        child._due = {}
+        child._sync_timers()
+        return child
+
+    # -- writing ----------------------------------------------------------------------
+    def to_json(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the entries as one JSON array (UTF-8). Refuses an existing file unless ``overwrite``."""
+        p = self._target(path, overwrite)
+        p.write_text(json.dumps(self.entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        return p
+
+    def to_jsonl(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write one compact JSON entry per line (UTF-8). Refuses an existing file unless ``overwrite``."""
+        p = self._target(path, overwrite)
+        lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in self.entries]
+        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return p
+
+    def to_sqlite(
+        self, path: str | os.PathLike[str], thread: str = "main", *, table: str = "agent_event_log"
+    ) -> Path:
+        """Append the log as thread ``thread`` of a §5.2 SQLite event-log store at ``path``.
+
+        Creates the file and the table (``thread_id, idx, entry_id, entry`` with the
+        ``(thread_id, idx)`` primary key and the unique ``<table>_thread_entry_id`` index) when
+        missing. ``entry`` is the compact JSON of the entry, keys in insertion order.
+
+        Raises
+        ------
+        RecorderError
+            ``thread`` already has entries (a store is append-only and this never touches an
+            existing thread), or ``table`` is not a plain identifier.
+        """
+        if not _TABLE.match(table):
+            raise RecorderError(f"table name {table!r} must match ^[A-Za-z_][A-Za-z0-9_]*$")
+        if not isinstance(thread, str) or not thread:
+            raise RecorderError("thread must be a non-empty string")
+        p = Path(path)
+        con = sqlite3.connect(str(p), isolation_level=None)
+        try:
+            con.execute(
+                f'CREATE TABLE IF NOT EXISTS "{table}" (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, '
+                "entry_id TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (thread_id, idx))"
+            )
+            con.execute(
+                f'CREATE UNIQUE INDEX IF NOT EXISTS "{table}_thread_entry_id" '
+                f'ON "{table}" (thread_id, entry_id)'
+            )
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                (count,) = con.execute(
+                    f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
+                ).fetchone()
+                if count:
+                    raise RecorderError(
+                        f"thread {thread!r} already exists in {p} ({count} entries); refusing to touch it"
+                    )
+                con.executemany(
+                    f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
+                    [
+                        (
+                            thread,
+                            e["index"],
+                            e["id"],
+                            json.dumps(e, ensure_ascii=False, separators=(",", ":")),
+                        )
+                        for e in self.entries
+                    ],
+                )
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        return p
+
+    # -- internals --------------------------------------------------------------------
+    @staticmethod
+    def _target(path: str | os.PathLike[str], overwrite: bool) -> Path:
+        p = Path(path)
+        if p.exists() and not overwrite:
+            raise RecorderError(f"{p} already exists; pass overwrite=True to replace it")
+        return p
+
+    def _finish(self, actor_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        session = self.machine.child_session(self.snapshot, actor_id)
+        if session is None:
+            raise RecorderError(f"no running child {actor_id!r}")
+        self._completed.add(session)
+        kind = "xstate.done.actor" if "output" in payload else "xstate.error.actor"
+        event = {"type": kind, **json.loads(json.dumps(payload)), "actorId": actor_id, "sessionId": session}
+        entry = self._step(event)
+        self.settle()
+        return entry
+
+    def _step(self, event: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.snapshot = self.machine.transition(self.snapshot, event)
+        except AgentscopeError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"the machine failed on {event.get('type')!r}: {exc}") from exc
+        entry = self._append(event, None)
+        self._sync_timers()
+        return entry
+
+    def _append(self, event: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
+        index = len(self.entries)
+        entry: dict[str, Any] = {
+            "schemaVersion": 1,
+            "id": f"evt_{index:08d}",
+            "index": index,
+            "recordedAt": self.clock.iso(),
+            "machineId": self.machine.machine_id,
+            "machineVersion": self.machine_version,
+            "event": event,
+        }
+        if metadata is not None:
+            entry["metadata"] = metadata
+        entry["verification"] = {"stateHash": state_hash(self.machine.persist(self.snapshot))}
+        self.entries.append(entry)
+        return entry
+
+    def _sync_timers(self) -> None:
+        timers = self.machine.persist(self.snapshot).get("timers") or {}
+        for tid in list(self._due):
+            if tid not in timers:
+                del self._due[tid]
+        for tid, timer in timers.items():
+            if tid not in self._due:
+                delay = timer.get("delay", 0) if isinstance(timer, Mapping) else 0
+                self._due[tid] = self.clock.now_ms + int(delay if isinstance(delay, (int, float)) else 0)
+
+
+def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list[Snapshot]:
+    """Fold a log's entries with ``machine`` (spec §4.1 seed + ``fold``); one snapshot per entry."""
+    init = entries[0]["event"]
+    seed = (
+        machine.restore(init["snapshot"])
+        if "snapshot" in init
+        else machine.initial(init.get("input", NO_INPUT))
+    )
+    return [seed, *machine.fold(seed, [e["event"] for e in entries[1:]])]
