@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from agentscope.render._config_graph import graph_from_config
 from agentscope.render._escape import esc, json_for_script
-from agentscope.render.context import context_html
-from agentscope.render.dot import ObservedEdge, plan_dot, state_element_id, to_dot
-from agentscope.render.html import badge_html, frame_html
-from agentscope.render.layout import (
+from agentscope.render.chart import (
     Layout,
     LayoutError,
     available_engines,
@@ -23,6 +20,9 @@ from agentscope.render.layout import (
     taken_edges,
     text_tree,
 )
+from agentscope.render.context import context_html
+from agentscope.render.dot import ObservedEdge, plan_dot, state_element_id, to_dot
+from agentscope.render.html import badge_html, frame_html
 
 __all__ = [
     "Layout",

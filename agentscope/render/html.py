@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.frames import Frame, Verdict
 from agentscope.render._escape import esc, truncate
+from agentscope.render.chart import CHART_CSS, Layout, frame_svg
 from agentscope.render.context import CONTEXT_CSS, context_html
-from agentscope.render.layout import CHART_CSS, Layout, frame_svg
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame, Verdict
+from agentscope.render.chart import taken_edges
 from agentscope.render.dot import ObservedEdge
-from agentscope.render.layout import taken_edges
 
 if TYPE_CHECKING:
     import numpy as np

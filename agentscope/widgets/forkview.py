@@ -11,9 +11,9 @@ import traitlets
 from agentscope.frames import Frame
 from agentscope.hashing import canonical_event_json
 from agentscope.render._escape import esc
+from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html, pointer_join
 from agentscope.render.html import badge_html, event_html, marker_strip_svg, style_block
-from agentscope.render.layout import Layout, frame_svg, layout
 from agentscope.widgets._source import FrameCache, FrameSource, as_entries, recorded_hash, step_info
 from agentscope.widgets.timetravel import _make_timeline
 

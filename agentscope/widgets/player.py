@@ -21,9 +21,9 @@ import jsonpatch
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame
 from agentscope.render._escape import esc, json_for_script
+from agentscope.render.chart import Layout, layout
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
-from agentscope.render.layout import Layout, layout
 from agentscope.widgets._source import iter_frames, step_info, usage_series
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ import ipywidgets
 import traitlets
 
 from agentscope.frames import Frame, Verdict
+from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html
 from agentscope.render.html import (
     actors_html,
@@ -21,7 +22,6 @@ from agentscope.render.html import (
     sparkline_svg,
     style_block,
 )
-from agentscope.render.layout import Layout, frame_svg, layout
 from agentscope.widgets._source import (
     EntriesOnly,
     FrameCache,
@@ -81,7 +81,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     checkpoint_every : int, optional
         Passed to ``Timeline``.
     engine : str, optional
-        Force a layout engine (see :func:`agentscope.render.layout`).
+        Force a layout engine (see :func:`agentscope.render.chart`).
 
     Attributes
     ----------

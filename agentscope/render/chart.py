@@ -258,7 +258,7 @@ class Layout:
 def _strip_svg(svg: str) -> str:
     start = svg.find("<svg")
     svg = svg[start:] if start >= 0 else svg
-    return re.sub(r"<!--.*?-->\n?", "", svg, flags=re.S)
+    return re.sub(r"<!--.*?-->\n?", "", svg, flags=re.S).rstrip()
 
 
 def _assemble(graph: Graph, engine: Engine, svg: str, dot: str, plan: DotPlan, prefix: str) -> Layout:
