@@ -57,6 +57,7 @@ BASE_CSS = """
 .as-cols{display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap}
 .as-col{flex:1 1 380px;min-width:0}
 .as-note{color:#546e7a;font-style:italic}
+.as-rows-select select{font-family:monospace;font-size:12px}
 .as-diverge{color:#b71c1c;font-weight:700}
 """
 

@@ -116,7 +116,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         if self.n == 0:
             raise ValueError("ForkView needs at least one non-empty log")
         self.common = common_prefix(self.entries[0], self.entries[1])
-        self.divergence: int | None = self.common if self.common < self.n else None
+        longest = max(len(self.entries[0]), len(self.entries[1]), self.n)
+        self.divergence: int | None = self.common if self.common < longest else None
         base = layout(machine.graph, engine=engine)
         self.layouts: tuple[Layout, Layout] = (base, base.with_prefix("bs"))
 

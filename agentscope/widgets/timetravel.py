@@ -174,8 +174,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._actors = ipywidgets.HTML()
         self._spark = ipywidgets.HTML()
         self._rows = ipywidgets.Select(
-            options=[], rows=2 * _WINDOW + 1, layout=ipywidgets.Layout(width="98%", font_family="monospace")
+            options=[], rows=2 * _WINDOW + 1, layout=ipywidgets.Layout(width="98%")
         )
+        self._rows.add_class("as-rows-select")
         self._rows.observe(self._on_row, names="value")
         self._syncing = False
         self._note = ipywidgets.HTML(
