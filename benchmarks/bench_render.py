@@ -1,0 +1,157 @@
+"""Kernel-side cost of a frame switch in TimeTravel on a 50-state chart, and static-player size.
+
+Run: ``python -m benchmarks.bench_render [--quick]``.
+
+Reported (wall-clock medians, same process):
+- layout of the 50-state chart (once per view);
+- one frame switch of ``TimeTravel`` (set ``step``; badge, event, restyled chart, context tree,
+  actors, strip, table window), stepping forward and jumping at random, with frames ready
+  (the replay's own cost is ``bench_replay``'s business) and, when ``agentscope.replay`` and the
+  Python engine are importable, with a real ``Timeline`` over a Recorder-made log;
+- as a ratio against a baseline done in the same process: ``html.escape(json.dumps(context))``
+  of the same frame (the cheapest possible "show the context" a view could do);
+- static-player bytes per entry for growing logs (size must grow linearly).
+
+Target: a frame switch <= 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import random
+import statistics
+import time
+from typing import Any
+
+from agentscope.engines.base import Graph
+from agentscope.frames import Frame, Verdict
+from agentscope.render import graph_from_config, layout
+from agentscope.widgets import TimeTravel
+
+
+def fifty_state_config() -> dict[str, Any]:
+    """A 50-state machine: 4 compound groups of 8 leaves, one parallel state of 3 regions x 4."""
+    states: dict[str, Any] = {}
+    for g in range(4):
+        leaves = {
+            f"s{k}": {"on": {"NEXT": f"s{(k + 1) % 8}", "JUMP": f"#m.g{(g + 1) % 4}"}} for k in range(8)
+        }
+        leaves["s7"]["type"] = "final" if g == 3 else None
+        leaves["s7"] = {k: v for k, v in leaves["s7"].items() if v is not None}
+        states[f"g{g}"] = {"id": f"g{g}", "initial": "s0", "states": leaves, "on": {"PAR": "#m.par"}}
+    regions = {
+        f"r{r}": {
+            "initial": "a",
+            "states": {x: {"on": {"TICK": y}} for x, y in zip("abcd", "bcda", strict=True)},
+        }
+        for r in range(3)
+    }
+    states["par"] = {"type": "parallel", "states": regions, "on": {"BACK": "#m.g0"}}
+    return {"id": "m", "initial": "g0", "states": states}
+
+
+def frames_for(graph: Graph, n: int, ctx_keys: int) -> list[Frame]:
+    rng = random.Random(7)
+    leaves = [s for s, node in graph.nodes.items() if node.kind in ("atomic", "final") and ".par." not in s]
+    out = []
+    for i in range(n):
+        if i % 5 == 4:
+            value: Any = {"par": {f"r{r}": "abcd"[(i + r) % 4] for r in range(3)}}
+        else:
+            leaf = rng.choice(leaves).split(".")
+            value = {leaf[1]: leaf[2]}
+        ctx = {f"k{j}": {"n": i * j, "s": f"value {i}-{j}", "l": list(range(j % 7))} for j in range(ctx_keys)}
+        persisted = {
+            "status": "active",
+            "value": value,
+            "historyValue": {},
+            "context": ctx,
+            "children": {},
+            "timers": {},
+        }
+        entry = {
+            "schemaVersion": 1,
+            "id": f"evt_{i:08d}",
+            "index": i,
+            "recordedAt": "2026-01-01T00:00:00.000Z",
+            "machineId": "m",
+            "machineVersion": "v1",
+            "event": {"type": "NEXT", "i": i},
+            "verification": {"stateHash": f"{i:08x}"},
+        }
+        out.append(
+            Frame(
+                index=i,
+                entry=entry,
+                persisted=persisted,
+                recorded_hash=f"{i:08x}",
+                computed_hash=f"{i:08x}",
+                verdict=Verdict.VERIFIED,
+                changed_paths=(f"/context/k{i % ctx_keys}",),
+            )
+        )
+    return out
+
+
+class _Frames:
+    def __init__(self, frames: list[Frame]) -> None:
+        self.frames = frames
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def at(self, n: int) -> Frame:
+        return self.frames[n]
+
+
+class _GraphOnly:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+
+
+def median_ms(fn: Any, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    n = 200 if args.quick else 2000
+    graph = graph_from_config(fifty_state_config())
+    states = len(graph.nodes) - 1
+    lay_ms = median_ms(lambda: layout(graph), 3 if args.quick else 10)
+    print(f"chart: {states} states, {len(graph.transitions)} transitions; layout once: {lay_ms:.1f} ms")
+    frames = frames_for(graph, n, ctx_keys=40)
+    tt = TimeTravel(_GraphOnly(graph), timeline=_Frames(frames))
+    rng = random.Random(1)
+    steps = iter(range(1, n))
+    fwd = median_ms(lambda: setattr(tt, "step", next(steps)), min(n - 1, 300))
+    jump = median_ms(lambda: setattr(tt, "step", rng.randrange(n)), 300)
+    base = median_ms(lambda: html.escape(json.dumps(frames[rng.randrange(n)].context)), 300)
+    print(
+        f"frame switch, step forward: {fwd:.2f} ms  ({fwd / base:.1f}x the json.dumps+escape baseline "
+        f"of {base:.3f} ms)"
+    )
+    print(f"frame switch, random jump:  {jump:.2f} ms  ({jump / base:.1f}x baseline)")
+    print(f"target <= 50 ms: {'OK' if max(fwd, jump) <= 50 else 'MISSED'}")
+    sizes = []
+    for m in (100, 200) if args.quick else (500, 1000, 2000):
+        t = TimeTravel(_GraphOnly(graph), timeline=_Frames(frames[:m]))
+        page = t.to_html()
+        sizes.append((m, len(page.encode("utf-8"))))
+    for m, b in sizes:
+        print(f"static player: {m:>6} entries -> {b:>10,} bytes ({b / m:,.0f} B/entry)")
+    (m0, b0), (m1, b1) = sizes[0], sizes[-1]
+    print(f"size growth {m0}->{m1} entries: x{b1 / b0:.2f} for x{m1 / m0:.0f} entries")
+
+
+if __name__ == "__main__":
+    main()
