@@ -260,12 +260,16 @@ def timetravel_page(tt: TimeTravel, *, keyframe_every: int = 200) -> str:
         keyframe_every=keyframe_every,
     )
     usage = usage_series(tt.entries) if tt.entries else None
+    marks = dict(tt.marks)
+    for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
+        if f["v"] in ("mismatch", "explained") and i not in marks:
+            marks[i] = f["v"]
     data = {
         "kind": "timetravel",
         "n": tt.n,
         "K": keyframe_every,
         "panes": [pane],
-        "marks": {str(i): k for i, k in tt.marks.items()},
+        "marks": {str(i): k for i, k in marks.items()},
         "divergence": None,
         "usage": [round(float(x), 3) for x in usage.tolist()] if usage is not None else None,
         "note": None
@@ -275,7 +279,7 @@ def timetravel_page(tt: TimeTravel, *, keyframe_every: int = 200) -> str:
     }
     title = f"agentscope — {getattr(tt.event_log, 'source', None) or 'log'} ({tt.n} entries)"
     svg = lay.svg if lay is not None else ""
-    return _page(title, data, [svg], marker_strip_svg(tt.n, tt.marks, None, width=520))
+    return _page(title, data, [svg], marker_strip_svg(tt.n, marks, None, width=520))
 
 
 def forkview_page(fv: ForkView, *, keyframe_every: int = 200) -> str:
