@@ -109,20 +109,18 @@ def test_mismatch_marks_from_report_and_jumps(triage_graph: Graph) -> None:
 
     frames = prefix_frames(tamper_at=2)
     tl = ListTimeline(frames)
-    tl.report = type(
-        "R",
-        (),
+    df = pd.DataFrame(
         {
-            "df": pd.DataFrame(
-                {
-                    "index": [0, 1, 2, 3],  # type: ignore[attr-defined]
-                    "verdict": [f.verdict.value for f in frames],
-                }
-            )
-        },
-    )()
+            "index": [0, 1, 2, 3],
+            "verdict": [f.verdict.value for f in frames],
+            "ignored": [False, True, False, False],
+        }
+    )
+    tl.report = type("R", (), {"df": df})()  # type: ignore[attr-defined]
     tt = TimeTravel(GraphOnly(triage_graph), timeline=tl)
     assert tt.mismatch_indices == [2]
+    labels = [label for label, _ in tt._rows.options]
+    assert labels[1].startswith(" ∅") and labels[2].startswith("✗ ")  # ignored entry, mismatch
     assert 'fill="#e53935"' in tt._strip.value  # a red tick on the slider track
     assert tt.next_mismatch() == 2 and tt.step == 2
     tt.go(0)

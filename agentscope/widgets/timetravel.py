@@ -48,6 +48,14 @@ def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> Fram
     return tl
 
 
+def _ignored(source: Any) -> set[int]:
+    """Entries the state did not react to, from the timeline's report (empty without one)."""
+    df = getattr(getattr(source, "report", None), "df", None)
+    if df is None or "ignored" not in getattr(df, "columns", ()):
+        return set()
+    return {int(i) for i, ig in zip(df["index"].tolist(), df["ignored"].tolist(), strict=True) if ig}
+
+
 def _marks(source: Any, n: int) -> dict[int, str]:
     """Verdict marks per index from the timeline's report (mismatch / explained / missing)."""
     marks: dict[int, str] = {}
@@ -124,6 +132,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self.n = n
         self.layout_: Layout | None = layout(machine.graph, engine=engine) if machine is not None else None
         self.marks = _marks(timeline, n)
+        self.ignored = _ignored(timeline)
         self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)
         self.table = entries_frame(self.event_log, self.entries) if self.entries else None
         self.usage = usage_series(self.entries) if self.entries else None
@@ -307,6 +316,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         opts = []
         for k in range(lo, hi):
             mark = {"mismatch": "✗", "explained": "≈"}.get(self.marks.get(k, ""), " ")
+            mark += "∅" if k in self.ignored else " "
             if self.table is not None:
                 row = self.table.iloc[k]
                 cells = " ".join(str(v)[:28] for v in row.tolist())
