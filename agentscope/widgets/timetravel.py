@@ -13,6 +13,7 @@ import traitlets
 
 from agentscope.frames import Frame, Verdict
 from agentscope.render.chart import Layout, frame_svg, layout
+from agentscope.render.dot import ObservedEdge
 from agentscope.render.context import context_html
 from agentscope.render.html import (
     actors_html,
@@ -90,6 +91,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         Passed to ``Timeline``.
     engine : str, optional
         Force a layout engine (see :func:`agentscope.render.chart`).
+    observed : bool, optional
+        Walk the whole log once at construction to add the moves it made (the targets of
+        dynamic transitions) to the chart as observed edges. Default: only for logs of at most
+        2,000 entries.
 
     Attributes
     ----------
@@ -110,6 +115,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         timeline: FrameSource | None = None,
         checkpoint_every: int | None = None,
         engine: Any = None,
+        observed: bool | None = None,
     ) -> None:
         if log is None and timeline is None:
             machine, log = None, machine_or_log
@@ -130,7 +136,15 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         if n == 0:
             raise ValueError("TimeTravel needs a log with at least one entry")
         self.n = n
-        self.layout_: Layout | None = layout(machine.graph, engine=engine) if machine is not None else None
+        self.layout_: Layout | None = None
+        if machine is not None:
+            moves: list[ObservedEdge] = []
+            if observed or (observed is None and n <= 2_000):
+                prev = None
+                for frame in iter_frames(self._frames):
+                    moves.extend(step_info(machine.graph, prev, frame).moves)
+                    prev = frame
+            self.layout_ = layout(machine.graph, observed_edges=dict.fromkeys(moves), engine=engine)
         self.marks = _marks(timeline, n)
         self.ignored = _ignored(timeline)
         self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)
