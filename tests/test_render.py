@@ -164,7 +164,27 @@ def test_taken_edges_infers_moves_from_configurations(triage: Graph) -> None:
             f"{TRIAGE}.working.awaitingAgent.reviewing", f"{TRIAGE}.working.awaitingAgent.drafting", "REJECT"
         )
     ]
-    assert taken_edges(triage, before, before, "PAUSE") == []
+    assert taken_edges(triage, before, before, "NOT_HANDLED") == []
+    # a journaled completion matches the invoke's descriptor; a re-entry is a move onto itself
+    analyzing = triage.active_ids(
+        {"working": {"analyzing": {"classification": "running", "knowledge": "searching"}}}
+    )
+    done = {"type": "xstate.done.actor", "actorId": "classify", "sessionId": "s", "output": {}}
+    after = triage.active_ids(
+        {"working": {"analyzing": {"classification": "complete", "knowledge": "searching"}}}
+    )
+    assert taken_edges(triage, analyzing, after, done) == [
+        ObservedEdge(
+            f"{TRIAGE}.working.analyzing.classification.running",
+            f"{TRIAGE}.working.analyzing.classification.complete",
+            "xstate.done.actor.classify",
+        )
+    ]
+    err = {"type": "xstate.error.actor", "actorId": "kb", "error": {"message": "timeout"}}
+    searching = f"{TRIAGE}.working.analyzing.knowledge.searching"
+    assert taken_edges(triage, analyzing, analyzing, err) == [
+        ObservedEdge(searching, searching, "xstate.error.actor.kb")
+    ]
 
 
 def test_text_fallback_warns_once_and_restyles(triage: Graph, monkeypatch: pytest.MonkeyPatch) -> None:

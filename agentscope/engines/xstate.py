@@ -142,7 +142,9 @@ class _Runner:
         threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
+        for chunk in iter(
+            lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""
+        ):
             with self._stderr_lock:
                 self._stderr.append(chunk)
                 self._stderr_size += len(chunk)
@@ -509,7 +511,9 @@ class XStateMachine:
                 f"Malformed output from the Node runner for {self._runner.label}: {n} snapshots for "
                 f"{len(events)} events; the runner was stopped."
             )
-        out = [Snapshot(persisted[i], _Handle(self._runner.generation, None, children[i])) for i in range(n - 1)]
+        out = [
+            Snapshot(persisted[i], _Handle(self._runner.generation, None, children[i])) for i in range(n - 1)
+        ]
         last = self._new_handle(int(result["handle"]), children[-1])
         out.append(Snapshot(persisted[-1], last))
         if sessions is not None and rebind:

@@ -33,6 +33,7 @@ __all__ = [
     "Layout",
     "LayoutError",
     "available_engines",
+    "event_descriptors",
     "frame_svg",
     "layout",
     "taken_edges",
@@ -342,35 +343,76 @@ def layout(
     raise LayoutError("no layout engine succeeded")  # pragma: no cover - "text" always succeeds
 
 
-def taken_edges(
-    graph: Graph, before: Collection[str], after: Collection[str], event_type: str
-) -> list[ObservedEdge]:
-    """Infer which moves ``event_type`` made between two sets of active state ids.
+def event_descriptors(event: Mapping[str, Any] | str) -> tuple[str, ...]:
+    """Return the transition descriptors an event can match, most specific first.
 
-    A move is (source, target, event) where source is the deepest state active before that
-    handles ``event_type`` (a transition in ``graph`` with that event, or a dynamic one) and
-    target is each outermost state entered. With no entered state (a self-targeting or
-    targetless reaction) nothing is returned. Pure; used to build observed edges and the
-    per-frame "edge just taken".
+    A journaled completion ``{"type": "xstate.done.actor", "actorId": "kb"}`` is handled by the
+    descriptor ``xstate.done.actor.kb`` (likewise ``xstate.error.actor.<id>``); a timer firing
+    ``{"type": "xstate.timer", "id": "xstate.after.1000.m.wait"}`` by its timer id (spec §1.5).
     """
-    entered = set(after) - set(before)
-    if not entered:
-        return []
-    top_entered = [
-        s for s in entered if (graph.nodes[s].parent not in entered if s in graph.nodes else False)
-    ]
+    if isinstance(event, str):
+        return (event,)
+    etype = str(event.get("type", ""))
+    out = []
+    actor = event.get("actorId")
+    if etype in ("xstate.done.actor", "xstate.error.actor") and isinstance(actor, str):
+        out.append(f"{etype}.{actor}")
+    tid = event.get("id")
+    if etype == "xstate.timer" and isinstance(tid, str):
+        out.append(tid)
+    out.append(etype)
+    return tuple(out)
+
+
+def _matches(descriptor: str, names: tuple[str, ...]) -> bool:
+    if descriptor == "*":
+        return True
+    if descriptor.endswith(".*"):
+        stem = descriptor[:-1]
+        return any(n.startswith(stem) for n in names)
+    return descriptor in names
+
+
+def taken_edges(
+    graph: Graph, before: Collection[str], after: Collection[str], event: Mapping[str, Any] | str
+) -> list[ObservedEdge]:
+    """Infer which moves ``event`` made between two sets of active state ids (pure).
+
+    A move is (source, target, descriptor): the source is the deepest state active before with a
+    transition matching the event (:func:`event_descriptors`; wildcards ``*`` and ``x.*``
+    included), the target each outermost state entered, and the descriptor that transition's
+    event, so a move along a drawn edge maps back to it. With no state entered, a matching
+    transition that targets an active state (a re-entry) or is dynamic/targetless gives a move
+    from its source to its own target (or itself). Eventless (``always``) steps that follow the
+    event are attributed to it when no handler of the event explains an entered state.
+    """
+    names = event_descriptors(event)
+    before_s, after_s = set(before), set(after)
+    entered = after_s - before_s
     depth = {s: len(graph.nodes[s].path) for s in graph.nodes}
-    handlers = [t for t in graph.transitions if t.event == event_type and t.source in before]
-    if not handlers:
-        handlers = [t for t in graph.transitions if t.event == "" and t.source in before]
-    out: list[ObservedEdge] = []
+    handlers = [t for t in graph.transitions if t.event and t.source in before_s and _matches(t.event, names)]
+    if not entered:
+        out = []
+        for t in handlers:
+            tgt = next((x for x in t.targets if x in after_s), None)
+            if tgt is not None or t.dynamic or not t.targets:
+                out.append(ObservedEdge(source=t.source, target=tgt or t.source, event=t.event))
+        return out[:1]
+    top_entered = [s for s in entered if s in graph.nodes and graph.nodes[s].parent not in entered]
+    always = [t for t in graph.transitions if t.event == "" and t.source in before_s]
+    out = []
     for target in sorted(top_entered, key=lambda s: depth.get(s, 0)):
         direct = [t for t in handlers if target in t.targets]
-        pool = direct or [t for t in handlers if t.dynamic] or handlers
+        pool = (
+            direct
+            or [t for t in handlers if t.dynamic]
+            or handlers
+            or [t for t in always if target in t.targets]
+        )
         if not pool:
             continue
-        src = max(pool, key=lambda t: depth.get(t.source, 0)).source
-        out.append(ObservedEdge(source=src, target=target, event=event_type))
+        best = max(pool, key=lambda t: depth.get(t.source, 0))
+        out.append(ObservedEdge(source=best.source, target=target, event=best.event))
     return out
 
 

@@ -361,10 +361,10 @@ def plan_dot(graph: Graph, *, observed_edges: Iterable[ObservedEdge] = (), prefi
     for ob in observed_edges:
         if ob in observed or ob.source not in nodes or ob.target not in nodes:
             continue
-        if any(
-            t.source == ob.source and t.event == ob.event and ob.target in t.targets
-            for t in graph.transitions
-        ):
+        same = [t for t in graph.transitions if t.source == ob.source and t.event == ob.event]
+        if any(ob.target in t.targets for t in same):
+            continue
+        if ob.source == ob.target and same:  # a targetless/dynamic reaction: its own edge shows it
             continue
         eid = observed_element_id(ob, prefix)
         tail, e1 = endpoint(ob.source, sid[ob.target], as_head=False)

@@ -143,7 +143,7 @@ def step_info(graph: Graph, previous: Frame | None, frame: Frame) -> StepInfo:
     if previous is None or previous.persisted is None or frame.event_type == "@agent.init":
         return StepInfo(active, frozenset(), frozenset(), ())
     before = frozenset(graph.active_ids(previous.value))
-    moves = tuple(taken_edges(graph, before, active, frame.event_type))
+    moves = () if frame.ignored else tuple(taken_edges(graph, before, active, frame.event))
     return StepInfo(active, active - before, before - active, moves)
 
 

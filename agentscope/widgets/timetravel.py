@@ -13,8 +13,8 @@ import traitlets
 
 from agentscope.frames import Frame, Verdict
 from agentscope.render.chart import Layout, frame_svg, layout
-from agentscope.render.dot import ObservedEdge
 from agentscope.render.context import context_html
+from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import (
     actors_html,
     badge_html,
