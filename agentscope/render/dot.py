@@ -37,6 +37,7 @@ __all__ = [
     "edge_label",
     "observed_element_id",
     "plan_dot",
+    "short_event",
     "state_element_id",
     "to_dot",
     "transition_element_id",
@@ -94,6 +95,19 @@ def _label(text: str) -> str:
 
 
 _AFTER = re.compile(r"^xstate\.after\.(\d+)\.")
+
+
+def short_event(descriptor: str) -> str:
+    """Return a short label for an event descriptor (``xstate.done.actor.kb`` → ``done: kb``)."""
+    for stem, word in (("xstate.done.actor.", "done: "), ("xstate.error.actor.", "error: ")):
+        if descriptor.startswith(stem):
+            return word + descriptor[len(stem) :]
+    m = _AFTER.match(descriptor)
+    if m:
+        return f"after {m.group(1)}ms"
+    if descriptor.startswith("xstate.done.state."):
+        return "done"
+    return descriptor or "always"
 
 
 def edge_label(t: TransitionInfo) -> str:
@@ -372,7 +386,7 @@ def plan_dot(graph: Graph, *, observed_edges: Iterable[ObservedEdge] = (), prefi
         dot.edge(
             tail,
             head,
-            label=_label(ob.event),
+            label=_label(short_event(ob.event)),
             id=eid,
             color="#1565c0",
             fontcolor="#1565c0",
