@@ -151,6 +151,76 @@ def main() -> None:
         print(f"static player: {m:>6} entries -> {b:>10,} bytes ({b / m:,.0f} B/entry)")
     (m0, b0), (m1, b1) = sizes[0], sizes[-1]
     print(f"size growth {m0}->{m1} entries: x{b1 / b0:.2f} for x{m1 / m0:.0f} entries")
+    real_engine_section(args.quick)
+
+
+def loop_log(n: int) -> tuple[Any, list[dict[str, Any]]]:
+    """A real n-entry log of ``machines/loop.mjs``: the Node engine folds n recorded completions
+    (spec §4.1 rebinding maps the recorded session ids) and each entry gets the state hash."""
+    from pathlib import Path
+
+    import agentscope
+    from agentscope.engines.xstate import load_machine
+    from agentscope.hashing import state_hash
+
+    m = load_machine(Path(agentscope.__file__).parent / "examples" / "machines" / "loop.mjs", export="loopMachine")
+    seed = m.initial({"limit": n})
+    events = [{"type": "xstate.done.actor", "actorId": "tick", "sessionId": f"rec:{i}",
+               "output": {"delta": (i * 7) % 13}} for i in range(n)]
+    snaps = m.fold(seed, events)
+
+    def entry(i: int, ev: dict[str, Any], persisted: Any) -> dict[str, Any]:
+        return {"schemaVersion": 1, "id": f"evt_{i:08d}", "index": i, "recordedAt": "2026-01-01T00:00:00.000Z",
+                "machineId": m.machine_id, "machineVersion": m.version, "event": ev,
+                "verification": {"stateHash": state_hash(persisted)}}
+
+    log = [entry(0, {"type": "@agent.init", "input": {"limit": n}}, m.persist(seed))]
+    log += [entry(i, ev, m.persist(s)) for i, (ev, s) in enumerate(zip(events, snaps, strict=True), start=1)]
+    return m, log
+
+
+def real_engine_section(quick: bool) -> None:
+    """Frame switches with a real Timeline (Node engine) and the loop log's static player size."""
+    try:
+        from agentscope.engines.xstate import load_machine
+        from agentscope.replay import Timeline  # noqa: F401
+    except ImportError as exc:
+        print(f"(real-engine section skipped: {exc})")
+        return
+    import shutil
+    from pathlib import Path
+
+    import agentscope
+
+    if shutil.which("node") is None:
+        print("(real-engine section skipped: no node)")
+        return
+    ex = Path(agentscope.__file__).parent / "examples"
+    log = agentscope.read_log(ex / "g_triage.sqlite", thread="main")
+    with load_machine(ex / "machines" / "triage.mjs", export="triageMachine") as m:
+        t = time.perf_counter()
+        tt = TimeTravel(m, log)
+        build = (time.perf_counter() - t) * 1000
+        rng = random.Random(3)
+        steps = iter(range(1, len(log)))
+        fwd = median_ms(lambda: setattr(tt, "step", next(steps)), len(log) - 1)
+        tt.timeline.clear_cache()  # type: ignore[attr-defined]
+        tt._frames._d.clear()
+        jump = median_ms(lambda: setattr(tt, "step", rng.randrange(len(log))), 40)
+        print(f"triage (19 states, Node engine, real Timeline): build {build:.0f} ms; "
+              f"switch forward {fwd:.1f} ms, random jump {jump:.1f} ms")
+    n = 1_000 if quick else 10_000
+    t = time.perf_counter()
+    m, loop = loop_log(n)
+    gen = time.perf_counter() - t
+    with m:
+        t = time.perf_counter()
+        tt = TimeTravel(m, loop)
+        page = tt.to_html()
+        took = time.perf_counter() - t
+    size = len(page.encode("utf-8"))
+    print(f"loop log of {len(loop):,} entries (generated in {gen:.1f} s): static player {size:,} bytes "
+          f"({size / len(loop):,.0f} B/entry), built in {took:.1f} s")
 
 
 if __name__ == "__main__":

@@ -198,7 +198,9 @@ def test_static_player_embeds_everything_escaped(triage_graph: Graph, tmp_path: 
     data = json.loads(
         re.search(r'<script type="application/json" id="as-data">(.*?)</script>', page, re.S).group(1)
     )
-    f1 = data["panes"][0]["frames"][1]
+    pane = data["panes"][0]
+    assert pane["configs"][pane["frames"][0]["a"]] == [state_element_id(f"{TRIAGE}.standby")]
+    f1 = pane["frames"][1]
     assert f1["t"] == "</script><script>alert(1)</script>"  # round-trips as data
     assert f1["v"] == "mismatch"
     # contexts: keyframe at 0, JSON Patch deltas after; the hostile context is bounded

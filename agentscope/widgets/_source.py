@@ -27,6 +27,7 @@ __all__ = [
     "StepInfo",
     "as_entries",
     "entries_frame",
+    "folded_frames",
     "iter_frames",
     "recorded_hash",
     "step_info",
@@ -115,14 +116,86 @@ class FrameCache:
         return f
 
 
-def iter_frames(source: FrameSource) -> Iterator[Frame]:
-    """Yield every frame in order, using the source's own sequential iteration when it has one."""
+def iter_frames(source: FrameSource, *, batch: int = 1_000) -> Iterator[Frame]:
+    """Yield every frame in order.
+
+    Uses, in this order: the source's own ``iter_frames()``; a batched fold (see
+    :func:`folded_frames`) when the source is a replaying timeline over a one-segment log; else
+    ``source.at(n)`` for each ``n``.
+    """
     it = getattr(source, "iter_frames", None)
     if callable(it):
         yield from it()
         return
+    folded = folded_frames(source, batch=batch)
+    if folded is not None:
+        yield from folded
+        return
     for n in range(len(source)):
         yield source.at(n)
+
+
+def folded_frames(source: Any, *, batch: int = 1_000) -> Iterator[Frame] | None:
+    """Frames of a replaying timeline produced by ``machine.fold`` in batches (spec §4.1).
+
+    One engine call per ``batch`` entries instead of one per entry. The verdicts, hashes,
+    explanations and ``ignored`` flags come from the timeline's report (its one indexing pass);
+    ``changed_paths`` is left empty (the player derives it from its context patches). Returns
+    ``None`` when the source has no machine, no report or more than one ``@agent.init`` segment.
+    """
+    from agentscope.engines.base import NO_INPUT
+
+    machine = getattr(source, "machine", None)
+    report = getattr(source, "report", None)
+    log = getattr(source, "log", None)
+    df = getattr(report, "df", None)
+    if machine is None or df is None or log is None or not hasattr(machine, "fold"):
+        return None
+    entries = as_entries(log)
+    if len(entries) != len(df) or not entries:
+        return None
+    inits = [
+        i
+        for i, e in enumerate(entries)
+        if isinstance(e.get("event"), Mapping) and e["event"].get("type") == "@agent.init"
+    ]
+    if inits != [0]:
+        return None
+    cols = {
+        c: df[c].tolist() for c in ("computed_hash", "verdict", "explanation", "ignored") if c in df.columns
+    }
+
+    def frame(i: int, persisted: Mapping[str, Any]) -> Frame:
+        v = cols.get("verdict", [None] * len(entries))[i]
+        expl = cols.get("explanation", [None] * len(entries))[i]
+        return Frame(
+            index=i,
+            entry=entries[i],
+            persisted=persisted,
+            recorded_hash=recorded_hash(entries[i]),
+            computed_hash=cols.get("computed_hash", [None] * len(entries))[i],
+            verdict=Verdict(v) if v else Verdict.UNCHECKED,
+            explanation=expl if isinstance(expl, str) else None,
+            ignored=bool(cols.get("ignored", [False] * len(entries))[i]),
+        )
+
+    def walk() -> Iterator[Frame]:
+        init = entries[0]["event"]
+        if "snapshot" in init:
+            seed = machine.restore(init["snapshot"])
+        else:
+            seed = machine.initial(init.get("input", NO_INPUT))
+        yield frame(0, machine.persist(seed))
+        sessions: dict[str, str] = {}
+        snap = seed
+        for start in range(1, len(entries), batch):
+            stop = min(len(entries), start + batch)
+            snaps = machine.fold(snap, [entries[i]["event"] for i in range(start, stop)], sessions=sessions)
+            for k, sn in enumerate(snaps):
+                yield frame(start + k, machine.persist(sn))
+            snap = snaps[-1]
+
+    return walk()
 
 
 @dataclass(frozen=True)

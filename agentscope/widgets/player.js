@@ -101,6 +101,7 @@ function renderCtx(p, i, paths){
 }
 function badge(f){
   var b = el('span','as-badge as-badge-' + f.v); b.dataset.verdict = f.v;
+  if (f.h === undefined && f.v !== 'unchecked') f = Object.assign({}, f, {h: f.r});
   var t = {verified: '✓ verified ' + f.r, mismatch: '✗ mismatch: recorded ' + f.r + ', replayed ' + f.h,
     explained: '≈ explained: recorded ' + f.r + ', replayed ' + f.h + ' — ' + (f.x || ''),
     missing: 'no hash recorded' + (f.h ? ' (replayed ' + f.h + ')' : ''),

@@ -145,12 +145,16 @@ def pane_data(
             "ig": bool(frame.ignored),
             "ch": [p[:300] for p in frame.changed_paths[:100]],
         }
+        patch: list[dict[str, Any]] | None = None
         if frame.persisted is not None:
             ctx = bound(frame.context)
             if k % keyframe_every == 0 or prev_ctx is None:
                 row["k"] = ctx
             else:
-                row["d"] = jsonpatch.make_patch(prev_ctx, ctx).patch
+                patch = jsonpatch.make_patch(prev_ctx, ctx).patch
+                row["d"] = patch
+            if not frame.changed_paths and patch:  # folded frames: derive from the context patch
+                row["ch"] = list(dict.fromkeys("/context" + op["path"] for op in patch))[:100]
             prev_ctx = ctx
             row["ac"] = _children(frame)
             row["tm"] = _timers(frame)
@@ -181,6 +185,12 @@ def pane_data(
         config_list = [list(c) for c in configs]
     else:
         config_list = []
+    for row in rows:  # leave out defaults to keep the page small (the player reads them as absent)
+        for key in ("c", "x", "ig", "ch", "en", "ex", "tk"):
+            if row.get(key) in (None, False, []):
+                row.pop(key, None)
+        if row.get("h") == row.get("r") and row.get("h") is not None:
+            row.pop("h")
     return {
         "name": name,
         "n": len(rows),

@@ -141,7 +141,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             moves: list[ObservedEdge] = []
             if observed or (observed is None and n <= 2_000):
                 prev = None
-                for frame in iter_frames(self._frames):
+                for frame in iter_frames(self.timeline):
                     moves.extend(step_info(machine.graph, prev, frame).moves)
                     prev = frame
             self.layout_ = layout(machine.graph, observed_edges=dict.fromkeys(moves), engine=engine)
