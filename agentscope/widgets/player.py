@@ -173,11 +173,12 @@ def pane_data(
         observed = list(dict.fromkeys(m for ms in moves_per for m in ms))
         lay = layout(graph, observed_edges=observed, prefix=prefix, engine=engine)
         configs: dict[tuple[str, ...], int] = {}
+        drawn = lay.element_ids
         for row, (active, entered, exited), moves in zip(rows, infos, moves_per, strict=True):
             if not active:
                 row["a"] = -1
                 continue
-            key = tuple(sorted(lay.plan.states[s] for s in active if s in lay.plan.states))
+            key = tuple(sorted(e for s in active if (e := lay.plan.states.get(s)) in drawn))
             row["a"] = configs.setdefault(key, len(configs))
             row["en"] = sorted(lay.plan.states[s] for s in entered if s in lay.plan.states)
             row["ex"] = sorted(lay.plan.states[s] for s in exited if s in lay.plan.states)
