@@ -187,9 +187,9 @@ def pane_data(
     else:
         config_list = []
     for row in rows:  # leave out defaults to keep the page small (the player reads them as absent)
-        for key in ("c", "x", "ig", "ch", "en", "ex", "tk"):
-            if row.get(key) in (None, False, []):
-                row.pop(key, None)
+        for name in ("c", "x", "ig", "ch", "en", "ex", "tk"):
+            if row.get(name) in (None, False, []):
+                row.pop(name, None)
         if row.get("h") == row.get("r") and row.get("h") is not None:
             row.pop("h")
     return {
