@@ -45,16 +45,12 @@ def demo(thread: str = "main") -> int:
     hashes = df["state_hash"].dropna()
     well_formed = hashes.map(lambda h: _HASH_RE.fullmatch(h) is not None)
     print()
-    print(
-        f"hash status: {len(hashes)} of {len(log)} entries carry verification.stateHash; "
-        f"{int(well_formed.sum())} are 8-hex-digit strings"
-        + ("" if well_formed.all() else f" ({int((~well_formed).sum())} malformed)")
-    )
+    print(f"hash status: {len(hashes)} of {len(log)} entries carry verification.stateHash; "
+          f"{int(well_formed.sum())} are 8-hex-digit strings"
+          + ("" if well_formed.all() else f" ({int((~well_formed).sum())} malformed)"))
     print(f"last recorded state hash: {hashes.iloc[-1] if len(hashes) else '-'}")
-    print(
-        "not yet verified: recomputing each hash by replaying the machine (spec §4.1) is not "
-        "part of this command yet."
-    )
+    print("not yet verified: recomputing each hash by replaying the machine (spec §4.1) is not "
+          "part of this command yet.")
     print()
     print(df[["index", "recorded_at", "event_type", "state_hash"]].head(8).to_string(index=False))
     return 0

@@ -33,7 +33,9 @@ class AgentscopeError(Exception):
     code: str = "agentscope-error"
 
 
-def _place(source: str | None, index: int | None, line: int | None, field: str | None) -> str:
+def _place(
+    source: str | None, index: int | None, line: int | None, field: str | None
+) -> str:
     parts: list[str] = []
     if source:
         parts.append(str(source))

@@ -165,7 +165,9 @@ _ESCAPES = {
     "\\": "\\\\",
 }
 # A well-formed surrogate pair stored as two code points stays literal; a lone surrogate is escaped.
-_NEEDS_ESCAPE = re.compile('[\ud800-\udbff][\udc00-\udfff]|[\x00-\x1f"\\\\\ud800-\udfff]')
+_NEEDS_ESCAPE = re.compile(
+    "[\ud800-\udbff][\udc00-\udfff]|[\x00-\x1f\"\\\\\ud800-\udfff]"
+)
 
 
 def _escape_match(m: re.Match[str]) -> str:

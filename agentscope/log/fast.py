@@ -85,7 +85,8 @@ class _Lines:
         buf = np.frombuffer(self.data, dtype=np.uint8)
         chunk = 1 << 24
         parts = [
-            np.flatnonzero(buf[i : i + chunk] == 10).astype(np.int64) + i for i in range(0, len(buf), chunk)
+            np.flatnonzero(buf[i : i + chunk] == 10).astype(np.int64) + i
+            for i in range(0, len(buf), chunk)
         ]
         nl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         starts = np.concatenate([np.zeros(1, dtype=np.int64), nl + 1])
@@ -233,10 +234,9 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
     if not all(_all_nonempty(col(name)) for name in ("id", "machineId", "machineVersion")):
         return None
     recorded = col("recordedAt")
-    if (
-        recorded.null_count
-        or not pc.all(pc.match_substring_regex(recorded, "^" + RECORDED_AT_PATTERN + "$")).as_py()
-    ):
+    if recorded.null_count or not pc.all(
+        pc.match_substring_regex(recorded, "^" + RECORDED_AT_PATTERN + "$")
+    ).as_py():
         return None
     event = col("event")
     if event.null_count:
@@ -245,7 +245,9 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
     if not _all_nonempty(event_type):
         return None
     causation = col("causationId")
-    if causation.null_count < n and not pc.all(pc.greater(pc.utf8_length(causation.drop_null()), 0)).as_py():
+    if causation.null_count < n and not pc.all(
+        pc.greater(pc.utf8_length(causation.drop_null()), 0)
+    ).as_py():
         return None
     metadata, verification = col("metadata"), col("verification")
     for key, column in (
@@ -351,7 +353,9 @@ def _frame_from_table(table: pa.Table, log: EventLog, lines: _Lines) -> pd.DataF
         return pd.Series(array.to_pandas(), dtype="string").astype("category")
 
     verification = col("verification")
-    state_hash = pc.if_else(pc.is_valid(verification), pc.struct_field(verification, "stateHash"), None)
+    state_hash = pc.if_else(
+        pc.is_valid(verification), pc.struct_field(verification, "stateHash"), None
+    )
     metadata_valid = pc.is_valid(col("metadata")).to_numpy(zero_copy_only=False)
     src = _Source(log, lines)
     frozen = gc.isenabled()

@@ -379,8 +379,12 @@ class EventLog:
                 row["event_type"],
                 row["state_hash"],
             ]
-            rows.append("<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in cells) + "</tr>")
-        header = "".join(f"<th>{h}</th>" for h in ("index", "id", "recorded_at", "event_type", "state_hash"))
+            rows.append(
+                "<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in cells) + "</tr>"
+            )
+        header = "".join(
+            f"<th>{h}</th>" for h in ("index", "id", "recorded_at", "event_type", "state_hash")
+        )
         more = f"<p>… {len(self) - len(head)} more entries</p>" if len(self) > len(head) else ""
         src = f" from <code>{html.escape(self.source)}</code>" if self.source else ""
         return (
@@ -408,7 +412,9 @@ def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         return [e.get(name) if isinstance(e, dict) else None for e in entries]
 
     def text(values: list[Any]) -> pd.Series:
-        return pd.Series([v if isinstance(v, str) else None for v in values], dtype="string")
+        return pd.Series(
+            [v if isinstance(v, str) else None for v in values], dtype="string"
+        )
 
     events = get("event")
     verifications = get("verification")
@@ -421,11 +427,13 @@ def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             "recorded_at": pd.Series(recorded, dtype="object").astype("datetime64[us, UTC]"),
             "machine_id": text(get("machineId")).astype("category"),
             "machine_version": text(get("machineVersion")).astype("category"),
-            "event_type": text([ev.get("type") if isinstance(ev, dict) else None for ev in events]).astype(
-                "category"
-            ),
+            "event_type": text(
+                [ev.get("type") if isinstance(ev, dict) else None for ev in events]
+            ).astype("category"),
             "causation_id": text(get("causationId")),
-            "state_hash": text([v.get("stateHash") if isinstance(v, dict) else None for v in verifications]),
+            "state_hash": text(
+                [v.get("stateHash") if isinstance(v, dict) else None for v in verifications]
+            ),
             "event": pd.Series(events, dtype="object"),
             "metadata": pd.Series(get("metadata"), dtype="object"),
         },

@@ -235,7 +235,9 @@ def _snapshot_with_meta(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and isinstance(value.get("agentMeta"), dict) else None
 
 
-def read_json_document(data: bytes, *, source: str | None, errors: ErrorsMode, era: Era | None) -> EventLog:
+def read_json_document(
+    data: bytes, *, source: str | None, errors: ErrorsMode, era: Era | None
+) -> EventLog:
     """Read a JSON document (spec §1): an entry array; a run-result object with ``events``
     (its ``snapshot``/``persistedSnapshot``/``persisted`` member becomes the cached snapshot
     when it carries ``agentMeta``, §4.2); a persisted snapshot with ``agentMeta`` alone (an
@@ -469,3 +471,4 @@ def _read_bytes(
 
 def _is_dataframe(value: object) -> bool:
     return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+

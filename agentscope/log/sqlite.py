@@ -85,7 +85,10 @@ def _quote_ident(name: str) -> str:
 
 
 def _tables_with(conn: sqlite3.Connection, columns: frozenset[str]) -> list[str]:
-    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+    names = [
+        r[0]
+        for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+    ]
     out = []
     for name in names:
         cols = {r[1] for r in conn.execute(f"PRAGMA table_info({_quote_ident(name)})")}
@@ -116,7 +119,9 @@ def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str
             source=source,
         )
     if len(tables) > 1:
-        raise LogFormatError(f"several event-log tables {tables}; pass table= to choose one", source=source)
+        raise LogFormatError(
+            f"several event-log tables {tables}; pass table= to choose one", source=source
+        )
     return tables[0]
 
 
@@ -287,7 +292,9 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
             count = conn.execute(f"SELECT COUNT(*) FROM {q} WHERE thread_id = ?", (thread,)).fetchone()[0]
             texts = [
                 r[0]
-                for r in conn.execute(f"SELECT entry FROM {q} WHERE thread_id = ? ORDER BY idx", (thread,))
+                for r in conn.execute(
+                    f"SELECT entry FROM {q} WHERE thread_id = ? ORDER BY idx", (thread,)
+                )
             ]
             versions: list[str] = []
             first: dict[str, Any] = {}

@@ -196,7 +196,9 @@ def entries_from_frame(
             offset = 0
             position = 0
         elif r == 0:
-            entries.append(_entry(0, {"type": AGENT_INIT_EVENT_TYPE}, row, columns, init=True))
+            entries.append(
+                _entry(0, {"type": AGENT_INIT_EVENT_TYPE}, row, columns, init=True)
+            )
         entries.append(_entry(position, event, row, columns))
     for i, e in enumerate(entries):  # positions shift when earlier rows were dropped
         e["index"] = i

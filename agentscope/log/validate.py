@@ -120,7 +120,9 @@ def loads(text: str | bytes) -> Any:
     json.JSONDecodeError
         For text that is not JSON at all.
     """
-    return json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant)
+    return json.loads(
+        text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+    )
 
 
 _SCALARS = (str, bool, int, type(None))
@@ -259,7 +261,9 @@ def entry_problem(
     # 4. index
     idx = entry.get("index", "undefined")
     if not _is_js_integer(idx) or idx < 0:
-        return bad(f"Agent event entry.index must be a non-negative integer; got {_js_repr(idx)}.", "index")
+        return bad(
+            f"Agent event entry.index must be a non-negative integer; got {_js_repr(idx)}.", "index"
+        )
     # 5. id, machineId, machineVersion
     for name in ("id", "machineId", "machineVersion"):
         if not _is_nonempty_str(entry.get(name)):
@@ -360,7 +364,11 @@ AgentscopeValidationProblem = LogFormatError | MachineVersionMismatchError
 
 def _is_snapshot_init(entry: Mapping[str, Any]) -> bool:
     event = entry.get("event")
-    return isinstance(event, dict) and event.get("type") == AGENT_INIT_EVENT_TYPE and "snapshot" in event
+    return (
+        isinstance(event, dict)
+        and event.get("type") == AGENT_INIT_EVENT_TYPE
+        and "snapshot" in event
+    )
 
 
 def reference_entry(entries: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -420,7 +428,9 @@ def log_problems(
         entry = entries[i]
 
         def bad(detail: str, field: str, i: int = i) -> EntryValidationError:
-            return EntryValidationError(detail, source=source, index=pos[i], line=line_of[i], field=field)
+            return EntryValidationError(
+                detail, source=source, index=pos[i], line=line_of[i], field=field
+            )
 
         if entry.get("index") != pos[i]:
             yield bad(
@@ -448,7 +458,9 @@ def log_problems(
                     "event.type",
                 )
         bridge = era == "C" and _is_snapshot_init(entry)
-        if entry["machineId"] != expected_id or (not bridge and entry["machineVersion"] != expected_version):
+        if entry["machineId"] != expected_id or (
+            not bridge and entry["machineVersion"] != expected_version
+        ):
             yield MachineVersionMismatchError(
                 entry_id,
                 pos[i],
