@@ -84,6 +84,11 @@ def short(value: Any, limit: int = 80) -> str:
     return shown + ("…" if cut else "")
 
 
+def _plain(v: Any, limit: int) -> str:
+    """Escaped text of ``v``: strings as they are (cut at ``limit``), anything else as short JSON."""
+    return esc(truncate(v, limit)[0] if isinstance(v, str) else short(v, limit))
+
+
 def badge_html(frame: Frame) -> str:
     """Return the hash badge of ``frame``: verified / mismatch (expected vs actual) / missing /
     explained-benign / unchecked. The element has ``data-verdict`` for tests and scripts."""
@@ -119,11 +124,12 @@ def event_html(frame: Frame, *, max_string: int = 120) -> str:
     ]
     if frame.ignored:
         bits.append('<span class="as-ignored" title="the state did not react to this event">ignored</span>')
-    meta = [f"id {esc(short(e.get('id', ''), 60))}"]
+    plain = _plain
+    meta = [f"id {plain(e.get('id', ''), 60)}"]
     if "causationId" in e:
-        meta.append(f"caused by {esc(short(e.get('causationId'), 60))}")
+        meta.append(f"caused by {plain(e.get('causationId'), 60)}")
     if "recordedAt" in e:
-        meta.append(esc(short(e.get("recordedAt"), 40)))
+        meta.append(plain(e.get("recordedAt"), 40))
     tree = (
         context_html(
             payload,
@@ -151,8 +157,8 @@ def actors_html(frame: Frame) -> str:
         snap_raw = c.get("snapshot")
         snap: Mapping[str, Any] = snap_raw if isinstance(snap_raw, Mapping) else {}
         rows.append(
-            f"<tr><td>{esc(short(aid, 40))}</td><td>{esc(short(c.get('src', ''), 40))}</td>"
-            f"<td>{esc(short(snap.get('status', ''), 20))}</td>"
+            f"<tr><td>{_plain(aid, 40)}</td><td>{_plain(c.get('src', ''), 40)}</td>"
+            f"<td>{_plain(snap.get('status', ''), 20)}</td>"
             f"<td>{esc(short(snap.get('input'), 100))}</td></tr>"
         )
     actors = (
@@ -168,7 +174,7 @@ def actors_html(frame: Frame) -> str:
     for tid, timer in list(frame.timers.items())[:50]:
         t = timer if isinstance(timer, Mapping) else {}
         trows.append(
-            f"<tr><td>{esc(short(tid, 60))}</td><td>{esc(short(t.get('delay'), 20))}</td>"
+            f"<tr><td>{_plain(tid, 60)}</td><td>{esc(short(t.get('delay'), 20))}</td>"
             f"<td>{esc(short(t.get('event'), 80))}</td></tr>"
         )
     timers = (

@@ -260,7 +260,7 @@ def entries_frame(log: Any, entries: Sequence[Mapping[str, Any]]) -> pd.DataFram
     df = getattr(log, "df", None)
     if isinstance(df, pd.DataFrame) and len(df) == len(entries):
         prefer = ["event_type", "id", "recorded_at", "state_hash", "causation_id"]
-        cols = [c for c in prefer if c in df.columns]
+        cols = [c for c in prefer if c in df.columns and (c != "causation_id" or df[c].notna().any())]
         if cols:
             out = df[cols].copy()
             out = out.reset_index(drop=True)

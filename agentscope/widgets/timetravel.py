@@ -162,7 +162,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         )
         ipywidgets.jslink((self._play, "value"), (self._slider, "value"))
         traitlets.link((self._slider, "value"), (self, "step"))
-        btn = ipywidgets.Layout(width="auto")
+        btn = ipywidgets.Layout(width="auto", flex="0 0 auto")
         self._first = ipywidgets.Button(description="|◀ first", layout=btn, tooltip="jump to entry 0")
         self._prev = ipywidgets.Button(description="◀", layout=btn, tooltip="previous entry")
         self._next = ipywidgets.Button(description="▶", layout=btn, tooltip="next entry")
@@ -188,7 +188,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._style = ipywidgets.HTML(style_block())
         self._strip = ipywidgets.HTML()
         self._header = ipywidgets.HTML()
-        self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(flex="1 1 55%", overflow="auto"))
+        self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%", overflow="auto"))
         self._search = ipywidgets.Text(
             placeholder="filter context by path or value", layout=ipywidgets.Layout(width="98%")
         )
@@ -223,7 +223,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         )
         right = ipywidgets.VBox(
             [ipywidgets.HTML('<div class="as-sec">context</div>'), self._search, self._context],
-            layout=ipywidgets.Layout(flex="1 1 45%", min_width="0"),
+            layout=ipywidgets.Layout(flex="1 1 55%", min_width="0"),
+        )
+        side = ipywidgets.VBox(
+            [self._actors, self._spark], layout=ipywidgets.Layout(flex="1 1 45%", min_width="0")
         )
         super().__init__(
             children=(
@@ -232,9 +235,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 self._strip,
                 self._note,
                 self._header,
-                ipywidgets.HBox([self._chart, right], layout=ipywidgets.Layout(width="100%")),
-                self._actors,
-                self._spark,
+                self._chart,
+                ipywidgets.HBox([right, side], layout=ipywidgets.Layout(width="100%")),
                 ipywidgets.HTML('<div class="as-sec">entries</div>'),
                 self._rows,
             )
