@@ -276,4 +276,5 @@ def entries_frame(log: Any, entries: Sequence[Mapping[str, Any]]) -> pd.DataFram
                 "causation_id": e.get("causationId"),
             }
         )
-    return pd.DataFrame(rows, columns=["event_type", "id", "state_hash", "causation_id"])
+    out = pd.DataFrame(rows, columns=["event_type", "id", "state_hash", "causation_id"])
+    return out if out["causation_id"].notna().any() else out.drop(columns="causation_id")
