@@ -279,3 +279,30 @@ def test_json_for_script_neutralises_script_and_comments() -> None:
     text = json_for_script({"a": "</script><script>x</script>", "b": "<!-- -->", "c": "\u2028&"})
     assert "</script" not in text and "<!--" not in text and "&" not in text
     assert json.loads(text) == {"a": "</script><script>x</script>", "b": "<!-- -->", "c": "\u2028&"}
+
+
+def test_engine_graphs_draw_like_the_config_graph(triage: Graph) -> None:
+    """The Python engine's and the Node engine's own graphs of the triage machine draw the same states."""
+    from agentscope.examples.python_machines import triage_machine
+
+    graphs = [triage_machine().graph]
+    from tests.conftest import node_ready
+
+    if node_ready():
+        from agentscope.engines.xstate import load_machine
+        from tests.conftest import MACHINES
+
+        with load_machine(MACHINES / "triage.mjs", export="triageMachine") as m:
+            graphs.append(m.graph)
+    want = plan_dot(triage)
+    for g in graphs:
+        plan = plan_dot(g)
+        assert plan.states == want.states
+        lay = layout(g)
+        for sid in g.nodes:
+            if sid != g.root:
+                assert f'id="{state_element_id(sid)}"' in lay.svg
+        kinds = {t.kind for t in g.transitions}
+        assert {"on", "always", "invoke.onDone", "invoke.onError", "onDone"} <= kinds
+        dyn = [i for i, t in enumerate(g.transitions) if t.dynamic]
+        assert dyn and all(f"as_q{i}" in lay.svg for i in dyn)
