@@ -170,6 +170,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     def frames(self) -> tuple[Frame | None, Frame | None]:
         """The two frames at :attr:`step` (``None`` past the end of a side)."""
         i = self.step
+        for k in (0, 1):  # the previous step first, so each timeline continues its fold by one
+            if 0 < i <= self.lengths[k]:
+                self._frames[k].at(i - 1)
         fa = self._frames[0].at(i) if i < self.lengths[0] else None
         fb = self._frames[1].at(i) if i < self.lengths[1] else None
         return fa, fb

@@ -42,10 +42,10 @@ _WINDOW = 8
 def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
     from agentscope.replay import Timeline
 
-    if checkpoint_every is None:
-        tl: FrameSource = Timeline(machine, log)
-    else:
-        tl = Timeline(machine, log, checkpoint_every=checkpoint_every)
+    # "auto": the Timeline times a short probe fold and picks k so that a seek stays interactive
+    tl: FrameSource = Timeline(
+        machine, log, checkpoint_every="auto" if checkpoint_every is None else checkpoint_every
+    )
     return tl
 
 
@@ -88,7 +88,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
         use instead of building one.
     checkpoint_every : int, optional
-        Passed to ``Timeline``.
+        Passed to ``Timeline`` (default ``"auto"``: sized from a timed probe so a seek stays
+        interactive).
     engine : str, optional
         Force a layout engine (see :func:`agentscope.render.chart`).
     observed : bool, optional
@@ -306,8 +307,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
 
     def _render(self) -> None:
         i = self.step
+        # the previous frame first: the timeline then continues its fold by one entry for ``i``
+        previous = self._frames.at(i - 1) if i > 0 and self.machine is not None else None
         frame = self.frame
-        previous = self._frames.at(i - 1) if i > 0 and frame.persisted is not None else None
         with self.hold_sync():
             self._header.value = (
                 f'<div class="as-root"><div class="as-step">{badge_html(frame)}</div>'
