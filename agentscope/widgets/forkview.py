@@ -9,38 +9,24 @@ import ipywidgets
 import traitlets
 
 from agentscope.frames import Frame
-from agentscope.hashing import canonical_event_json
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html, pointer_join
 from agentscope.render.html import badge_html, event_html, marker_strip_svg, style_block
-from agentscope.widgets._source import FrameCache, FrameSource, as_entries, recorded_hash, step_info
+from agentscope.widgets._source import FrameCache, FrameSource, as_entries, step_info
 from agentscope.widgets.timetravel import _make_timeline
 
 __all__ = ["ForkView", "common_prefix", "differing_paths"]
 
 
-def _same_entry(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Spec §6.1 entry equivalence: same id, index, canonical event JSON, and hashes equal or absent."""
-    if a.get("id") != b.get("id") or a.get("index") != b.get("index"):
-        return False
-    try:
-        if canonical_event_json(a.get("event")) != canonical_event_json(b.get("event")):
-            return False
-    except (TypeError, ValueError):
-        return False
-    ha, hb = recorded_hash(a), recorded_hash(b)
-    return ha is None or hb is None or ha == hb
+def common_prefix(a: Any, b: Any) -> int:
+    """Return the number of leading entries ``a`` and ``b`` share under the spec §6.1 rule.
 
+    Delegates to :func:`agentscope.forks.compare` (no machine: a linear scan, no replay).
+    """
+    from agentscope.forks import compare
 
-def common_prefix(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> int:
-    """Return the number of leading entries ``a`` and ``b`` share under the spec §6.1 rule."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if not _same_entry(x, y):
-            break
-        n += 1
-    return n
+    return int(compare(a, b).common_prefix)
 
 
 def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int = 500) -> list[str]:
@@ -115,9 +101,12 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self.n = max(self.lengths)
         if self.n == 0:
             raise ValueError("ForkView needs at least one non-empty log")
-        self.common = common_prefix(self.entries[0], self.entries[1])
-        longest = max(len(self.entries[0]), len(self.entries[1]), self.n)
-        self.divergence: int | None = self.common if self.common < longest else None
+        from agentscope.forks import compare
+
+        self.diff = compare(a, b)
+        """The :class:`~agentscope.forks.ForkDiff` of the two logs (no replay)."""
+        self.common = int(self.diff.common_prefix)
+        self.divergence: int | None = self.diff.divergence
         base = layout(machine.graph, engine=engine)
         self.layouts: tuple[Layout, Layout] = (base, base.with_prefix("bs"))
 
@@ -219,11 +208,12 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         paths = self.diff_paths()
         marks = {self.divergence: "divergence"} if self.divergence is not None else {}
         if self.divergence is None:
-            where = f"the logs agree on all {self.common} shared entries"
+            where = f"{esc(self.diff.kind)}: the logs agree on all {self.common} shared entries"
         elif i < self.divergence:
             where = f"shared entry (prefix of {self.common}); divergence at {self.divergence}"
         else:
-            where = f'<span class="as-diverge">past the divergence at {self.divergence}</span>'
+            kind = esc(self.diff.kind)
+            where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
         with self.hold_sync():
             self._strip.value = marker_strip_svg(self.n, marks, i, width=520)
             self._summary.value = (
