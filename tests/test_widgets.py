@@ -268,3 +268,11 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     assert "as-changed" in fv._sides[0].value and "as-changed" in fv._sides[1].value
     assert 'data-side="1"' in fv._sides[1].value and "bs_s_" in fv._sides[1].value  # distinct ids per side
     assert "ForkView(main: 4, fork:" in repr(fv)
+    page = fv.to_html()
+    svgs = re.findall(r'<div class="as-chart"><svg.*?</svg>', page, re.S)
+    assert len(svgs) == 2 and 'id="bs_s_' in svgs[1]
+    assert svgs[0] == svgs[1].replace('id="bs_', 'id="as_').replace(
+        "cluster_bs_", "cluster_as_"
+    )  # one layout
+    data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
+    assert [p["name"] for p in data["panes"]] == ["main", "fork"] and data["divergence"] == 18

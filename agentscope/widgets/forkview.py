@@ -120,7 +120,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self._prev = ipywidgets.Button(description="◀", layout=auto)
         self._next = ipywidgets.Button(description="▶", layout=auto)
         self._div = ipywidgets.Button(
-            description="divergence ⑂",
+            description="jump to divergence",
             layout=auto,
             disabled=self.divergence is None,
             tooltip="jump to the first entry the two logs do not share",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import jsonpatch
@@ -104,6 +105,16 @@ def _timers(frame: Frame) -> list[list[Any]]:
     return out
 
 
+@dataclass
+class _Collected:
+    rows: list[dict[str, Any]]
+    infos: list[tuple[frozenset[str], frozenset[str], frozenset[str]]]
+    moves: list[tuple[ObservedEdge, ...]]
+
+    def observed(self) -> list[ObservedEdge]:
+        return list(dict.fromkeys(m for ms in self.moves for m in ms))
+
+
 def pane_data(
     frames: Iterable[Frame],
     graph: Graph | None,
@@ -118,6 +129,12 @@ def pane_data(
     Returns the pane's JSON-ready dict and the :class:`Layout` (with the observed edges) whose
     SVG the page embeds (``None`` without a graph).
     """
+    got = _collect(frames, graph, keyframe_every)
+    lay = layout(graph, observed_edges=got.observed(), prefix=prefix, engine=engine) if graph else None
+    return _finish(got, lay, name), lay
+
+
+def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) -> _Collected:
     if keyframe_every < 1:
         raise ValueError(f"keyframe_every must be >= 1, got {keyframe_every}")
     rows: list[dict[str, Any]] = []
@@ -168,10 +185,12 @@ def pane_data(
             infos.append((frozenset(), frozenset(), frozenset()))
         rows.append(row)
         prev = frame
-    lay: Layout | None = None
-    if graph is not None:
-        observed = list(dict.fromkeys(m for ms in moves_per for m in ms))
-        lay = layout(graph, observed_edges=observed, prefix=prefix, engine=engine)
+    return _Collected(rows, infos, moves_per)
+
+
+def _finish(got: _Collected, lay: Layout | None, name: str) -> dict[str, Any]:
+    rows, infos, moves_per = got.rows, got.infos, got.moves
+    if lay is not None:
         configs: dict[tuple[str, ...], int] = {}
         drawn = lay.element_ids
         for row, (active, entered, exited), moves in zip(rows, infos, moves_per, strict=True):
@@ -187,9 +206,9 @@ def pane_data(
     else:
         config_list = []
     for row in rows:  # leave out defaults to keep the page small (the player reads them as absent)
-        for name in ("c", "x", "ig", "ch", "en", "ex", "tk"):
-            if row.get(name) in (None, False, []):
-                row.pop(name, None)
+        for fld in ("c", "x", "ig", "ch", "en", "ex", "tk"):
+            if row.get(fld) in (None, False, []):
+                row.pop(fld, None)
         if row.get("h") == row.get("r") and row.get("h") is not None:
             row.pop("h")
     return {
@@ -198,7 +217,7 @@ def pane_data(
         "frames": rows,
         "configs": config_list,
         "engine": lay.engine if lay is not None else None,
-    }, lay
+    }
 
 
 def _page(title: str, data: dict[str, Any], svgs: Sequence[str], strip: str) -> str:
@@ -236,7 +255,7 @@ button{{cursor:pointer}}
 <button id="as-next" title="next entry">▶</button>
 <button id="as-first-mm">first mismatch</button>
 <button id="as-next-mm">next mismatch ⚠</button>
-<button id="as-div">divergence ⑂</button>
+<button id="as-div">jump to divergence</button>
 <label>go to <input id="as-goto" type="number" min="0" value="0" style="width:7em"></label>
 <span id="as-pos" class="as-meta"></span>
 </div>
@@ -300,8 +319,12 @@ def forkview_page(fv: ForkView, *, keyframe_every: int = 200) -> str:
     graph = fv.machine.graph
     frames_a = list(iter_frames(fv.timelines[0]))
     frames_b = list(iter_frames(fv.timelines[1]))
-    pa, la = pane_data(frames_a, graph, name=fv.names[0], keyframe_every=keyframe_every, prefix="as")
-    pb, lb = pane_data(frames_b, graph, name=fv.names[1], keyframe_every=keyframe_every, prefix="bs")
+    got_a = _collect(frames_a, graph, keyframe_every)
+    got_b = _collect(frames_b, graph, keyframe_every)
+    # one layout for both sides (the union of their observed moves), so the charts line up
+    la = layout(graph, observed_edges=dict.fromkeys(got_a.observed() + got_b.observed()), prefix="as")
+    lb = la.with_prefix("bs")
+    pa, pb = _finish(got_a, la, fv.names[0]), _finish(got_b, lb, fv.names[1])
     diffs = []
     for i in range(fv.n):
         fa = frames_a[i] if i < len(frames_a) else None
