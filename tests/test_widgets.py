@@ -276,3 +276,48 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     )  # one layout
     data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
     assert [p["name"] for p in data["panes"]] == ["main", "fork"] and data["divergence"] == 18
+
+
+def test_static_player_size_grows_linearly_and_keyframes(triage_graph: Graph) -> None:
+    base = prefix_frames()
+
+    def frames(n: int) -> list[Frame]:
+        out = []
+        for i in range(n):
+            src = base[1 + i % 3]
+            ctx = dict(src.persisted["context"])  # type: ignore[index]
+            ctx["batches"] = i
+            out.append(
+                Frame(
+                    index=i,
+                    entry={**src.entry, "index": i, "id": f"evt_{i:08d}"},
+                    persisted={**src.persisted, "context": ctx},
+                    recorded_hash=src.recorded_hash,
+                    computed_hash=src.computed_hash,
+                    verdict=Verdict.VERIFIED,
+                )
+            )
+        return out
+
+    sizes = {}
+    for n in (200, 400, 800):
+        page = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames(n))).to_html(
+            keyframe_every=50
+        )
+        sizes[n] = len(page.encode())
+        data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
+        rows = data["panes"][0]["frames"]
+        assert [i for i, r in enumerate(rows) if "k" in r] == list(range(0, n, 50))
+        assert all(("k" in r) != ("d" in r) for r in rows)
+    per = {n: (sizes[n] - sizes[200]) / (n - 200) for n in (400, 800)}
+    assert 0.9 < per[800] / per[400] < 1.1  # constant bytes per extra entry
+
+
+def test_static_player_without_machine() -> None:
+    log = load_json("g_triage.main.log.json")
+    page = TimeTravel(log).to_html()
+    data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
+    assert "needs a machine" in data["note"]
+    rows = data["panes"][0]["frames"]
+    assert len(rows) == 91 and rows[17]["r"] == "f9b4cc6c" and rows[17]["v"] == "unchecked"
+    assert "k" not in rows[0] and "a" not in rows[0]
