@@ -9,7 +9,7 @@ from agentscope.frames import Frame, Verdict
 from agentscope.render import graph_from_config, state_element_id
 from agentscope.widgets import TimeTravel
 from tests.browser.conftest import ARTIFACTS
-from tests.conftest import load_json
+from tests.conftest import load_json, requires_node
 from tests.test_widgets import GraphOnly, ListTimeline, prefix_frames
 
 T = "supportTriage"
@@ -80,3 +80,36 @@ def test_static_player_steps_offline(browser_context: Any, tmp_path: Path) -> No
     page.screenshot(path=str(ARTIFACTS / "static-player.png"), full_page=True)
     assert errors == [] and dialogs == []
     assert all(u.startswith("file://") for u in requests), requests  # offline: no network at all
+
+
+@requires_node
+def test_fork_player_jumps_to_the_divergence(browser_context: Any, tmp_path: Path) -> None:
+    import agentscope as asc
+    from agentscope.engines.xstate import load_machine
+    from tests.conftest import FIXTURES, MACHINES
+
+    main = asc.read_log(FIXTURES / "g_triage.sqlite", thread="main")
+    fork = asc.read_log(FIXTURES / "g_triage.sqlite", thread="fork")
+    path = tmp_path / "fork.html"
+    with load_machine(MACHINES / "triage.mjs", export="triageMachine") as m:
+        asc.ForkView(m, main, fork, names=("main", "fork")).to_html(path)
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".as-badge")
+    page.click("#as-div")
+    assert page.input_value("#as-slider") == "18"
+    panes = page.locator(".as-pane")
+    assert panes.nth(0).locator(".as-event-type").inner_text() == "APPROVE"
+    assert panes.nth(1).locator(".as-event-type").inner_text() == "REJECT"
+    lit_a = set(panes.nth(0).locator(".as-active").evaluate_all("els => els.map(e => e.id)"))
+    lit_b = set(panes.nth(1).locator(".as-active").evaluate_all("els => els.map(e => e.id)"))
+    assert state_element_id(f"{T}.working.analyzing") in lit_a
+    assert "bs" + state_element_id(f"{T}.working.awaitingAgent.drafting")[2:] in lit_b
+    assert "divergence" in page.inner_text("#as-summary")
+    assert panes.nth(1).locator(".as-ctx .as-changed").count() > 0  # differing paths highlighted
+    page.click("#as-prev")
+    assert "shared entry" in page.inner_text("#as-summary")
+    page.screenshot(path=str(ARTIFACTS / "fork-player.png"), full_page=False)
+    assert errors == []
