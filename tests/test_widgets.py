@@ -321,3 +321,34 @@ def test_static_player_without_machine() -> None:
     rows = data["panes"][0]["frames"]
     assert len(rows) == 91 and rows[17]["r"] == "f9b4cc6c" and rows[17]["v"] == "unchecked"
     assert "k" not in rows[0] and "a" not in rows[0]
+
+
+def test_widget_views_escape_hostile_content(triage_graph: Graph) -> None:
+    xss = "<script>alert(1)</script></svg><!--"
+    frames = prefix_frames()
+    deep: Any = xss
+    for _ in range(200):
+        deep = {"d": deep}
+    persisted = {**frames[1].persisted, "context": {xss: xss, "big": xss * 100_000, "deep": deep}}  # type: ignore[dict-item]
+    entry = {
+        **frames[1].entry,
+        "id": xss,
+        "causationId": xss,
+        "event": {"type": xss, "payload": xss * 50_000},
+    }
+    frames[1] = Frame(
+        index=1,
+        entry=entry,
+        persisted=persisted,
+        recorded_hash=xss,
+        computed_hash="0",
+        verdict=Verdict.MISMATCH,
+        explanation=xss,
+    )
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
+    tt.step = 1
+    tt._search.value = "script"
+    for w in (tt._header, tt._chart, tt._context, tt._actors, tt._strip):
+        assert "<script" not in w.value and "<!--" not in w.value
+        assert len(w.value) < 300_000
+    assert "&lt;script&gt;" in tt._header.value and "&lt;script&gt;" in tt._context.value
