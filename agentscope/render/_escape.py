@@ -1,0 +1,52 @@
+"""The one escaping helper every view uses.
+
+Log content is untrusted data: every string that reaches HTML, SVG or an embedded ``<script>``
+goes through :func:`esc` (text and attribute values) or :func:`json_for_script` (JSON placed
+inside a ``<script>`` element). Nothing from a log is ever evaluated.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import orjson
+
+__all__ = ["esc", "json_for_script", "truncate"]
+
+_SCRIPT_UNSAFE = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def esc(value: object) -> str:
+    """Return ``str(value)`` escaped for HTML text and double- or single-quoted attributes.
+
+    ``&``, ``<``, ``>``, ``"`` and ``'`` become entities (:func:`html.escape` with ``quote=True``),
+    so ``</script>``, ``</svg>`` and ``<!--`` in a payload stay inert text.
+    """
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def json_for_script(value: Any) -> str:
+    """Return ``value`` as JSON that is safe to place verbatim inside a ``<script>`` element.
+
+    ``<``, ``>`` and ``&`` are written as ``\\u003c``, ``\\u003e`` and ``\\u0026`` (so neither
+    ``</script`` nor ``<!--`` can appear) and U+2028/U+2029 as escapes; ``JSON.parse`` reads the
+    same value back. Non-string dict keys and non-JSON values raise ``TypeError``.
+    """
+    text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    return text.translate(_SCRIPT_UNSAFE)
+
+
+def truncate(text: str, limit: int) -> tuple[str, int]:
+    """Return the first ``limit`` characters of ``text`` and how many were cut off (>= 0)."""
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit

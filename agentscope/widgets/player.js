@@ -1,0 +1,219 @@
+// agentscope static player (plain JS, no dependencies). Log data is written with textContent only.
+(function(){
+'use strict';
+var D = JSON.parse(document.getElementById('as-data').textContent);
+var N = D.n, K = D.K, cur = 0, timer = null;
+var $ = function(id){ return document.getElementById(id); };
+function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text); return e; }
+function ptrJoin(base, key){ return base + '/' + String(key).replace(/~/g,'~0').replace(/\//g,'~1'); }
+function ptrParts(p){ return p === '' ? [] : p.split('/').slice(1).map(function(s){ return s.replace(/~1/g,'/').replace(/~0/g,'~'); }); }
+function clone(v){ return v === undefined ? undefined : JSON.parse(JSON.stringify(v)); }
+function getAt(doc, parts){ var o = doc; for (var i=0;i<parts.length;i++){ o = o[Array.isArray(o) ? +parts[i] : parts[i]]; } return o; }
+function applyOp(doc, op){
+  var parts = ptrParts(op.path);
+  if (parts.length === 0){ if (op.op==='add'||op.op==='replace') return clone(op.value);
+    if (op.op==='move'||op.op==='copy') return clone(getAt(doc, ptrParts(op.from))); return doc; }
+  var last = parts.pop(), parent = getAt(doc, parts);
+  var val;
+  if (op.op === 'move' || op.op === 'copy'){
+    var fp = ptrParts(op.from), fl = fp.pop(), fpar = getAt(doc, fp);
+    val = clone(Array.isArray(fpar) ? fpar[+fl] : fpar[fl]);
+    if (op.op === 'move'){ if (Array.isArray(fpar)) fpar.splice(+fl,1); else delete fpar[fl]; }
+    parent = getAt(doc, parts);
+    if (Array.isArray(parent)){ if (last==='-') parent.push(val); else parent.splice(+last,0,val); } else parent[last] = val;
+    return doc;
+  }
+  if (op.op === 'test') return doc;
+  if (Array.isArray(parent)){
+    if (op.op==='add'){ if (last==='-') parent.push(clone(op.value)); else parent.splice(+last,0,clone(op.value)); }
+    else if (op.op==='remove') parent.splice(+last,1);
+    else if (op.op==='replace') parent[+last] = clone(op.value);
+  } else {
+    if (op.op==='remove') delete parent[last]; else parent[last] = clone(op.value);
+  }
+  return doc;
+}
+var caches = D.panes.map(function(){ return {i:-1, ctx:null}; });
+function ctxAt(p, i){
+  var P = D.panes[p], c = caches[p], f = P.frames[i];
+  if (!f || (f.k === undefined && f.d === undefined)) return undefined;
+  var start, doc;
+  if (c.i >= 0 && c.i <= i && i - c.i <= K){ start = c.i + 1; doc = c.ctx; }
+  else { start = i; while (start > 0 && P.frames[start].k === undefined) start--; doc = clone(P.frames[start].k); start++; }
+  for (var j = start; j <= i; j++){ var fr = P.frames[j];
+    if (fr.k !== undefined) doc = clone(fr.k); else if (fr.d) { for (var q=0;q<fr.d.length;q++) doc = applyOp(doc, fr.d[q]); } }
+  c.i = i; c.ctx = doc; return doc;
+}
+var MAXS = 200, MAXD = 12, MAXI = 200;
+function leafNode(v){
+  if (typeof v === 'string'){
+    var s = el('span','as-str');
+    if (v.length > MAXS){ s.textContent = '"' + v.slice(0, MAXS);
+      var more = el('button','as-more','… +' + (v.length - MAXS) + ' chars');
+      more.addEventListener('click', function(){ s.textContent = '"' + v + '"'; more.remove(); });
+      var w = el('span'); w.appendChild(s); w.appendChild(more); return w; }
+    s.textContent = '"' + v + '"'; return s; }
+  if (v === null) return el('span','as-lit','null');
+  if (typeof v === 'boolean') return el('span','as-lit', String(v));
+  if (typeof v === 'number') return el('span','as-num', String(v));
+  return el('span','as-meta', String(v));
+}
+function tree(v, key, path, depth, changed, anc, q, force, budget){
+  var isObj = v !== null && typeof v === 'object';
+  var selfMatch = force || !q || path.toLowerCase().indexOf(q) >= 0 || String(key).toLowerCase().indexOf(q) >= 0;
+  var cls = (changed.has(path) ? ' as-changed' : '') + (anc.has(path) ? ' as-haschange' : '');
+  if (isObj){
+    var keys = Array.isArray(v) ? v.map(function(_, i){ return String(i); }) : Object.keys(v);
+    var size = Array.isArray(v) ? '[' + keys.length + ']' : '{' + keys.length + '}';
+    budget.n--;
+    if (depth >= MAXD || budget.n < 0){ if (!selfMatch) return null;
+      var d0 = el('div','as-leaf' + cls); d0.dataset.path = path; d0.appendChild(el('span','as-k', key));
+      d0.appendChild(document.createTextNode(': ')); d0.appendChild(el('span','as-trunc', size + ' (limit)')); return d0; }
+    var det = el('details','as-node' + cls); det.dataset.path = path;
+    var sum = el('summary'); sum.appendChild(el('span','as-k', key)); sum.appendChild(document.createTextNode(' '));
+    sum.appendChild(el('span','as-meta', size)); det.appendChild(sum);
+    var any = false, kf = force || (q && selfMatch);
+    for (var i = 0; i < keys.length && i < MAXI; i++){
+      var ch = tree(Array.isArray(v) ? v[i] : v[keys[i]], keys[i], ptrJoin(path, keys[i]), depth+1, changed, anc, q, kf, budget);
+      if (ch){ det.appendChild(ch); any = true; } }
+    if (keys.length > MAXI) det.appendChild(el('div','as-leaf as-trunc','… ' + (keys.length - MAXI) + ' more members'));
+    if (q && !selfMatch && !any) return null;
+    if (depth < 1 || anc.has(path) || (q && !force)) det.open = true;
+    return det;
+  }
+  budget.n--;
+  var text = v === null ? 'null' : String(v);
+  if (q && !selfMatch && text.toLowerCase().indexOf(q) < 0) return null;
+  var d = el('div','as-leaf' + cls); d.dataset.path = path; d.appendChild(el('span','as-k', key));
+  d.appendChild(document.createTextNode(': ')); d.appendChild(leafNode(v)); return d;
+}
+function renderCtx(p, i, paths){
+  var pane = document.querySelectorAll('.as-pane')[p], box = pane.querySelector('.as-ctx');
+  var q = (pane.querySelector('.as-ctx-search').value || '').toLowerCase();
+  box.textContent = '';
+  var ctx = ctxAt(p, i);
+  if (ctx === undefined){ box.appendChild(el('div','as-note', D.panes[p].frames[i] ? 'replay needs a machine' : '(log ended)')); return; }
+  var changed = new Set(paths), anc = new Set();
+  paths.forEach(function(pp){ var parts = pp.split('/'); for (var k=1;k<parts.length;k++) anc.add(parts.slice(0,k).join('/')); });
+  var t = tree(ctx, 'context', '/context', 0, changed, anc, q, false, {n: 2000});
+  box.appendChild(t || el('div','as-meta','no match'));
+}
+function badge(f){
+  var b = el('span','as-badge as-badge-' + f.v); b.dataset.verdict = f.v;
+  if (f.h === undefined && f.v !== 'unchecked') f = Object.assign({}, f, {h: f.r});
+  var t = {verified: '✓ verified ' + f.r, mismatch: '✗ mismatch: recorded ' + f.r + ', replayed ' + f.h,
+    explained: '≈ explained: recorded ' + f.r + ', replayed ' + f.h + ' — ' + (f.x || ''),
+    missing: 'no hash recorded' + (f.h ? ' (replayed ' + f.h + ')' : ''),
+    unchecked: 'unchecked (recorded ' + (f.r || '—') + ')'}[f.v] || f.v;
+  b.textContent = t; if (f.x) b.title = f.x; return b;
+}
+function eventBox(f, i){
+  var d = el('div','as-event');
+  d.appendChild(el('span','as-meta','#' + i + ' ')); d.appendChild(el('span','as-event-type', f.t));
+  if (f.ig){ var g = el('span','as-ignored','ignored'); g.title = 'the state did not react to this event'; d.appendChild(g); }
+  var meta = 'id ' + f.id + (f.c ? ' · caused by ' + f.c : '') + (f.at ? ' · ' + f.at : '');
+  d.appendChild(el('span','as-meta',' ' + meta));
+  var keys = Object.keys(f.p || {});
+  if (keys.length){ var t = tree(f.p, 'payload', '/event', 0, new Set(), new Set(), '', false, {n: 300}); if (t) d.appendChild(t); }
+  else d.appendChild(el('div','as-meta','(no payload)'));
+  return d;
+}
+var lit = D.panes.map(function(){ return []; });
+function restyle(p, f){
+  var pane = document.querySelectorAll('.as-pane')[p];
+  lit[p].forEach(function(x){ var e = document.getElementById(x[0]); if (e) e.classList.remove(x[1]); });
+  lit[p] = [];
+  if (!f || f.a === undefined || f.a < 0) return;
+  function add(ids, c){ (ids || []).forEach(function(id){ var e = document.getElementById(id);
+    if (e && pane.contains(e)){ e.classList.add(c); lit[p].push([id, c]); } }); }
+  add(D.panes[p].configs[f.a], 'as-active'); add(f.en, 'as-entered'); add(f.ex, 'as-exited'); add(f.tk, 'as-taken');
+}
+function actors(f){
+  var d = el('div');
+  if (!f || !f.ac){ return d; }
+  if (!f.ac.length) d.appendChild(el('div','as-meta','no actors in flight'));
+  else { var t = el('table','as-table'); var h = el('tr'); ['actor','src','status','input'].forEach(function(c){ h.appendChild(el('th',null,c)); }); t.appendChild(h);
+    f.ac.forEach(function(a){ var r = el('tr'); r.appendChild(el('td',null,a[0])); r.appendChild(el('td',null,a[1])); r.appendChild(el('td',null,a[2]));
+      var s = JSON.stringify(a[3]); r.appendChild(el('td',null, s && s.length > 100 ? s.slice(0,100) + '…' : s)); t.appendChild(r); }); d.appendChild(t); }
+  if (!f.tm.length) d.appendChild(el('div','as-meta','no pending timers'));
+  else { var t2 = el('table','as-table'); f.tm.forEach(function(a){ var r = el('tr'); r.appendChild(el('td',null,a[0])); r.appendChild(el('td',null,JSON.stringify(a[1]))); t2.appendChild(r); }); d.appendChild(t2); }
+  return d;
+}
+var mm = Object.keys(D.marks).filter(function(k){ return D.marks[k] === 'mismatch'; }).map(Number).sort(function(a,b){return a-b;});
+function spark(i){
+  var box = $('as-spark'); box.textContent = '';
+  if (!D.usage) return;
+  var W = 240, H = 36, u = D.usage, n = u.length, mx = Math.max.apply(null, u.concat([1e-9]));
+  var ns = 'http://www.w3.org/2000/svg', svg = document.createElementNS(ns,'svg');
+  svg.setAttribute('width', W); svg.setAttribute('height', H); svg.setAttribute('class','as-spark');
+  function xy(k){ return [2 + (W-4)*(k/Math.max(n-1,1)), H-2-(H-4)*(u[k]/mx)]; }
+  var step = Math.max(1, Math.floor(n/(2*W))), pts = [];
+  for (var k = 0; k < n; k += step) pts.push(xy(k).join(',')); pts.push(xy(n-1).join(','));
+  var pl = document.createElementNS(ns,'polyline'); pl.setAttribute('points', pts.join(' '));
+  pl.setAttribute('fill','none'); pl.setAttribute('stroke','#1565c0'); svg.appendChild(pl);
+  var c = xy(Math.min(i, n-1)), ci = document.createElementNS(ns,'circle');
+  ci.setAttribute('cx', c[0]); ci.setAttribute('cy', c[1]); ci.setAttribute('r', 3); ci.setAttribute('fill','#d84315');
+  ci.setAttribute('class','as-spark-cur'); svg.appendChild(ci);
+  box.appendChild(el('div','as-sec','cumulative tokens')); box.appendChild(svg);
+  box.appendChild(el('span','as-meta',' ' + Math.round(u[Math.min(i,n-1)]) + ' tokens'));
+}
+function rows(i){
+  var tb = $('as-rows'); tb.textContent = '';
+  var P = D.panes[0], lo = Math.max(0, i-8), hi = Math.min(P.n, i+9);
+  for (var k = lo; k < hi; k++){ var f = P.frames[k], r = el('tr');
+    r.dataset.index = k; if (k === i) r.className = 'as-current'; if (D.marks[k] === 'mismatch') r.className += ' as-row-mismatch';
+    [k, f.t, f.id, f.r || '—', f.v].forEach(function(c){ r.appendChild(el('td', null, c)); });
+    r.addEventListener('click', (function(kk){ return function(){ show(kk); }; })(k)); tb.appendChild(r); }
+}
+function show(i){
+  i = Math.max(0, Math.min(N-1, i|0)); cur = i;
+  $('as-slider').value = i; $('as-goto').value = i; $('as-pos').textContent = i + ' / ' + (N-1);
+  var marker = $('as-strip').querySelector('.as-strip-cur');
+  if (marker){ marker.setAttribute('x', Math.floor(519 * (i / Math.max(N-1,1)))); }
+  var paths = D.diffs ? (D.diffs[i] || []) : null;
+  D.panes.forEach(function(P, p){
+    var pane = document.querySelectorAll('.as-pane')[p], f = P.frames[i];
+    pane.querySelector('.as-pane-name').textContent = P.name;
+    var bs = pane.querySelector('.as-badge-slot'), es = pane.querySelector('.as-event-slot'), ac = pane.querySelector('.as-actors');
+    bs.textContent = ''; es.textContent = ''; ac.textContent = '';
+    if (!f){ es.appendChild(el('div','as-note','(log ended at ' + P.n + ')')); restyle(p, null); renderCtx(p, i, []); return; }
+    bs.appendChild(badge(f)); es.appendChild(eventBox(f, i)); restyle(p, f); ac.appendChild(actors(f));
+    renderCtx(p, i, paths || f.ch || []);
+  });
+  if (D.kind === 'fork'){
+    var s = $('as-summary'); s.textContent = '';
+    if (D.divergence === null) s.appendChild(el('span', null, 'the logs agree on all ' + D.common + ' shared entries'));
+    else if (i < D.divergence) s.appendChild(el('span', null, 'shared entry (prefix of ' + D.common + '); divergence at ' + D.divergence));
+    else s.appendChild(el('span','as-diverge','past the divergence at ' + D.divergence));
+    s.appendChild(el('span','as-meta',' · ' + (paths || []).length + ' differing context path(s)'));
+  }
+  rows(i); spark(i);
+}
+(function init(){
+  var sl = $('as-slider'); sl.max = N-1; $('as-goto').max = N-1;
+  var strip = $('as-strip').querySelector('svg');
+  if (strip){ var r = document.createElementNS('http://www.w3.org/2000/svg','rect'); r.setAttribute('class','as-strip-cur');
+    r.setAttribute('y',0); r.setAttribute('width',2); r.setAttribute('height',8); r.setAttribute('fill','#263238'); strip.appendChild(r); }
+  if (D.note) $('as-note').textContent = D.note;
+  sl.addEventListener('input', function(){ show(+sl.value); });
+  $('as-goto').addEventListener('change', function(){ show(+$('as-goto').value); });
+  $('as-first').addEventListener('click', function(){ show(0); });
+  $('as-prev').addEventListener('click', function(){ show(cur-1); });
+  $('as-next').addEventListener('click', function(){ show(cur+1); });
+  $('as-first-mm').disabled = !mm.length; $('as-next-mm').disabled = !mm.length;
+  $('as-first-mm').addEventListener('click', function(){ if (mm.length) show(mm[0]); });
+  $('as-next-mm').addEventListener('click', function(){ var nx = mm.filter(function(k){ return k > cur; }); if (mm.length) show(nx.length ? nx[0] : mm[0]); });
+  if (D.kind !== 'fork') $('as-div').style.display = 'none';
+  else { $('as-div').disabled = D.divergence === null; $('as-div').addEventListener('click', function(){ if (D.divergence !== null) show(D.divergence); }); }
+  $('as-play').addEventListener('click', function(){
+    if (timer){ clearInterval(timer); timer = null; $('as-play').textContent = '▶ play'; return; }
+    $('as-play').textContent = '⏸ pause';
+    timer = setInterval(function(){ if (cur >= N-1){ clearInterval(timer); timer = null; $('as-play').textContent = '▶ play'; return; } show(cur+1); }, 400);
+  });
+  document.querySelectorAll('.as-ctx-search').forEach(function(inp){ inp.addEventListener('input', function(){ show(cur); }); });
+  document.addEventListener('keydown', function(e){ if (e.target.tagName === 'INPUT') return;
+    if (e.key === 'ArrowRight') show(cur+1); else if (e.key === 'ArrowLeft') show(cur-1); });
+  show(0);
+})();
+})();

@@ -1,0 +1,372 @@
+"""``TimeTravel``: scrub a log step by step in Jupyter (ipywidgets).
+
+The Python side holds state (``step``) and renders HTML strings; playback runs in the browser
+(``Play`` jslinked to the slider). The statechart is laid out once; each step only restyles it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets
+import traitlets
+
+from agentscope.frames import Frame, Verdict
+from agentscope.render.chart import Layout, frame_svg, layout
+from agentscope.render.context import context_html
+from agentscope.render.dot import ObservedEdge
+from agentscope.render.html import (
+    actors_html,
+    badge_html,
+    event_html,
+    marker_strip_svg,
+    sparkline_svg,
+    style_block,
+)
+from agentscope.widgets._source import (
+    EntriesOnly,
+    FrameCache,
+    FrameSource,
+    as_entries,
+    entries_frame,
+    iter_frames,
+    step_info,
+    usage_series,
+)
+
+__all__ = ["TimeTravel"]
+
+_WINDOW = 8
+
+
+def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
+    from agentscope.replay import Timeline
+
+    # "auto": the Timeline times a short probe fold and picks k so that a seek stays interactive
+    tl: FrameSource = Timeline(
+        machine, log, checkpoint_every="auto" if checkpoint_every is None else checkpoint_every
+    )
+    return tl
+
+
+def _ignored(source: Any) -> set[int]:
+    """Entries the state did not react to, from the timeline's report (empty without one)."""
+    df = getattr(getattr(source, "report", None), "df", None)
+    if df is None or "ignored" not in getattr(df, "columns", ()):
+        return set()
+    return {int(i) for i, ig in zip(df["index"].tolist(), df["ignored"].tolist(), strict=True) if ig}
+
+
+def _marks(source: Any, n: int) -> dict[int, str]:
+    """Verdict marks per index from the timeline's report (mismatch / explained / missing)."""
+    marks: dict[int, str] = {}
+    report = getattr(source, "report", None)
+    df = getattr(report, "df", None)
+    if df is not None and "verdict" in getattr(df, "columns", ()):
+        for i, v in zip(df["index"].tolist(), df["verdict"].tolist(), strict=True):
+            if v in (Verdict.MISMATCH.value, Verdict.EXPLAINED.value):
+                marks[int(i)] = str(v)
+        return marks
+    for i in getattr(source, "mismatch_indices", ()) or ():
+        marks[int(i)] = Verdict.MISMATCH.value
+    return marks
+
+
+class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
+    """Step through a log: chart with the active states lit, context, event, hash badge.
+
+    ``TimeTravel(machine, log)`` replays with :class:`agentscope.replay.Timeline`;
+    ``TimeTravel(log)`` shows entries and recorded hashes only (replay needs a machine).
+
+    Parameters
+    ----------
+    machine_or_log : Machine | EventLog | Sequence[Mapping]
+        The machine, or (no machine) the log itself.
+    log : EventLog | Sequence[Mapping], optional
+        The log, when a machine is given first.
+    timeline : FrameSource, optional
+        A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
+        use instead of building one.
+    checkpoint_every : int, optional
+        Passed to ``Timeline`` (default ``"auto"``: sized from a timed probe so a seek stays
+        interactive).
+    engine : str, optional
+        Force a layout engine (see :func:`agentscope.render.chart`).
+    observed : bool, optional
+        Walk the whole log once at construction to add the moves it made (the targets of
+        dynamic transitions) to the chart as observed edges. Default: only for logs of at most
+        2,000 entries.
+
+    Attributes
+    ----------
+    step : int
+        The entry index shown (traitlet; set it to move).
+    frame : Frame
+        The frame at ``step``.
+    """
+
+    step = traitlets.Int(0, help="Index of the log entry shown.")
+    context_filter = traitlets.Unicode("", help="Show only context rows whose path or value contains this.")
+
+    def __init__(
+        self,
+        machine_or_log: Any,
+        log: Any = None,
+        *,
+        timeline: FrameSource | None = None,
+        checkpoint_every: int | None = None,
+        engine: Any = None,
+        observed: bool | None = None,
+    ) -> None:
+        if log is None and timeline is None:
+            machine, log = None, machine_or_log
+        else:
+            machine = machine_or_log
+        self.machine = machine
+        self.event_log = log if log is not None else getattr(timeline, "log", None)
+        self.entries = as_entries(self.event_log) if self.event_log is not None else []
+        if timeline is None:
+            timeline = (
+                EntriesOnly(self.event_log)
+                if machine is None
+                else _make_timeline(machine, self.event_log, checkpoint_every)
+            )
+        self.timeline = timeline
+        self._frames = FrameCache(timeline)
+        n = len(timeline)
+        if n == 0:
+            raise ValueError("TimeTravel needs a log with at least one entry")
+        self.n = n
+        self.layout_: Layout | None = None
+        if machine is not None:
+            moves: list[ObservedEdge] = []
+            if observed or (observed is None and n <= 2_000):
+                prev = None
+                for frame in iter_frames(self.timeline):
+                    moves.extend(step_info(machine.graph, prev, frame).moves)
+                    prev = frame
+            self.layout_ = layout(machine.graph, observed_edges=dict.fromkeys(moves), engine=engine)
+        self.marks = _marks(timeline, n)
+        self.ignored = _ignored(timeline)
+        self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)
+        self.table = entries_frame(self.event_log, self.entries) if self.entries else None
+        self.usage = usage_series(self.entries) if self.entries else None
+
+        self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play")
+        self._slider = ipywidgets.IntSlider(
+            min=0,
+            max=n - 1,
+            value=0,
+            description="step",
+            continuous_update=True,
+            layout=ipywidgets.Layout(width="520px"),
+        )
+        ipywidgets.jslink((self._play, "value"), (self._slider, "value"))
+        traitlets.link((self._slider, "value"), (self, "step"))
+        btn = ipywidgets.Layout(width="auto", flex="0 0 auto")
+        self._first = ipywidgets.Button(description="|◀ first", layout=btn, tooltip="jump to entry 0")
+        self._prev = ipywidgets.Button(description="◀", layout=btn, tooltip="previous entry")
+        self._next = ipywidgets.Button(description="▶", layout=btn, tooltip="next entry")
+        self._next_mm = ipywidgets.Button(
+            description="next mismatch ⚠",
+            layout=btn,
+            tooltip="jump to the next mismatching entry",
+            disabled=not self.mismatch_indices,
+        )
+        self._first_mm = ipywidgets.Button(
+            description="first mismatch", layout=btn, disabled=not self.mismatch_indices
+        )
+        self._jump = ipywidgets.BoundedIntText(
+            min=0, max=n - 1, value=0, description="go to", layout=ipywidgets.Layout(width="150px")
+        )
+        self._first.on_click(lambda _: self.go(0))
+        self._prev.on_click(lambda _: self.go(self.step - 1))
+        self._next.on_click(lambda _: self.go(self.step + 1))
+        self._next_mm.on_click(lambda _: self.next_mismatch())
+        self._first_mm.on_click(lambda _: self.first_mismatch())
+        self._jump.observe(lambda ch: self.go(int(ch["new"])), names="value")
+
+        self._style = ipywidgets.HTML(style_block())
+        self._strip = ipywidgets.HTML()
+        self._header = ipywidgets.HTML()
+        self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%", overflow="auto"))
+        self._search = ipywidgets.Text(
+            placeholder="filter context by path or value", layout=ipywidgets.Layout(width="98%")
+        )
+        traitlets.link((self._search, "value"), (self, "context_filter"))
+        self._context = ipywidgets.HTML()
+        self._actors = ipywidgets.HTML()
+        self._spark = ipywidgets.HTML()
+        self._rows = ipywidgets.Select(
+            options=[], rows=2 * _WINDOW + 1, layout=ipywidgets.Layout(width="98%")
+        )
+        self._rows.add_class("as-rows-select")
+        self._rows.observe(self._on_row, names="value")
+        self._syncing = False
+        self._note = ipywidgets.HTML(
+            ""
+            if machine is not None
+            else '<div class="as-note">No machine: showing entries and recorded hashes only. Replay (states, '
+            "context, verification) needs a machine: <code>TimeTravel(machine, log)</code>.</div>"
+        )
+
+        controls = ipywidgets.HBox(
+            [
+                self._first,
+                self._prev,
+                self._play,
+                self._slider,
+                self._next,
+                self._first_mm,
+                self._next_mm,
+                self._jump,
+            ]
+        )
+        right = ipywidgets.VBox(
+            [ipywidgets.HTML('<div class="as-sec">context</div>'), self._search, self._context],
+            layout=ipywidgets.Layout(flex="1 1 55%", min_width="0"),
+        )
+        side = ipywidgets.VBox(
+            [self._actors, self._spark], layout=ipywidgets.Layout(flex="1 1 45%", min_width="0")
+        )
+        super().__init__(
+            children=(
+                self._style,
+                controls,
+                self._strip,
+                self._note,
+                self._header,
+                self._chart,
+                ipywidgets.HBox([right, side], layout=ipywidgets.Layout(width="100%")),
+                ipywidgets.HTML('<div class="as-sec">entries</div>'),
+                self._rows,
+            )
+        )
+        self.add_class("agentscope-timetravel")
+        self._render()
+
+    # navigation -----------------------------------------------------------------------------
+    def go(self, n: int) -> None:
+        """Show entry ``n`` (clamped to the log)."""
+        self.step = max(0, min(self.n - 1, int(n)))
+
+    def next_mismatch(self) -> int | None:
+        """Jump to the first mismatching entry after the current one (wraps); return it."""
+        after = [i for i in self.mismatch_indices if i > self.step] or self.mismatch_indices
+        if not after:
+            return None
+        self.go(after[0])
+        return after[0]
+
+    def first_mismatch(self) -> int | None:
+        """Jump to the first mismatching entry; return it (``None`` when the log verifies)."""
+        if not self.mismatch_indices:
+            return None
+        self.go(self.mismatch_indices[0])
+        return self.mismatch_indices[0]
+
+    @property
+    def frame(self) -> Frame:
+        """The frame at :attr:`step`."""
+        return self._frames.at(self.step)
+
+    # rendering --------------------------------------------------------------------------------
+    @traitlets.validate("step")
+    def _clamp(self, proposal: Any) -> int:
+        return max(0, min(self.n - 1, int(proposal["value"])))
+
+    @traitlets.observe("step")
+    def _on_step(self, change: Any) -> None:
+        self._render()
+
+    @traitlets.observe("context_filter")
+    def _on_filter(self, change: Any) -> None:
+        self._context.value = self.context_view(self.frame)
+
+    def _on_row(self, change: Any) -> None:
+        if self._syncing or change["new"] is None:
+            return
+        self.go(int(change["new"]))
+
+    def context_view(self, frame: Frame) -> str:
+        """HTML of ``frame``'s context (filtered by :attr:`context_filter`)."""
+        if frame.persisted is None:
+            return '<div class="as-note">replay needs a machine</div>'
+        return context_html(
+            frame.context, changed_paths=frame.changed_paths, filter=self.context_filter or None
+        )
+
+    def chart_view(self, frame: Frame, previous: Frame | None) -> str:
+        """HTML of the statechart restyled for ``frame`` (empty without a machine)."""
+        if self.layout_ is None or frame.persisted is None:
+            return ""
+        info = step_info(self.layout_.graph, previous, frame)
+        return frame_svg(
+            self.layout_, info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
+        )
+
+    def _render(self) -> None:
+        i = self.step
+        # the previous frame first: the timeline then continues its fold by one entry for ``i``
+        previous = self._frames.at(i - 1) if i > 0 and self.machine is not None else None
+        frame = self.frame
+        with self.hold_sync():
+            self._header.value = (
+                f'<div class="as-root"><div class="as-step">{badge_html(frame)}</div>'
+                f"{event_html(frame)}</div>"
+            )
+            self._chart.value = self.chart_view(frame, previous)
+            self._context.value = self.context_view(frame)
+            self._actors.value = (
+                f'<div class="as-root"><div class="as-sec">actors and timers</div>{actors_html(frame)}</div>'
+                if frame.persisted is not None
+                else ""
+            )
+            self._strip.value = marker_strip_svg(self.n, self.marks, i, width=520)
+            if self.usage is not None:
+                self._spark.value = sparkline_svg(self.usage.tolist(), i, label="cumulative tokens")
+            self._sync_rows(i)
+            if self._jump.value != i:
+                self._jump.value = i
+
+    def _sync_rows(self, i: int) -> None:
+        lo, hi = max(0, i - _WINDOW), min(self.n, i + _WINDOW + 1)
+        opts = []
+        for k in range(lo, hi):
+            mark = {"mismatch": "✗", "explained": "≈"}.get(self.marks.get(k, ""), " ")
+            mark += "∅" if k in self.ignored else " "
+            if self.table is not None:
+                row = self.table.iloc[k]
+                cells = " ".join(str(v)[:28] for v in row.tolist())
+            else:
+                cells = self._frames.at(k).event_type
+            opts.append((f"{mark} {k:>6}  {cells}", k))
+        self._syncing = True
+        try:
+            self._rows.options = opts
+            self._rows.value = i
+        finally:
+            self._syncing = False
+
+    # export -----------------------------------------------------------------------------------
+    def to_html(self, path: Any = None, *, keyframe_every: int = 200) -> str:
+        """Write (when ``path`` is given) and return a self-contained static player page.
+
+        See :func:`agentscope.widgets.player.timetravel_page`.
+        """
+        from agentscope.widgets.player import timetravel_page
+
+        page = timetravel_page(self, keyframe_every=keyframe_every)
+        if path is not None:
+            from pathlib import Path
+
+            Path(path).write_text(page, encoding="utf-8")
+        return page
+
+    def frames(self) -> Any:
+        """Iterate over every frame in order (sequential replay)."""
+        return iter_frames(self.timeline)
+
+    def __repr__(self) -> str:
+        mode = "replay" if self.machine is not None else "entries only"
+        return f"TimeTravel({self.n} entries, step={self.step}, {mode})"

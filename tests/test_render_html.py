@@ -1,0 +1,118 @@
+"""The HTML fragments behind ``_repr_html_``: escaped and bounded for hostile log content."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from agentscope.frames import Frame, Verdict
+from agentscope.render import graph_from_config, layout
+from agentscope.render.context import pointer_join
+from agentscope.render.html import (
+    badge_html,
+    fork_diff_html,
+    frame_html,
+    log_html,
+    marker_strip_svg,
+    sparkline_svg,
+    verify_report_html,
+)
+from tests.conftest import load_json
+
+XSS = "<script>alert(1)</script></svg><!--"
+
+
+def hostile_entry(i: int = 3) -> dict:
+    deep: object = XSS
+    for _ in range(200):
+        deep = {"d": deep}
+    return {
+        "schemaVersion": 1,
+        "id": XSS,
+        "index": i,
+        "recordedAt": XSS,
+        "machineId": "m",
+        "machineVersion": "v",
+        "causationId": XSS,
+        "event": {"type": XSS, "big": "b" * 1_000_000, "deep": deep},
+        "verification": {"stateHash": XSS},
+    }
+
+
+def _clean(html: str) -> None:
+    body = html[html.index("</style>") + 8 :] if "</style>" in html else html
+    assert "<script" not in body and "<!--" not in body and "</svg><" not in body.replace("</svg></div>", "")
+
+
+def test_frame_html_escapes_and_bounds_everything() -> None:
+    graph = graph_from_config(load_json("g_triage.machine.json")["serializeMachine"])
+    persisted = {
+        "status": "active",
+        "value": "standby",
+        "context": {XSS: XSS, "big": "c" * 1_000_000},
+        "children": {XSS: {"src": XSS, "snapshot": {"status": XSS, "input": XSS}}},
+        "timers": {XSS: {"delay": XSS, "event": {"type": XSS}}},
+    }
+    f = Frame(
+        index=3,
+        entry=hostile_entry(),
+        persisted=persisted,
+        recorded_hash=XSS,
+        computed_hash="00000000",
+        verdict=Verdict.MISMATCH,
+        explanation=XSS,
+        changed_paths=(pointer_join("/context", XSS),),
+        ignored=True,
+    )
+    html = frame_html(f, layout(graph))
+    _clean(html)
+    assert len(html) < 200_000
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert 'data-verdict="mismatch"' in html and "ignored" in html
+    assert re.search(r'class="as-leaf as-changed" data-path="/context/&lt;script', html)
+    no_machine = frame_html(Frame(index=0, entry=hostile_entry(0)))
+    assert "replay needs a machine" in no_machine
+    _clean(no_machine)
+
+
+def test_badges_for_every_verdict() -> None:
+    e = {"event": {"type": "X"}}
+    for v in Verdict:
+        b = badge_html(
+            Frame(
+                index=0,
+                entry=e,
+                recorded_hash="aaaa0000",
+                computed_hash="bbbb1111",
+                verdict=v,
+                explanation="timers[*].startedAt is live-only",
+            )
+        )
+        assert f'data-verdict="{v.value}"' in b
+    mm = badge_html(
+        Frame(index=0, entry=e, recorded_hash="aaaa0000", computed_hash="bbbb1111", verdict=Verdict.MISMATCH)
+    )
+    assert "aaaa0000" in mm and "bbbb1111" in mm
+
+
+def test_log_report_and_fork_fragments_escape() -> None:
+    entries = [hostile_entry(i) for i in range(30)]
+    html = log_html(entries, source=XSS)
+    _clean(html)
+    assert "30 entries" in html and html.count("<tr>") == 1 + 10 + 1 + 3  # head, 10 rows, gap, 3 tail rows
+    mism = pd.DataFrame({"index": [4, 9], "event_type": [XSS, "B"], "recorded_hash": [XSS, "x"]})
+    rep = verify_report_html(False, 30, mism)
+    _clean(rep)
+    assert "2 mismatches of 30, first at entry 4" in rep
+    assert "all 30 verified" in verify_report_html(True, 30, mism.iloc[:0])
+    fork = fork_diff_html(18, 18, entries[:2], entries[:3], [(XSS, XSS, {"a": XSS})], names=(XSS, "b"))
+    _clean(fork)
+    assert "diverge at entry 18" in fork
+
+
+def test_sparkline_and_strip_are_bounded() -> None:
+    spark = sparkline_svg([float(i) for i in range(100_000)], current=500, width=240)
+    assert len(spark) < 20_000 and "as-spark-cur" in spark
+    strip = marker_strip_svg(100_000, {i: "mismatch" for i in range(0, 100_000, 3)}, current=7, width=600)
+    assert strip.count("<rect") <= 600 + 2

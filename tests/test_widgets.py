@@ -1,0 +1,354 @@
+"""Widget state without a browser: moving the slider changes the frame, chart classes and badge.
+
+The frames here are built from the library's own replay outputs in the real fixtures
+(``g_triage.main.replay.json``: persisted snapshots and hashes at n = 1, 18, 45, 91), so the
+widgets are exercised on real states without depending on the replay module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from agentscope.engines.base import Graph
+from agentscope.frames import Frame, Verdict
+from agentscope.render import graph_from_config, state_element_id
+from agentscope.widgets import ForkView, TimeTravel
+from agentscope.widgets._source import usage_series
+from agentscope.widgets.forkview import common_prefix, differing_paths
+from agentscope.widgets.player import bound
+from tests.conftest import load_json
+
+TRIAGE = "supportTriage"
+
+
+class ListTimeline:
+    """A frame source over ready frames (what ``Timeline`` gives the views: ``len`` and ``at``)."""
+
+    def __init__(self, frames: Sequence[Frame], log: Any = None) -> None:
+        self.frames = list(frames)
+        self.log = log
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def at(self, n: int) -> Frame:
+        return self.frames[n]
+
+
+class GraphOnly:
+    """A machine stand-in that only carries the statechart structure (the views draw ``graph``)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+
+
+@pytest.fixture(scope="module")
+def triage_graph() -> Graph:
+    return graph_from_config(load_json("g_triage.machine.json")["serializeMachine"])
+
+
+def prefix_frames(tamper_at: int | None = None) -> list[Frame]:
+    log = load_json("g_triage.main.log.json")
+    rp = load_json("g_triage.main.replay.json")
+    frames = []
+    for k, p in enumerate(rp["prefixes"]):
+        rec, comp = p["recordedStateHash"], p["getSnapshotStateHash"]
+        verdict = Verdict.VERIFIED if rec == comp else Verdict.MISMATCH
+        if k == tamper_at:
+            rec, verdict = "deadbeef", Verdict.MISMATCH
+        frames.append(
+            Frame(
+                index=k,
+                entry=log[p["n"] - 1],
+                persisted=p["persistedSnapshot"],
+                recorded_hash=rec,
+                computed_hash=comp,
+                verdict=verdict,
+                changed_paths=("/context/queue",),
+            )
+        )
+    return frames
+
+
+def lit_states(html: str) -> set[str]:
+    return set(re.findall(r'<g id="([^"]+)" class="[^"]*as-active', html))
+
+
+def test_slider_moves_frame_chart_and_badge(triage_graph: Graph) -> None:
+    frames = prefix_frames(tamper_at=2)
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
+    assert tt.n == 4 and tt.step == 0
+    assert lit_states(tt._chart.value) == {state_element_id(f"{TRIAGE}.standby")}
+    assert 'data-verdict="verified"' in tt._header.value and "d9dc92dc" in tt._header.value
+    svg_before = tt.layout_.svg
+    tt._slider.value = 1  # what the browser does
+    assert tt.step == 1 and tt.frame is frames[1]
+    assert lit_states(tt._chart.value) == {
+        state_element_id(f"{TRIAGE}.working"),
+        state_element_id(f"{TRIAGE}.working.awaitingAgent"),
+        state_element_id(f"{TRIAGE}.working.awaitingAgent.reviewing"),
+    }
+    assert "f9b4cc6c" in tt._header.value and "DRAFT_READY" in tt._header.value
+    assert tt.layout_.svg is svg_before  # laid out once
+    # the tampered step: mismatch badge with both hashes; the jump buttons find it
+    tt.step = 2
+    assert 'data-verdict="mismatch"' in tt._header.value
+    assert "deadbeef" in tt._header.value and "3bbc8ce3" in tt._header.value
+    tt.step = 3
+    assert lit_states(tt._chart.value) == {state_element_id(f"{TRIAGE}.closed")}
+    assert "as-changed" in tt._context.value  # changed paths highlighted
+
+
+def test_mismatch_marks_from_report_and_jumps(triage_graph: Graph) -> None:
+    import pandas as pd
+
+    frames = prefix_frames(tamper_at=2)
+    tl = ListTimeline(frames)
+    df = pd.DataFrame(
+        {
+            "index": [0, 1, 2, 3],
+            "verdict": [f.verdict.value for f in frames],
+            "ignored": [False, True, False, False],
+        }
+    )
+    tl.report = type("R", (), {"df": df})()  # type: ignore[attr-defined]
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=tl)
+    assert tt.mismatch_indices == [2]
+    labels = [label for label, _ in tt._rows.options]
+    assert labels[1].startswith(" ∅") and labels[2].startswith("✗ ")  # ignored entry, mismatch
+    assert 'fill="#e53935"' in tt._strip.value  # a red tick on the slider track
+    assert tt.next_mismatch() == 2 and tt.step == 2
+    tt.go(0)
+    tt._first_mm.click()
+    assert tt.step == 2
+
+
+def test_rows_sync_both_ways_and_filter(triage_graph: Graph) -> None:
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
+    tt.step = 2
+    assert tt._rows.value == 2
+    tt._rows.value = 1  # click a row
+    assert tt.step == 1
+    tt._search.value = "T-004"
+    assert "T-004" in tt._context.value and "tier1" not in tt._context.value
+    tt._search.value = ""
+    assert "tier1" in tt._context.value
+    tt._jump.value = 3
+    assert tt.step == 3
+    assert repr(tt) == "TimeTravel(4 entries, step=3, replay)"
+
+
+def test_no_machine_mode_shows_entries_and_says_replay_needs_a_machine() -> None:
+    log = load_json("g_triage.main.log.json")
+    tt = TimeTravel(log)
+    assert tt.n == 91 and tt.machine is None and tt.layout_ is None
+    assert "needs a machine" in tt._note.value
+    tt.step = 17
+    assert 'data-verdict="unchecked"' in tt._header.value and "f9b4cc6c" in tt._header.value
+    assert tt._chart.value == ""
+    labels = [label for label, _ in tt._rows.options]
+    assert len(labels) == 17 and any(" 17 " in lab and "DRAFT_READY" in lab for lab in labels)
+    tt.step = 500
+    assert tt.step == 90  # clamped
+
+
+def test_usage_sparkline_counts_usage_events() -> None:
+    entries = [
+        {"event": {"type": "@agent.init"}},
+        {"event": {"type": "@agent.usage", "usage": {"totalTokens": 100}}},
+        {"event": {"type": "X"}},
+        {"event": {"type": "@agent.usage", "usage": {"inputTokens": 30, "outputTokens": 12}}},
+        {"event": {"type": "@agent.usage", "usage": {"totalTokens": float("nan"), "inputTokens": 5}}},
+    ]
+    series = usage_series(entries)
+    assert series is not None and series.tolist() == [0, 100, 100, 142, 147]
+    assert usage_series(entries[:1]) is None
+
+
+def test_static_player_embeds_everything_escaped(triage_graph: Graph, tmp_path: Any) -> None:
+    frames = prefix_frames(tamper_at=2)
+    hostile = dict(frames[1].entry)
+    hostile["event"] = {"type": "</script><script>alert(1)</script>", "text": "</svg><!--" + "y" * 1_000_000}
+    deep: Any = 1
+    for _ in range(200):
+        deep = [deep]
+    persisted = dict(frames[1].persisted or {})
+    persisted["context"] = {"evil": "<script>alert(2)</script>", "deep": deep, "big": "z" * 1_000_000}
+    frames[1] = Frame(
+        index=1,
+        entry=hostile,
+        persisted=persisted,
+        recorded_hash="x",
+        computed_hash="y",
+        verdict=Verdict.MISMATCH,
+    )
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
+    path = tmp_path / "player.html"
+    page = tt.to_html(path)
+    assert path.read_text(encoding="utf-8") == page
+    assert page.count("</script>") == 2 and page.count("<script") == 2  # data + player only
+    assert "<!--" not in page and "alert(1)</script>" not in page
+    assert len(page) < 400_000  # 2 MB of hostile strings are cut to bounded previews
+    assert page.count("<svg") == 2  # the chart (once) and the marker strip
+    data = json.loads(
+        re.search(r'<script type="application/json" id="as-data">(.*?)</script>', page, re.S).group(1)
+    )
+    pane = data["panes"][0]
+    assert pane["configs"][pane["frames"][0]["a"]] == [state_element_id(f"{TRIAGE}.standby")]
+    f1 = pane["frames"][1]
+    assert f1["t"] == "</script><script>alert(1)</script>"  # round-trips as data
+    assert f1["v"] == "mismatch"
+    # contexts: keyframe at 0, JSON Patch deltas after; the hostile context is bounded
+    assert "k" in data["panes"][0]["frames"][0] and "d" in f1
+    ops = {op["path"]: op for op in f1["d"]}
+    assert ops["/big"]["value"].endswith("… [+990,000 chars]")
+
+
+def test_bound_limits_depth_strings_and_items() -> None:
+    deep: Any = "x"
+    for _ in range(200):
+        deep = {"a": deep}
+    b = bound({"deep": deep, "s": "q" * 20_000, "l": list(range(5000))})
+    text = json.dumps(b)
+    assert "depth limit: 1 members" in text and len(text) < 30_000
+    assert b["l"][-1] == "… +4,000 more" and len(b["l"]) == 1001
+
+
+def test_common_prefix_of_real_fork_threads() -> None:
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    second = load_json("g_triage.second.log.json")
+    assert common_prefix(main, fork) == 18  # README: fork shares entries 0-17
+    assert common_prefix(main, second) == 0  # independent run: own ids? same ids, other events
+    assert common_prefix(main, main) == 91
+
+
+def test_differing_paths() -> None:
+    a = {"q": [1, 2], "n": 1, "o": {"x": 1}}
+    b = {"q": [1, 3, 4], "n": 1, "o": {"y": 1}}
+    assert differing_paths(a, b) == ["/context/q/1", "/context/q/2", "/context/o/x", "/context/o/y"]
+    assert differing_paths(a, a) == []
+
+
+def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    fa = prefix_frames()
+    rp = load_json("g_triage.fork.replay.json")
+    fb = [
+        Frame(
+            index=k,
+            entry=fork[p["n"] - 1],
+            persisted=p["persistedSnapshot"],
+            recorded_hash=p["recordedStateHash"],
+            computed_hash=p["getSnapshotStateHash"],
+            verdict=Verdict.VERIFIED,
+        )
+        for k, p in enumerate(rp["prefixes"])
+    ]
+    fv = ForkView(
+        GraphOnly(triage_graph),
+        main,
+        fork,
+        names=("main", "fork"),
+        timelines=(ListTimeline(fa), ListTimeline(fb)),
+    )
+    assert fv.common == 18 and fv.divergence == 18
+    assert "#8e24aa" not in fv._strip.value or fv.n <= 18
+    fv.step = 1
+    assert fv.diff_paths() == []  # n=18 on both sides: the shared prefix state
+    fv.step = 3
+    paths = fv.diff_paths()
+    assert paths and all(p.startswith("/context/") for p in paths)
+    assert "as-changed" in fv._sides[0].value and "as-changed" in fv._sides[1].value
+    assert 'data-side="1"' in fv._sides[1].value and "bs_s_" in fv._sides[1].value  # distinct ids per side
+    assert "ForkView(main: 4, fork:" in repr(fv)
+    page = fv.to_html()
+    svgs = re.findall(r'<div class="as-chart"><svg.*?</svg>', page, re.S)
+    assert len(svgs) == 2 and 'id="bs_s_' in svgs[1]
+    assert svgs[0] == svgs[1].replace('id="bs_', 'id="as_').replace(
+        "cluster_bs_", "cluster_as_"
+    )  # one layout
+    data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
+    assert [p["name"] for p in data["panes"]] == ["main", "fork"] and data["divergence"] == 18
+
+
+def test_static_player_size_grows_linearly_and_keyframes(triage_graph: Graph) -> None:
+    base = prefix_frames()
+
+    def frames(n: int) -> list[Frame]:
+        out = []
+        for i in range(n):
+            src = base[1 + i % 3]
+            ctx = dict(src.persisted["context"])  # type: ignore[index]
+            ctx["batches"] = i
+            out.append(
+                Frame(
+                    index=i,
+                    entry={**src.entry, "index": i, "id": f"evt_{i:08d}"},
+                    persisted={**src.persisted, "context": ctx},
+                    recorded_hash=src.recorded_hash,
+                    computed_hash=src.computed_hash,
+                    verdict=Verdict.VERIFIED,
+                )
+            )
+        return out
+
+    sizes = {}
+    for n in (200, 400, 800):
+        page = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames(n))).to_html(
+            keyframe_every=50
+        )
+        sizes[n] = len(page.encode())
+        data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
+        rows = data["panes"][0]["frames"]
+        assert [i for i, r in enumerate(rows) if "k" in r] == list(range(0, n, 50))
+        assert all(("k" in r) != ("d" in r) for r in rows)
+    per = {n: (sizes[n] - sizes[200]) / (n - 200) for n in (400, 800)}
+    assert 0.9 < per[800] / per[400] < 1.1  # constant bytes per extra entry
+
+
+def test_static_player_without_machine() -> None:
+    log = load_json("g_triage.main.log.json")
+    page = TimeTravel(log).to_html()
+    data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
+    assert "needs a machine" in data["note"]
+    rows = data["panes"][0]["frames"]
+    assert len(rows) == 91 and rows[17]["r"] == "f9b4cc6c" and rows[17]["v"] == "unchecked"
+    assert "k" not in rows[0] and "a" not in rows[0]
+
+
+def test_widget_views_escape_hostile_content(triage_graph: Graph) -> None:
+    xss = "<script>alert(1)</script></svg><!--"
+    frames = prefix_frames()
+    deep: Any = xss
+    for _ in range(200):
+        deep = {"d": deep}
+    persisted = {**frames[1].persisted, "context": {xss: xss, "big": xss * 100_000, "deep": deep}}  # type: ignore[dict-item]
+    entry = {
+        **frames[1].entry,
+        "id": xss,
+        "causationId": xss,
+        "event": {"type": xss, "payload": xss * 50_000},
+    }
+    frames[1] = Frame(
+        index=1,
+        entry=entry,
+        persisted=persisted,
+        recorded_hash=xss,
+        computed_hash="0",
+        verdict=Verdict.MISMATCH,
+        explanation=xss,
+    )
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
+    tt.step = 1
+    tt._search.value = "script"
+    for w in (tt._header, tt._chart, tt._context, tt._actors, tt._strip):
+        assert "<script" not in w.value and "<!--" not in w.value
+        assert len(w.value) < 300_000
+    assert "&lt;script&gt;" in tt._header.value and "&lt;script&gt;" in tt._context.value
