@@ -314,8 +314,8 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
             else:
                 log = read_log(chunk.store, thread=thread)
             row["length"] = len(log)
-            report = verify(machine, log, machines=machines)
-            row.update(_summarize(report, strict=chunk.strict))
+            report = verify(machine, log, machines=machines, strict=chunk.strict)
+            row.update(_summarize(report))
         except EngineError as exc:
             return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
         except AgentscopeError as exc:
@@ -325,21 +325,33 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
     return rows
 
 
-def _summarize(report: Any, *, strict: bool) -> dict[str, Any]:
+_HASH_REASONS = ("state-mismatch", "missing-verification", "explained-mismatch")
+
+
+def _summarize(report: Any) -> dict[str, Any]:
     """Reduce a :class:`~agentscope.replay.VerifyReport` to the per-thread counts."""
-    verdicts = [str(v) for v in report.df["verdict"]]
-    indices = [int(i) for i in report.df["index"]] if "index" in report.df else list(range(len(verdicts)))
-    unexplained = [ix for ix, v in zip(indices, verdicts, strict=True) if v == "mismatch"]
+    df = report.df
+    verdicts = [str(v) for v in df["verdict"]]
+    failed_idx = [int(i) for i, f in zip(df["index"], df["failed"], strict=True) if bool(f)]
+    unexplained = sum(v == "mismatch" for v in verdicts)
     explained = sum(v == "explained" for v in verdicts)
-    missing = [ix for ix, v in zip(indices, verdicts, strict=True) if v == "missing"]
-    failing = sorted(unexplained + (missing if strict else []))
+    error: str | None = None
+    fatal = [f"{kind}: {detail}" for kind, detail, is_fatal in report.log_problems if is_fatal]
+    if fatal:
+        error = fatal[0]
+    else:
+        for reason, failed in zip(df["reason"], df["failed"], strict=True):
+            if bool(failed) and isinstance(reason, str) and not reason.startswith(_HASH_REASONS):
+                error = reason
+                break
     return {
-        "mismatches": len(unexplained) + explained,
-        "unexplained": len(unexplained),
+        "mismatches": unexplained + explained,
+        "unexplained": unexplained,
         "explained": explained,
-        "missing": len(missing),
-        "first_mismatch": failing[0] if failing else None,
-        "verified": not failing,
+        "missing": sum(v == "missing" for v in verdicts),
+        "first_mismatch": failed_idx[0] if failed_idx else None,
+        "verified": bool(report.ok),
+        "error": error,
     }
 
 
