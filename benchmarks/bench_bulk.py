@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import shutil
 import sqlite3
 import sys
@@ -72,7 +73,8 @@ def pick_engine(choice: str | None) -> str:
     return PY_SPEC
 
 
-def run(store: Path, spec: str, workers: int, threads: list[str]) -> float:
+def run(store: Path, spec: str, workers: int, threads: list[str]) -> tuple[float, float]:
+    """Return (wall seconds, summed per-thread worker seconds) of one steady-state run."""
     from agentscope.bulk import verify_store
 
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -84,7 +86,7 @@ def run(store: Path, spec: str, workers: int, threads: list[str]) -> float:
         elapsed = time.perf_counter() - t0
     if not df["verified"].all():
         raise SystemExit(f"benchmark store did not verify: {df[~df['verified']].head()}")
-    return elapsed
+    return elapsed, float(df["seconds"].sum())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,14 +102,17 @@ def main(argv: list[str] | None = None) -> int:
         store = Path(tmp) / "generated.sqlite"
         threads, entries = generate_store(store, n)
         print(f"store: {n} threads, {entries} entries; machine: {spec}")
+        print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+              "(other processes on the machine skew the ratio)")
         times: dict[int, float] = {}
         for workers in (1, 2):
-            times[workers] = run(store, spec, workers, threads)
+            times[workers], busy = run(store, spec, workers, threads)
             print(
                 f"  {workers} worker(s): {times[workers]:7.2f} s  "
-                f"{n / times[workers]:8.1f} threads/s  {entries / times[workers]:9.0f} entries/s"
+                f"{n / times[workers]:8.1f} threads/s  {entries / times[workers]:9.0f} entries/s  "
+                f"(worker time {busy:.2f} s, {busy / times[workers]:.2f} workers busy on average)"
             )
-        print(f"  speed-up 2 vs 1 workers: {times[1] / times[2]:.2f}x (ideal 2.00x on 2 cores)")
+        print(f"  speed-up 2 vs 1 workers: {times[1] / times[2]:.2f}x (ideal 2.00x on 2 idle cores)")
     return 0
 
 
