@@ -367,8 +367,7 @@ def _list_threads(store: str) -> list[str]:
     from agentscope.log import read_threads
 
     df = read_threads(store)
-    column = "thread" if "thread" in df.columns else df.columns[0]
-    return [str(t) for t in df[column]]
+    return [str(t) for t in df["thread_id"]]
 
 
 def verify_store(
