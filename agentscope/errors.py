@@ -16,6 +16,7 @@ __all__ = [
     "EngineError",
     "EntryValidationError",
     "LogFormatError",
+    "MachineExecutionError",
     "MachineLoadError",
     "MachineVersionMismatchError",
     "NonSerializableError",
@@ -240,3 +241,23 @@ class StatechartConfigError(AgentscopeError, ValueError):
     """A Python statechart config is invalid or uses something the engine does not support."""
 
     code = "invalid-statechart"
+
+
+class MachineExecutionError(EngineError):
+    """The user's machine threw while the engine folded an event (a guard, ``context`` function,
+    dynamic transition, ``migrate``…), or produced a snapshot that is not JSON.
+
+    ``index`` is the position of the failing event in the batch given to ``fold`` (``None`` when
+    the failure was outside a batch, e.g. in ``initial``), ``event_type`` its ``type``, ``kind``
+    the engine's classification (``"machine-error"``, ``"not-serializable"``).
+    """
+
+    code = "machine-execution-error"
+
+    def __init__(
+        self, message: str, *, index: int | None = None, event_type: str | None = None, kind: str = ""
+    ) -> None:
+        self.index = index
+        self.event_type = event_type
+        self.kind = kind
+        super().__init__(message)

@@ -1,0 +1,664 @@
+// agentscope XState runner: one long-lived Node process per machine module.
+//
+// Protocol: JSON lines. Each request on stdin is one line `{"id": <int>, "op": <string>, ...}`;
+// each reply on stdout is one line `{"id": <same>, "ok": true, "result": ...}` or
+// `{"id": <same>, "ok": false, "error": {"kind", "message", "stack"?, ...}}`. Requests are
+// handled strictly in order. Anything the user's module prints goes to stderr (console.log is
+// diverted), so stdout carries protocol lines only. Diagnostics go to stderr.
+//
+// The runner never bundles xstate: it resolves `xstate` from the user module's own location,
+// as Node resolves the module's own `import "xstate"`. Every operation is pure (spec §4.1):
+// `initialTransition` / `transition` / `restoreSnapshot` / `getPersistedSnapshot`; no actor is
+// started and no action is executed.
+//
+// Operations (see agentscope/engines/xstate.py for the Python side):
+//   load      {path, export?}            -> {machineId, declaredVersion, structural, exportName, graph, xstatePath, xstateVersion}
+//   initial   {input?}                   -> {handle, persisted, children}
+//   restore   {persisted}                -> {handle, persisted, children}
+//   fold      {seed, events, sessions, rebind, reseedEvery, release?}
+//                                         -> {handle, persisted: [...], children: [...], sessions: {delta}}
+//   release   {handles}                  -> null
+//   ping      {}                         -> {pid}
+//
+// A "seed" is {handle} (a live snapshot kept by this process) or {persisted, children?}
+// (restored here; `children` maps actorId -> the session id the caller's snapshot had, used to
+// carry the session-rebinding cache over the restore).
+
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import fs from "node:fs";
+import path from "node:path";
+
+// ---------------------------------------------------------------------------------------------
+// stdout belongs to the protocol. User code printing (console.log, process.stdout.write) is
+// diverted to stderr so it cannot corrupt the stream.
+const protocolOut = process.stdout;
+const rawWrite = protocolOut.write.bind(protocolOut);
+protocolOut.write = (...args) => process.stderr.write(...args);
+
+const CHUNK = 1 << 20;
+
+function writeAll(text) {
+  // Chunked writes with back-pressure: a 50 MB reply never needs one giant buffer copy.
+  return new Promise((resolve, reject) => {
+    let offset = 0;
+    const step = () => {
+      while (offset < text.length) {
+        const piece = text.slice(offset, offset + CHUNK);
+        offset += CHUNK;
+        if (!rawWrite(piece)) {
+          protocolOut.once("drain", step);
+          return;
+        }
+      }
+      resolve();
+    };
+    protocolOut.once("error", reject);
+    step();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// State of this process.
+let xs = null; // the xstate module resolved from the user's module
+let machine = null;
+let nextHandle = 1;
+const handles = new Map(); // id -> {snap, cache: Map, sinceSeed}
+
+class RunnerError extends Error {
+  constructor(kind, message, extra = {}) {
+    super(message);
+    this.kind = kind;
+    this.extra = extra;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structural string of machine.config (spec §3). Not JSON.stringify: keys in plain UTF-16 order,
+// functions/undefined/symbols skipped as members and empty as array items, NaN/Infinity via
+// String(), bigint as `<digits>n`, an object on its own ancestor path as "[circular]".
+export function structuralString(root) {
+  const ancestors = [];
+  const walk = (v) => {
+    if (v === null) return "null";
+    switch (typeof v) {
+      case "string":
+        return JSON.stringify(v);
+      case "number":
+      case "boolean":
+        return String(v);
+      case "bigint":
+        return `${v}n`;
+      case "function":
+      case "undefined":
+      case "symbol":
+        return undefined;
+      default:
+        break;
+    }
+    if (ancestors.includes(v)) return '"[circular]"';
+    ancestors.push(v);
+    let out;
+    if (Array.isArray(v)) {
+      const items = [];
+      for (let i = 0; i < v.length; i++) {
+        const s = walk(v[i]);
+        items.push(s === undefined ? "" : s);
+      }
+      out = "[" + items.join(",") + "]";
+    } else {
+      const members = [];
+      for (const k of Object.keys(v).sort()) {
+        const s = walk(v[k]);
+        if (s !== undefined) members.push(JSON.stringify(k) + ":" + s);
+      }
+      out = "{" + members.join(",") + "}";
+    }
+    ancestors.pop();
+    return out;
+  };
+  const s = walk(root);
+  return s === undefined ? "" : s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph extraction from the machine's resolved state nodes.
+function stripHash(t) {
+  if (typeof t === "string") return t.startsWith("#") ? t.slice(1) : t;
+  if (t && typeof t === "object" && typeof t.id === "string") return t.id;
+  return String(t);
+}
+
+function nameOf(x, fallback) {
+  if (x == null) return null;
+  if (typeof x === "string") return x;
+  if (typeof x === "function") return x.name && x.name !== fallback ? x.name : "<inline>";
+  if (typeof x === "object" && typeof x.type === "string") return x.type;
+  return "<inline>";
+}
+
+function actionNames(a) {
+  if (a == null) return [];
+  const list = Array.isArray(a) ? a : [a];
+  return list.map((x) => nameOf(x, "")).filter((x) => x !== null);
+}
+
+function srcName(src) {
+  if (typeof src === "string") return src;
+  if (src && typeof src === "object" && typeof src.id === "string") return src.id;
+  return "<inline>";
+}
+
+function transitionInfo(t, source) {
+  let event = t.eventType ?? "";
+  let kind = "on";
+  const m = t.matches;
+  if (event === "xstate.done.actor" && m && m.actorId !== undefined) {
+    event = `xstate.done.actor.${m.actorId}`;
+    kind = "invoke.onDone";
+  } else if (event === "xstate.error.actor" && m && m.actorId !== undefined) {
+    event = `xstate.error.actor.${m.actorId}`;
+    kind = "invoke.onError";
+  } else if (event === "xstate.done.state" && m && m.stateId !== undefined) {
+    event = `xstate.done.state.${m.stateId}`;
+    kind = "onDone";
+  } else if (event === "xstate.after" && m && m.delay !== undefined) {
+    event = `xstate.after.${m.delay}.${m.stateId ?? source}`;
+    kind = "after";
+  } else if (event === "") {
+    kind = "always";
+  }
+  const dynamic = typeof t.to === "function";
+  const targets = !dynamic && Array.isArray(t.target) ? t.target.map(stripHash) : [];
+  return {
+    source,
+    event,
+    targets,
+    guard: nameOf(t.guard, "guard"),
+    dynamic,
+    reenter: !!t.reenter,
+    kind,
+    actions: actionNames(t.actions),
+  };
+}
+
+function extractGraph(m) {
+  const nodes = [];
+  const transitions = [];
+  const visit = (sn) => {
+    const children = Object.values(sn.states ?? {});
+    let initial = null;
+    if (sn.type === "compound" && sn.initial && Array.isArray(sn.initial.target)) {
+      initial = sn.initial.target.length ? stripHash(sn.initial.target[0]) : null;
+    } else if (sn.type === "history") {
+      // The history node's default target (taken when no history is recorded yet).
+      const tgt = sn.config?.target;
+      if (typeof tgt === "string" && sn.parent) {
+        initial = tgt.startsWith("#") ? tgt.slice(1) : `${sn.parent.id}.${tgt}`;
+      }
+    }
+    nodes.push({
+      id: sn.id,
+      key: sn.key,
+      path: Array.isArray(sn.path) ? sn.path.map(String) : [],
+      kind: sn.type,
+      parent: sn.parent ? sn.parent.id : null,
+      children: children.map((c) => c.id),
+      initial,
+      history: sn.type === "history" ? (sn.history === "deep" ? "deep" : "shallow") : null,
+      invoke: (sn.invoke ?? []).map((inv) => [String(inv.id), srcName(inv.src)]),
+      entry: actionNames(sn.entry),
+      exit: actionNames(sn.exit),
+      tags: Array.isArray(sn.tags) ? sn.tags.map(String) : [],
+      description: typeof sn.description === "string" ? sn.description : null,
+    });
+    if (sn.transitions instanceof Map) {
+      for (const list of sn.transitions.values()) {
+        for (const t of list) transitions.push(transitionInfo(t, sn.id));
+      }
+    }
+    for (const t of sn.always ?? []) transitions.push(transitionInfo(t, sn.id));
+    for (const c of children) visit(c);
+  };
+  visit(m.root);
+  return { machineId: m.id, root: m.root.id, nodes, transitions };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading.
+function isMachine(v) {
+  if (v === null || typeof v !== "object") return false;
+  if (xs && typeof xs.StateMachine === "function" && v instanceof xs.StateMachine) return true;
+  return (
+    typeof v.transition === "function" &&
+    typeof v.getPersistedSnapshot === "function" &&
+    typeof v.restoreSnapshot === "function" &&
+    "root" in v &&
+    "config" in v
+  );
+}
+
+function resolveXstate(modulePath) {
+  const req = createRequire(pathToFileURL(modulePath));
+  let resolved;
+  try {
+    resolved = req.resolve("xstate");
+  } catch (err) {
+    const dir = path.dirname(modulePath);
+    throw new RunnerError(
+      "xstate-missing",
+      `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project. ` +
+        `Run \`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
+        `(${err && err.code ? err.code : err})`,
+    );
+  }
+  let version = null;
+  try {
+    let dir = path.dirname(resolved);
+    for (let i = 0; i < 6; i++) {
+      const pj = path.join(dir, "package.json");
+      if (fs.existsSync(pj)) {
+        const meta = JSON.parse(fs.readFileSync(pj, "utf8"));
+        if (meta.name === "xstate") {
+          version = meta.version ?? null;
+          break;
+        }
+      }
+      dir = path.dirname(dir);
+    }
+  } catch {
+    version = null;
+  }
+  return { resolved, module: req("xstate"), version };
+}
+
+async function opLoad(req) {
+  const modulePath = path.resolve(req.path);
+  if (!fs.existsSync(modulePath)) {
+    throw new RunnerError("module-not-found", `Machine module not found: ${modulePath}`);
+  }
+  const x = resolveXstate(modulePath);
+  xs = x.module;
+  if (typeof xs.transition !== "function" || typeof xs.initialTransition !== "function") {
+    throw new RunnerError(
+      "xstate-incompatible",
+      `The xstate resolved from ${modulePath} (${x.resolved}, version ${x.version}) has no pure ` +
+        "`transition`/`initialTransition`; install xstate@6.0.0-alpha.48.",
+    );
+  }
+  let ns;
+  try {
+    ns = await import(pathToFileURL(modulePath).href);
+  } catch (err) {
+    throw new RunnerError("import-failed", `Importing ${modulePath} threw: ${errText(err)}`, {
+      stack: err && err.stack ? String(err.stack) : undefined,
+    });
+  }
+  const names = Object.keys(ns);
+  let exportName;
+  let picked;
+  if (req.export != null) {
+    exportName = String(req.export);
+    if (!(exportName in ns)) {
+      // A CommonJS module's exports object sits under `default`.
+      const d = ns.default;
+      if (d && typeof d === "object" && exportName in d) {
+        picked = d[exportName];
+      } else {
+        throw new RunnerError(
+          "export-not-found",
+          `${modulePath} has no export '${exportName}'; its exports are: ${names.join(", ") || "(none)"}`,
+        );
+      }
+    } else {
+      picked = ns[exportName];
+    }
+    if (!isMachine(picked)) {
+      throw new RunnerError(
+        "not-a-machine",
+        `Export '${exportName}' of ${modulePath} is not an XState machine (got ${describeValue(picked)})`,
+      );
+    }
+  } else if (isMachine(ns.default)) {
+    exportName = "default";
+    picked = ns.default;
+  } else {
+    const found = new Map();
+    const consider = (obj, prefix) => {
+      for (const k of Object.keys(obj)) {
+        if (k === "default") continue;
+        let v;
+        try {
+          v = obj[k];
+        } catch {
+          continue;
+        }
+        if (isMachine(v)) {
+          if (![...found.values()].includes(v)) found.set(prefix + k, v);
+        }
+      }
+    };
+    consider(ns, "");
+    if (found.size === 0 && ns.default && typeof ns.default === "object") consider(ns.default, "");
+    if (found.size === 0) {
+      throw new RunnerError(
+        "not-a-machine",
+        `${modulePath} exports no XState machine (exports: ${names.join(", ") || "(none)"})`,
+      );
+    }
+    if (found.size > 1) {
+      throw new RunnerError(
+        "ambiguous-export",
+        `${modulePath} exports several machines (${[...found.keys()].join(", ")}); pass export=<name>`,
+      );
+    }
+    [[exportName, picked]] = [...found.entries()];
+  }
+  machine = picked;
+  const declared = machine.version;
+  return {
+    machineId: typeof machine.id === "string" ? machine.id : "(machine)",
+    declaredVersion: declared === undefined || declared === null ? null : String(declared),
+    structural: structuralString(machine.config),
+    exportName,
+    graph: extractGraph(machine),
+    xstatePath: x.resolved,
+    xstateVersion: x.version,
+  };
+}
+
+function describeValue(v) {
+  if (v === null) return "null";
+  if (typeof v === "object") return `an object with keys ${Object.keys(v).slice(0, 8).join(", ")}`;
+  return typeof v;
+}
+
+function errText(err) {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  try {
+    return String(err);
+  } catch {
+    return "<unprintable>";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots.
+function requireMachine() {
+  if (!machine) throw new RunnerError("protocol", "no machine loaded (send 'load' first)");
+  return machine;
+}
+
+function persistJson(snap) {
+  // JSON.stringify drops undefined-valued keys (output/error/_nextActorIds), as the reference
+  // JSON-serializes the persisted snapshot.
+  const p = machine.getPersistedSnapshot(snap);
+  return JSON.stringify(p);
+}
+
+function childSessions(snap) {
+  const out = {};
+  const ch = snap && snap.children;
+  if (ch) {
+    for (const k of Object.keys(ch)) {
+      const sid = ch[k] && ch[k].sessionId;
+      if (typeof sid === "string") out[k] = sid;
+    }
+  }
+  return out;
+}
+
+function newHandle(snap, cache, sinceSeed) {
+  const id = nextHandle++;
+  handles.set(id, { snap, cache, sinceSeed });
+  return id;
+}
+
+function restoreFrom(persisted) {
+  const m = requireMachine();
+  return m.restoreSnapshot(JSON.parse(JSON.stringify(persisted)));
+}
+
+// The rebinding cache of one fold: `map` is actorId + "\0" + recordedSessionId -> minted session
+// id; `byMinted` indexes the keys by minted id so a restore can move the entries of running
+// children in O(children). Session ids are `<process nonce>:<system counter>:<actor counter>`,
+// so an id minted by one actor system never equals one minted by another: entries that pointed
+// at an old system's finished child stay stale (never match) without being touched.
+class SessionCache {
+  constructor(entries) {
+    this.map = new Map();
+    this.byMinted = new Map();
+    if (entries) for (const [k, v] of entries) this.set(k, v);
+  }
+  get(key) {
+    return this.map.get(key);
+  }
+  set(key, minted) {
+    const prev = this.map.get(key);
+    if (prev !== undefined) {
+      const keys = this.byMinted.get(prev);
+      if (keys) {
+        const j = keys.indexOf(key);
+        if (j >= 0) keys.splice(j, 1);
+        if (!keys.length) this.byMinted.delete(prev);
+      }
+    }
+    this.map.set(key, minted);
+    const keys = this.byMinted.get(minted);
+    if (keys) keys.push(key);
+    else this.byMinted.set(minted, [key]);
+  }
+  clone() {
+    const c = new SessionCache();
+    c.map = new Map(this.map);
+    for (const [m, keys] of this.byMinted) c.byMinted.set(m, keys.slice());
+    return c;
+  }
+  // Carry the cache over a restore: entries that pointed at a child's session in the old
+  // snapshot now point at the same child's session in the restored one.
+  remap(oldChildren, newChildren, delta) {
+    for (const actorId of Object.keys(oldChildren)) {
+      const before = oldChildren[actorId];
+      const after = newChildren[actorId];
+      if (after === undefined || after === before) continue;
+      const keys = this.byMinted.get(before);
+      if (!keys) continue;
+      for (const key of keys.slice()) {
+        if (key.slice(0, key.indexOf("\u0000")) !== actorId) continue;
+        this.set(key, after);
+        if (delta) delta[key] = after;
+      }
+    }
+  }
+}
+
+function opInitial(req) {
+  const m = requireMachine();
+  const [snap] = "input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m);
+  return finishSingle(snap);
+}
+
+function opRestore(req) {
+  return finishSingle(restoreFrom(req.persisted));
+}
+
+function finishSingle(snap) {
+  const persisted = persistJson(snap);
+  const children = childSessions(snap);
+  const handle = newHandle(snap, new SessionCache(), 0);
+  return { raw: `{"handle":${handle},"persisted":${persisted},"children":${JSON.stringify(children)}}` };
+}
+
+function rebind(ev, snap, cache, delta) {
+  if (ev === null || typeof ev !== "object") return ev;
+  const actorId = ev.actorId;
+  const recorded = ev.sessionId;
+  if (typeof actorId !== "string" || typeof recorded !== "string") return ev;
+  const key = actorId + "\u0000" + recorded;
+  let minted = cache.get(key);
+  if (minted === undefined) {
+    const child = snap.children ? snap.children[actorId] : undefined;
+    const sid = child ? child.sessionId : undefined;
+    if (typeof sid !== "string") return ev;
+    minted = sid;
+    cache.set(key, minted);
+    delta[key] = minted;
+  }
+  return { ...ev, sessionId: minted };
+}
+
+function opFold(req) {
+  const m = requireMachine();
+  const events = req.events;
+  if (!Array.isArray(events)) throw new RunnerError("protocol", "fold: 'events' must be an array");
+  const reseedEvery = Number.isInteger(req.reseedEvery) && req.reseedEvery > 0 ? req.reseedEvery : 0;
+  const rebindOn = req.rebind !== false;
+  const delta = {};
+  let snap;
+  let cache;
+  let sinceSeed;
+  const seed = req.seed ?? {};
+  if (seed.handle !== undefined && seed.handle !== null) {
+    const h = handles.get(seed.handle);
+    if (!h) throw new RunnerError("unknown-handle", `unknown snapshot handle ${seed.handle}`);
+    snap = h.snap;
+    cache = req.sessions == null ? h.cache.clone() : new SessionCache(Object.entries(req.sessions));
+    sinceSeed = h.sinceSeed;
+  } else if (seed.persisted !== undefined) {
+    snap = restoreFrom(seed.persisted);
+    cache = new SessionCache(Object.entries(req.sessions ?? {}));
+    cache.remap(seed.children ?? {}, childSessions(snap), delta);
+    sinceSeed = 0;
+  } else {
+    throw new RunnerError("protocol", "fold: 'seed' needs 'handle' or 'persisted'");
+  }
+  const parts = [];
+  const kids = [];
+  for (let i = 0; i < events.length; i++) {
+    if (reseedEvery && sinceSeed >= reseedEvery) {
+      // alpha.48 grows the pure actor system's prototype chain by one per transition; a restore
+      // from the persisted form starts a fresh chain (proved hash-neutral by the test suite).
+      const before = childSessions(snap);
+      snap = m.restoreSnapshot(m.getPersistedSnapshot(snap));
+      cache.remap(before, childSessions(snap), delta);
+      sinceSeed = 0;
+    }
+    const ev = events[i];
+    let next;
+    try {
+      const e = rebindOn ? rebind(ev, snap, cache, delta) : ev;
+      [next] = xs.transition(m, snap, e);
+    } catch (err) {
+      throw new RunnerError("machine-error", `machine threw on event ${i} of the batch: ${errText(err)}`, {
+        index: i,
+        eventType: ev && typeof ev === "object" ? ev.type : undefined,
+        stack: err && err.stack ? String(err.stack) : undefined,
+      });
+    }
+    snap = next;
+    sinceSeed += 1;
+    let p;
+    try {
+      p = persistJson(snap);
+    } catch (err) {
+      throw new RunnerError(
+        "not-serializable",
+        `the persisted snapshot after event ${i} of the batch is not JSON: ${errText(err)}`,
+        { index: i, eventType: ev && typeof ev === "object" ? ev.type : undefined },
+      );
+    }
+    parts.push(p);
+    kids.push(JSON.stringify(childSessions(snap)));
+  }
+  if (Array.isArray(req.release)) for (const h of req.release) handles.delete(h);
+  const handle = newHandle(snap, cache, sinceSeed);
+  return {
+    raw:
+      `{"handle":${handle},"persisted":[${parts.join(",")}],"children":[${kids.join(",")}],` +
+      `"sessions":${JSON.stringify(delta)}}`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch.
+async function handle(req) {
+  if (Array.isArray(req.release) && req.op !== "fold") for (const h of req.release) handles.delete(h);
+  switch (req.op) {
+    case "load":
+      return opLoad(req);
+    case "initial":
+      return opInitial(req);
+    case "restore":
+      return opRestore(req);
+    case "fold":
+      return opFold(req);
+    case "release":
+      return null;
+    case "ping":
+      return { pid: process.pid, handles: handles.size };
+    default:
+      throw new RunnerError("protocol", `unknown op '${req.op}'`);
+  }
+}
+
+async function serve(line) {
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch (err) {
+    await writeAll(
+      JSON.stringify({ id: null, ok: false, error: { kind: "protocol", message: `bad request line: ${errText(err)}` } }) +
+        "\n",
+    );
+    return;
+  }
+  const id = req && typeof req === "object" ? (req.id ?? null) : null;
+  let reply;
+  try {
+    const result = await handle(req);
+    if (result && typeof result === "object" && typeof result.raw === "string") {
+      reply = `{"id":${JSON.stringify(id)},"ok":true,"result":${result.raw}}`;
+    } else {
+      reply = JSON.stringify({ id, ok: true, result: result ?? null });
+    }
+  } catch (err) {
+    const error =
+      err instanceof RunnerError
+        ? { kind: err.kind, message: err.message, ...err.extra }
+        : { kind: "internal", message: errText(err), stack: err && err.stack ? String(err.stack) : undefined };
+    if (error.stack === undefined && err && err.stack && err instanceof RunnerError && error.kind !== "machine-error") {
+      delete error.stack;
+    }
+    reply = JSON.stringify({ id, ok: false, error });
+  }
+  await writeAll(reply + "\n");
+}
+
+// Robust line reader: chunks are kept as a list and joined once per line, so a 50 MB line
+// costs one copy, not a quadratic string build.
+let pending = [];
+let queue = Promise.resolve();
+process.stdin.on("data", (chunk) => {
+  let start = 0;
+  for (;;) {
+    const nl = chunk.indexOf(10, start);
+    if (nl === -1) {
+      if (start < chunk.length) pending.push(chunk.subarray(start));
+      break;
+    }
+    pending.push(chunk.subarray(start, nl));
+    const line = pending.length === 1 ? pending[0].toString("utf8") : Buffer.concat(pending).toString("utf8");
+    pending = [];
+    start = nl + 1;
+    if (line.trim().length) queue = queue.then(() => serve(line));
+  }
+});
+process.stdin.on("end", () => {
+  queue.then(() => process.exit(0));
+});
+process.on("uncaughtException", (err) => {
+  process.stderr.write(`agentscope runner: uncaught ${err && err.stack ? err.stack : err}\n`);
+});
+process.on("unhandledRejection", (err) => {
+  process.stderr.write(`agentscope runner: unhandled rejection ${err && err.stack ? err.stack : err}\n`);
+});

@@ -1,0 +1,644 @@
+"""The Node engine: the user's real XState machine, run by the XState next to it, from Python.
+
+:func:`load_machine` starts one long-lived Node process per machine module (the runner shipped in
+``agentscope/engines/runner/runner.mjs``) and returns an :class:`XStateMachine` implementing the
+:class:`~agentscope.engines.base.Machine` protocol. The two sides speak JSON lines over the
+process's stdin/stdout; every operation is pure (XState's ``initialTransition``/``transition``/
+``restoreSnapshot``/``getPersistedSnapshot``): no action runs, no actor starts (spec §4.1).
+
+Fold semantics (spec §4.1, the contract :mod:`agentscope.replay` builds on):
+
+- ``fold(seed, events, sessions=...)`` is **one round trip** whatever ``len(events)``. It applies
+  ``transition`` to each event with actor-session rebinding and returns one :class:`Snapshot` per
+  event, each with ``persisted`` (plain JSON, undefined-valued keys removed).
+- Only the **last** snapshot of a fold (and the snapshot of ``initial``/``restore``) stays live in
+  the runner, under a handle; folding again from it continues without a restore. Any other
+  snapshot used as a seed (an intermediate one, one from before a runner restart, one built from
+  a persisted dict) is restored from its ``persisted`` form first, which is hash-neutral.
+- ``sessions`` is the rebinding cache (``actorId + "\\0" + recordedSessionId -> mintedSessionId``),
+  updated in place. ``None`` starts a fresh cache. Across restores and re-seeds the cache is
+  *carried over*: entries pointing at a still-running child follow it to its new session id,
+  entries that were already stale stay stale (they can never match a live child), exactly as
+  one unbroken fold would behave.
+- Every ``reseed_every`` transitions the runner replaces the live snapshot with
+  ``restoreSnapshot(getPersistedSnapshot(S))``: xstate 6.0.0-alpha.48 grows the pure actor
+  system's prototype chain by one per transition (quadratic folds; see the fixtures' README,
+  "Notes for replaying"). The tests prove this changes no hash.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import weakref
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from agentscope.engines.base import (
+    NO_INPUT,
+    Graph,
+    Snapshot,
+    StateNodeInfo,
+    TransitionInfo,
+)
+from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError
+from agentscope.hashing import djb2_hex
+
+__all__ = ["DEFAULT_RESEED_EVERY", "RUNNER_PATH", "XStateMachine", "load_machine"]
+
+RUNNER_PATH = Path(__file__).resolve().parent / "runner" / "runner.mjs"
+"""The JS runner shipped as package data."""
+
+DEFAULT_RESEED_EVERY = 64
+"""Transitions between re-seeds of the live snapshot (measured in ``benchmarks/bench_xstate.py``)."""
+
+XSTATE_PIN = "6.0.0-alpha.48"
+_STDERR_KEEP = 64 * 1024
+_LOAD_KINDS = {
+    "module-not-found",
+    "xstate-missing",
+    "xstate-incompatible",
+    "import-failed",
+    "export-not-found",
+    "not-a-machine",
+    "ambiguous-export",
+}
+_TS_SUFFIXES = {".ts", ".mts", ".cts"}
+_JS_SUFFIXES = {".mjs", ".js", ".cjs"}
+
+_live_runners: weakref.WeakSet[_Runner] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all_runners() -> None:
+    for runner in list(_live_runners):
+        runner.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The subprocess.
+
+
+class _Runner:
+    """One Node process running ``runner.mjs`` with one machine module loaded.
+
+    Restarted on demand after it dies; ``generation`` counts the starts so that handles of a dead
+    process are never sent to a new one.
+    """
+
+    def __init__(self, argv: list[str], cwd: str | None, load: dict[str, Any], label: str) -> None:
+        self.argv = argv
+        self.cwd = cwd
+        self.load_request = load
+        self.label = label
+        self.generation = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stderr: deque[bytes] = deque()
+        self._stderr_size = 0
+        self._stderr_lock = threading.Lock()
+        self._next_id = 0
+        self._lock = threading.RLock()
+        self.pending_release: list[int] = []
+        self.load_result: dict[str, Any] | None = None
+        _live_runners.add(self)
+
+    # -- process lifecycle -------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        try:
+            proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                start_new_session=True,  # its own process group: close() kills the whole group
+                bufsize=1 << 20,
+            )
+        except FileNotFoundError as exc:
+            raise MachineLoadError(
+                f"Node.js executable {self.argv[0]!r} not found ({exc.strerror}); install Node.js >= 20 "
+                f"or pass node='/path/to/node' to load_machine ({self.label})."
+            ) from exc
+        except OSError as exc:
+            raise MachineLoadError(f"Cannot start Node.js {self.argv[0]!r}: {exc} ({self.label})") from exc
+        self.proc = proc
+        self.generation += 1
+        self.pending_release = []
+        with self._stderr_lock:
+            self._stderr.clear()
+            self._stderr_size = 0
+        assert proc.stderr is not None
+        threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
+            with self._stderr_lock:
+                self._stderr.append(chunk)
+                self._stderr_size += len(chunk)
+                while self._stderr_size > _STDERR_KEEP and len(self._stderr) > 1:
+                    self._stderr_size -= len(self._stderr.popleft())
+
+    def stderr_text(self) -> str:
+        with self._stderr_lock:
+            data = b"".join(self._stderr)
+        return data[-_STDERR_KEEP:].decode("utf-8", "replace").strip()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def ensure(self) -> dict[str, Any]:
+        """Start the process (again) if needed and load the module; return the load result."""
+        with self._lock:
+            if self.alive() and self.load_result is not None:
+                return self.load_result
+            self._kill()
+            self._spawn()
+            result = self._roundtrip(self.load_request)
+            self.load_result = result
+            return result
+
+    def _kill(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        self.proc = None
+        self.load_result = None
+        if proc.poll() is None:
+            with contextlib.suppress(OSError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            try:
+                proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self._signal_group(proc, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5.0)
+        # The group may hold grandchildren the module spawned; they go too.
+        self._signal_group(proc, signal.SIGKILL)
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
+    @staticmethod
+    def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(proc.pid, sig)
+            else:  # pragma: no cover - non-POSIX
+                proc.send_signal(sig)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+        _live_runners.discard(self)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def request(self, payload: dict[str, Any]) -> Any:
+        """Send one request (restarting the process if it died) and return its result."""
+        with self._lock:
+            self.ensure()
+            if self.pending_release and "release" not in payload:
+                payload = {**payload, "release": self.pending_release}
+                self.pending_release = []
+            return self._roundtrip(payload)
+
+    def _dead(self, when: str) -> EngineError:
+        proc = self.proc
+        code = None
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2.0)
+            code = proc.returncode
+        how = (
+            f"was killed by signal {-code}"
+            if isinstance(code, int) and code < 0
+            else f"exited with code {code}"
+        )
+        self._kill()
+        err = self.stderr_text()
+        return EngineError(
+            f"The Node runner for {self.label} {how} during {when}; the next call restarts it."
+            + (f"\nrunner stderr:\n{err}" if err else "")
+        )
+
+    def _roundtrip(self, payload: dict[str, Any]) -> Any:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        self._next_id += 1
+        rid = self._next_id
+        op = str(payload.get("op"))
+        try:
+            line = orjson.dumps({"id": rid, **payload}, option=orjson.OPT_SERIALIZE_NUMPY)
+        except TypeError as exc:
+            raise EngineError(f"Cannot send {op!r} to the Node runner: {exc}") from exc
+        try:
+            proc.stdin.write(line + b"\n")
+            proc.stdin.flush()
+            reply_line = proc.stdout.readline()
+        except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
+            raise self._dead(f"'{op}'") from None
+        if not reply_line:
+            raise self._dead(f"'{op}'")
+        try:
+            reply = orjson.loads(reply_line)
+        except orjson.JSONDecodeError as exc:
+            self._kill()
+            raise EngineError(
+                f"Malformed output from the Node runner for {self.label} during '{op}' ({exc}): "
+                f"{reply_line[:200]!r}; the runner was stopped and the next call restarts it."
+                + self._stderr_suffix()
+            ) from None
+        if not isinstance(reply, dict) or reply.get("id") != rid or "ok" not in reply:
+            self._kill()
+            raise EngineError(
+                f"Malformed output from the Node runner for {self.label} during '{op}': expected a "
+                f"reply to request {rid}, got {reply_line[:200]!r}; the runner was stopped."
+                + self._stderr_suffix()
+            )
+        if reply["ok"]:
+            return reply.get("result")
+        raise self._error(op, reply.get("error") or {})
+
+    def _stderr_suffix(self) -> str:
+        err = self.stderr_text()
+        return f"\nrunner stderr:\n{err}" if err else ""
+
+    def _error(self, op: str, error: Mapping[str, Any]) -> EngineError:
+        kind = str(error.get("kind", "internal"))
+        message = str(error.get("message", "unknown runner error"))
+        detail = ""
+        stack = error.get("stack")
+        if isinstance(stack, str) and stack:
+            detail += f"\n{stack}"
+        detail += self._stderr_suffix()
+        if kind in _LOAD_KINDS:
+            return MachineLoadError(message + detail)
+        if kind in ("machine-error", "not-serializable"):
+            idx = error.get("index")
+            et = error.get("eventType")
+            return MachineExecutionError(
+                f"{self.label}: {message}" + detail,
+                index=idx if isinstance(idx, int) else None,
+                event_type=et if isinstance(et, str) else None,
+                kind=kind,
+            )
+        if kind == "unknown-handle":
+            return _UnknownHandle(message)
+        return EngineError(f"Node runner error during '{op}' for {self.label} ({kind}): {message}" + detail)
+
+
+class _UnknownHandle(EngineError):
+    """Internal: the runner no longer holds a handle (restarted); the caller retries from persisted."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Handles.
+
+
+@dataclass(eq=False)
+class _Handle:
+    """Engine-private part of a :class:`Snapshot`: a live handle id in one runner generation (or
+    ``None`` for a snapshot kept only in persisted form) and the session ids of its children."""
+
+    generation: int
+    id: int | None
+    children: dict[str, str] = field(default_factory=dict)
+
+
+def _release_later(runner_ref: weakref.ReferenceType[_Runner], generation: int, hid: int) -> None:
+    runner = runner_ref()
+    if runner is not None and runner.generation == generation:
+        runner.pending_release.append(hid)
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine.
+
+
+class XStateMachine:
+    """An XState machine module run by Node (implements :class:`~agentscope.engines.base.Machine`).
+
+    Build with :func:`load_machine`. ``machine_id`` is the machine's ``id``; ``version`` the
+    declared ``version`` or the structural hash ``djb2Hex(structural_string(machine.config))``
+    (spec §3), computed from the real ``machine.config`` in Node. ``structural_string`` is that
+    string, ``export_name`` the export used, ``xstate_version`` the XState version resolved next
+    to the module. ``reseed_every`` is the re-seed interval of folds (0 disables re-seeding).
+    """
+
+    machine_id: str
+    version: str
+
+    def __init__(self, runner: _Runner, path: Path, *, reseed_every: int = DEFAULT_RESEED_EVERY) -> None:
+        self._runner = runner
+        self.path = path
+        self.reseed_every = reseed_every
+        self._mirror: tuple[int, int, dict[str, str]] | None = None
+        info = runner.ensure()
+        self.machine_id = str(info["machineId"])
+        self.structural_string: str = str(info["structural"])
+        declared = info.get("declaredVersion")
+        self.declared_version: str | None = None if declared is None else str(declared)
+        self.structural_hash: str = djb2_hex(self.structural_string)
+        self.version = self.declared_version if self.declared_version is not None else self.structural_hash
+        self.export_name: str = str(info["exportName"])
+        self.xstate_version: str | None = info.get("xstateVersion")
+        self._graph = _graph_from_json(info["graph"])
+        self._finalizer = weakref.finalize(self, runner.close)
+
+    # -- Machine protocol --------------------------------------------------------------------
+
+    @property
+    def graph(self) -> Graph:
+        """The statechart structure extracted from the machine's resolved state nodes."""
+        return self._graph
+
+    @property
+    def pid(self) -> int | None:
+        """The Node process id (``None`` when not running)."""
+        return self._runner.pid
+
+    def initial(self, input: Any = NO_INPUT) -> Snapshot:
+        """Return ``initialTransition(machine, input)[0]``; ``NO_INPUT`` means JS ``undefined``.
+
+        Raises :class:`~agentscope.errors.MachineExecutionError` if the machine's ``context``
+        factory throws, :class:`~agentscope.errors.EngineError` if the runner fails.
+        """
+        req: dict[str, Any] = {"op": "initial"}
+        if input is not NO_INPUT:
+            req["input"] = input
+        return self._single(self._runner.request(req))
+
+    def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
+        """Return ``machine.restoreSnapshot(persisted)`` (runs the machine's ``migrate``, §4.1 step 3)."""
+        return self._single(self._runner.request({"op": "restore", "persisted": persisted}))
+
+    def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
+        """Return ``transition(machine, snapshot, event)[0]`` (no session rebinding)."""
+        return self._fold(snapshot, [event], None, rebind=False)[0]
+
+    def persist(self, snapshot: Snapshot) -> dict[str, Any]:
+        """Return the persisted snapshot (a shallow copy of ``snapshot.persisted``)."""
+        return dict(snapshot.persisted)
+
+    def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
+        """Return the session id of the running child ``actor_id`` in ``snapshot``, if any."""
+        h = snapshot.handle
+        if isinstance(h, _Handle):
+            return h.children.get(actor_id)
+        if snapshot.children.get(actor_id) is None:
+            return None
+        return self.restore(snapshot.persisted).handle.children.get(actor_id)  # type: ignore[no-any-return]
+
+    def fold(
+        self,
+        seed: Snapshot,
+        events: Sequence[Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+        *,
+        sessions: dict[str, str] | None = None,
+    ) -> list[Snapshot]:
+        """Apply ``events`` from ``seed`` with session rebinding (spec §4.1), in one round trip.
+
+        Returns one :class:`Snapshot` per event (``len(events)`` items). Only the last one keeps
+        a live handle in the runner. ``sessions`` is updated in place (see the module docstring);
+        ``None`` uses a fresh cache. Raises :class:`~agentscope.errors.MachineExecutionError`
+        (``index`` = position in ``events``) when the machine throws, and
+        :class:`~agentscope.errors.EngineError` when the runner dies (the next call restarts it).
+        """
+        evs = events if isinstance(events, list) else list(events)
+        return self._fold(seed, evs, sessions, rebind=True)
+
+    def ping(self) -> dict[str, Any]:
+        """One empty round trip (the per-request overhead); returns the runner's pid and handle count."""
+        result = self._runner.request({"op": "ping"})
+        assert isinstance(result, dict)
+        return result
+
+    def close(self) -> None:
+        """Stop the Node process (and its process group). Idempotent."""
+        self._runner.close()
+
+    def __enter__(self) -> XStateMachine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"XStateMachine({self.machine_id!r}, version={self.version!r}, path={str(self.path)!r})"
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _new_handle(self, hid: int | None, children: dict[str, str]) -> _Handle:
+        gen = self._runner.generation
+        h = _Handle(gen, hid, children)
+        if hid is not None:
+            weakref.finalize(h, _release_later, weakref.ref(self._runner), gen, hid)
+        return h
+
+    def _single(self, result: Mapping[str, Any]) -> Snapshot:
+        h = self._new_handle(int(result["handle"]), dict(result.get("children") or {}))
+        return Snapshot(result["persisted"], h)
+
+    def _fold(
+        self,
+        seed: Snapshot,
+        events: list[Mapping[str, Any]],
+        sessions: dict[str, str] | None,
+        *,
+        rebind: bool,
+    ) -> list[Snapshot]:
+        if not events:
+            return []
+        self._runner.ensure()
+        h = seed.handle if isinstance(seed.handle, _Handle) else None
+        live = h is not None and h.id is not None and h.generation == self._runner.generation
+        req: dict[str, Any] = {
+            "op": "fold",
+            "events": events,
+            "rebind": rebind,
+            "reseedEvery": self.reseed_every,
+        }
+        cache_sent: dict[str, str] | None
+        if sessions is None or not rebind:
+            cache_sent = {}
+        elif (
+            live
+            and self._mirror is not None
+            and h is not None
+            and self._mirror[:2] == (h.generation, h.id)
+            and self._mirror[2] == sessions
+        ):
+            cache_sent = None  # the runner's copy for this handle is the caller's cache
+        else:
+            cache_sent = dict(sessions)
+        by_handle = {"handle": h.id} if live and h is not None else None
+        by_value = {"persisted": seed.persisted, "children": dict(h.children) if h else {}}
+        req["seed"] = by_handle or by_value
+        req["sessions"] = cache_sent
+        try:
+            result = self._runner.request(req)
+        except _UnknownHandle:
+            req["seed"] = by_value
+            req["sessions"] = dict(sessions) if (sessions is not None and rebind) else {}
+            result = self._runner.request(req)
+        persisted = result["persisted"]
+        children = result["children"]
+        n = len(persisted)
+        if n != len(events) or len(children) != n:
+            self._runner.close()
+            raise EngineError(
+                f"Malformed output from the Node runner for {self._runner.label}: {n} snapshots for "
+                f"{len(events)} events; the runner was stopped."
+            )
+        out = [Snapshot(persisted[i], _Handle(self._runner.generation, None, children[i])) for i in range(n - 1)]
+        last = self._new_handle(int(result["handle"]), children[-1])
+        out.append(Snapshot(persisted[-1], last))
+        if sessions is not None and rebind:
+            sessions.update(result.get("sessions") or {})
+            self._mirror = (last.generation, int(result["handle"]), dict(sessions))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph conversion.
+
+
+def _graph_from_json(g: Mapping[str, Any]) -> Graph:
+    nodes: dict[str, StateNodeInfo] = {}
+    for n in g["nodes"]:
+        nodes[n["id"]] = StateNodeInfo(
+            id=n["id"],
+            key=n["key"],
+            path=tuple(n["path"]),
+            kind=n["kind"],
+            parent=n["parent"],
+            children=tuple(n["children"]),
+            initial=n["initial"],
+            history=n["history"],
+            invoke=tuple((str(i), str(s)) for i, s in n["invoke"]),
+            entry=tuple(n["entry"]),
+            exit=tuple(n["exit"]),
+            tags=tuple(n["tags"]),
+            description=n["description"],
+        )
+    transitions = tuple(
+        TransitionInfo(
+            source=t["source"],
+            event=t["event"],
+            targets=tuple(t["targets"]),
+            guard=t["guard"],
+            dynamic=bool(t["dynamic"]),
+            reenter=bool(t["reenter"]),
+            kind=t["kind"],
+            actions=tuple(t["actions"]),
+        )
+        for t in g["transitions"]
+    )
+    return Graph(machine_id=str(g["machineId"]), root=str(g["root"]), nodes=nodes, transitions=transitions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading.
+
+
+def _node_version(node: str) -> tuple[int, int, int] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except FileNotFoundError as exc:
+        raise MachineLoadError(
+            f"Node.js executable {node!r} not found; install Node.js >= 20 or pass node='/path/to/node'."
+        ) from exc
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", out.stdout.strip())
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def load_machine(
+    path: str | os.PathLike[str],
+    export: str | None = None,
+    *,
+    node: str = "node",
+    cwd: str | os.PathLike[str] | None = None,
+    reseed_every: int = DEFAULT_RESEED_EVERY,
+) -> XStateMachine:
+    """Load an XState machine from a JS/TS module and return it as a :class:`Machine`.
+
+    Parameters
+    ----------
+    path
+        The module: ``.mjs``, ``.js``, ``.cjs``, or ``.ts``/``.mts`` when the Node in use can strip
+        types (Node >= 22.6; ``--experimental-strip-types`` is passed).
+    export
+        The export holding the machine. Default: ``default`` when it is a machine, else the
+        single exported machine (several distinct machines is an error).
+    node
+        The Node.js executable.
+    cwd
+        Working directory of the Node process (default: inherited).
+    reseed_every
+        Re-seed interval of folds (see the module docstring); 0 disables it.
+
+    ``xstate`` is resolved from the module's own location, as Node resolves the module's
+    ``import "xstate"``. One long-lived Node process serves the machine until
+    :meth:`XStateMachine.close` (also a context manager, and closed at interpreter exit).
+
+    Raises
+    ------
+    MachineLoadError
+        Node not found; module not found; unsupported extension; TypeScript on a Node that cannot
+        strip types; ``xstate`` not installed next to the module (the message says
+        ``npm install xstate@6.0.0-alpha.48``); the module threw at import; export missing, not a
+        machine, or ambiguous. The runner's stderr is included.
+    """
+    p = Path(path).expanduser().resolve()
+    label = f"{p.name}" + (f" (export {export!r})" if export else "")
+    if not p.is_file():
+        raise MachineLoadError(f"Machine module not found: {p}")
+    suffix = p.suffix.lower()
+    argv = [node]
+    if suffix in _TS_SUFFIXES:
+        version = _node_version(node)
+        if version is None or version < (22, 6, 0):
+            found = "unknown" if version is None else "v" + ".".join(map(str, version))
+            raise MachineLoadError(
+                f"Loading the TypeScript module {p} needs Node.js >= 22.6 (type stripping with "
+                f"--experimental-strip-types); the Node at {node!r} is {found}. Use a newer Node "
+                f"(node='/path/to/node'), or load the compiled/stripped .mjs of the same machine."
+            )
+        if version < (23, 6, 0):
+            argv.append("--experimental-strip-types")
+        argv.append("--no-warnings=ExperimentalWarning")
+    elif suffix not in _JS_SUFFIXES:
+        raise MachineLoadError(
+            f"Unsupported machine module extension {suffix!r} for {p}; use .mjs, .js, .cjs, .ts or .mts."
+        )
+    argv.append(str(RUNNER_PATH))
+    load_req: dict[str, Any] = {"op": "load", "path": str(p)}
+    if export is not None:
+        load_req["export"] = export
+    runner = _Runner(argv, None if cwd is None else os.fspath(cwd), load_req, label)
+    try:
+        return XStateMachine(runner, p, reseed_every=reseed_every)
+    except BaseException:
+        runner.close()
+        raise

@@ -1,0 +1,445 @@
+"""``EventLog``: a read log, its entries exactly as read, and a lazily built DataFrame view.
+
+Spec §1 (the entry), §1.5 (the init entry, ``executionId``, version-bridge segments), §4.2 (the
+cached snapshot with ``agentMeta``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, Era, is_recorded_at
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PROBLEM_COLUMNS", "EventLog", "Segment", "recorded_at_to_datetime"]
+
+PROBLEM_COLUMNS = ("source", "index", "line", "field", "code", "message")
+"""Columns of :attr:`EventLog.problems`."""
+
+DF_COLUMNS = (
+    "index",
+    "id",
+    "recorded_at",
+    "machine_id",
+    "machine_version",
+    "event_type",
+    "causation_id",
+    "state_hash",
+    "event",
+    "metadata",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run of entries replayed with one machine version (spec §1.5, the version bridge).
+
+    Attributes
+    ----------
+    start, stop : int
+        Entry positions ``[start, stop)`` in the log.
+    machine_id, machine_version : str | None
+        The identity the segment's entries target (the bridge init's own stamp is exempt, so the
+        version is taken from the first non-bridge entry when there is one).
+    bridge : bool
+        The segment starts with an ``@agent.init`` entry carrying ``snapshot`` (a continuation).
+    migrated_from : Mapping | None
+        The init's ``metadata.migratedFrom`` (``{"machineVersion", "logIndex"}``) when present.
+    """
+
+    start: int
+    stop: int
+    machine_id: str | None
+    machine_version: str | None
+    bridge: bool
+    migrated_from: Mapping[str, Any] | None
+
+
+_ISO_PARTS = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
+    r"(?:Z|([+-])([0-9]{2}):([0-9]{2}))"
+)
+
+
+def recorded_at_to_datetime(value: object) -> datetime | None:
+    """Convert a ``recordedAt`` string to an aware UTC ``datetime`` the way V8 reads it (§1.4).
+
+    Day overflow rolls into the next month (``2026-02-30`` is March 2) and ``24:00:00`` is the
+    next midnight, as ``Date.parse`` does. Returns ``None`` for a value :func:`is_recorded_at`
+    rejects or one outside ``datetime``'s range (year 0). Precision: microseconds.
+    """
+    if not is_recorded_at(value):
+        return None
+    assert isinstance(value, str)
+    m = _ISO_PARTS.fullmatch(value)
+    if m is None:  # pragma: no cover - the regexes agree
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    frac, sign, off_h, off_m = m.group(7), m.group(8), m.group(9), m.group(10)
+    if year < 1:
+        return None
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    base = datetime(year, month, 1, tzinfo=UTC)
+    delta = timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second, microseconds=micro)
+    if sign:
+        offset = timedelta(hours=int(off_h), minutes=int(off_m))
+        delta -= offset if sign == "+" else -offset
+    try:
+        return base + delta
+    except OverflowError:
+        return None
+
+
+def _snapshot_init(entry: Mapping[str, Any]) -> bool:
+    event = entry.get("event")
+    return isinstance(event, dict) and event.get("type") == AGENT_INIT_EVENT_TYPE and "snapshot" in event
+
+
+def _empty_problems() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series([], dtype="object") for c in PROBLEM_COLUMNS})
+
+
+class EventLog:
+    """One event log (one thread): the entries exactly as read, plus views over them.
+
+    Build one with :func:`agentscope.log.read_log`. The constructor does not validate.
+
+    Parameters
+    ----------
+    entries : list[dict] or callable
+        The entries as read (dicts with their key order untouched), or a zero-argument callable
+        returning them, used by readers that keep payloads raw until asked.
+    source : str | None
+        Where the log came from (a path, ``"<list>"``, ``"<stream>"``, ``"<DataFrame>"`` …).
+    thread : str | None
+        The store thread id, for logs read from a store (§5.2).
+    era : {"C", "B", "A"}
+        The format era (spec §0).
+    cached_snapshot : dict | None
+        A persisted snapshot carrying ``agentMeta`` (§4.2) that came with the log.
+    problems : DataFrame | None
+        What ``errors="collect"`` set aside (columns :data:`PROBLEM_COLUMNS`).
+    length : int | None
+        The number of entries, required when ``entries`` is a callable.
+    frame_builder : callable | None
+        Builds :attr:`df` without materialising entries (fast readers); optional.
+    """
+
+    def __init__(
+        self,
+        entries: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]],
+        *,
+        source: str | None = None,
+        thread: str | None = None,
+        era: Era = "C",
+        cached_snapshot: dict[str, Any] | None = None,
+        problems: pd.DataFrame | None = None,
+        length: int | None = None,
+        frame_builder: Callable[[], pd.DataFrame] | None = None,
+        summary: Mapping[str, Any] | None = None,
+    ) -> None:
+        if callable(entries):
+            if length is None:
+                raise TypeError("EventLog: a lazy entries loader needs length=")
+            self._entries: list[dict[str, Any]] | None = None
+            self._loader: Callable[[], list[dict[str, Any]]] | None = entries
+            self._length = length
+        else:
+            self._entries = entries
+            self._loader = None
+            self._length = len(entries)
+        self.source = source
+        self.thread = thread
+        self.era: Era = era
+        self.cached_snapshot = cached_snapshot
+        self._problems = problems
+        self._frame_builder = frame_builder
+        self._df: pd.DataFrame | None = None
+        self._summary = dict(summary) if summary is not None else None
+
+    # -- entries --------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """The entries exactly as read (dicts, key order untouched). Do not mutate them."""
+        if self._entries is None:
+            assert self._loader is not None
+            self._entries = self._loader()
+            self._loader = None
+        return self._entries
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.entries)
+
+    @overload
+    def __getitem__(self, key: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> EventLog: ...
+
+    def __getitem__(self, key: int | slice) -> dict[str, Any] | EventLog:
+        """``log[i]`` is entry ``i`` (a dict); ``log[a:b]`` is an :class:`EventLog` of those entries.
+
+        A slice keeps source, thread and era, drops the cached snapshot (it describes the whole
+        log), and keeps the problems whose index falls in the slice. Steps other than 1 raise
+        ``ValueError`` (a log is contiguous).
+        """
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                raise ValueError("EventLog slices must be contiguous (step 1)")
+            stop = max(start, stop)
+            problems = self.problems
+            if len(problems):
+                idx = problems["index"]
+                problems = problems[idx.isna() | ((idx >= start) & (idx < stop))].reset_index(drop=True)
+            return EventLog(
+                self.entries[start:stop],
+                source=self.source,
+                thread=self.thread,
+                era=self.era,
+                problems=problems,
+            )
+        return self.entries[key]
+
+    # -- identity -------------------------------------------------------------------------------
+
+    def _summary_value(self, name: str) -> Any:
+        if self._summary is not None and name in self._summary:
+            return self._summary[name]
+        return _SENTINEL
+
+    @property
+    def execution_id(self) -> str | None:
+        """The log's lineage id: the init entry's ``metadata.executionId`` when a string (§1.5)."""
+        cached = self._summary_value("execution_id")
+        if cached is not _SENTINEL:
+            return cached  # type: ignore[no-any-return]
+        for entry in self.entries:
+            event = entry.get("event")
+            if isinstance(event, dict) and event.get("type") == AGENT_INIT_EVENT_TYPE:
+                meta = entry.get("metadata")
+                value = meta.get("executionId") if isinstance(meta, dict) else None
+                return value if isinstance(value, str) else None
+        return None
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """Version-bridge segments (spec §1.5): a new one at each snapshot-init entry and at
+        each change of ``machineId``/``machineVersion`` between consecutive entries.
+
+        A valid Era-C log has one segment; a bridged continuation's segment has ``bridge=True``
+        and ``migrated_from`` set. Era-A logs (no identity) have one segment with ``None``s.
+        """
+        cached = self._summary_value("segments")
+        if cached is not _SENTINEL:
+            return cached  # type: ignore[no-any-return]
+        out: list[Segment] = []
+        entries = self.entries
+        start, ident, bridge = 0, None, False
+        migrated: Mapping[str, Any] | None = None
+        for i, entry in enumerate(entries):
+            if _snapshot_init(entry):
+                if i > start:
+                    out.append(Segment(start, i, *(ident or (None, None)), bridge, migrated))
+                start, ident, bridge = i, None, True
+                meta = entry.get("metadata")
+                found = meta.get("migratedFrom") if isinstance(meta, dict) else None
+                migrated = found if isinstance(found, dict) else None
+                continue
+            current = (entry.get("machineId"), entry.get("machineVersion"))
+            if ident is None:
+                ident = current
+            elif current != ident:
+                out.append(Segment(start, i, *ident, bridge, migrated))
+                start, ident, bridge, migrated = i, current, False, None
+        if entries:
+            if ident is None:
+                ident = (entries[start].get("machineId"), entries[start].get("machineVersion"))
+            out.append(Segment(start, len(entries), *ident, bridge, migrated))
+        return tuple(out)
+
+    @property
+    def machine_id(self) -> str | None:
+        """The ``machineId`` the log targets (its first segment's), or ``None`` (Era A, empty)."""
+        cached = self._summary_value("machine_id")
+        if cached is not _SENTINEL:
+            return cached  # type: ignore[no-any-return]
+        segs = self.segments
+        if segs:
+            return segs[0].machine_id
+        if self.cached_snapshot is not None:
+            meta = self.cached_snapshot.get("agentMeta")
+            if isinstance(meta, dict) and isinstance(meta.get("machineId"), str):
+                return meta["machineId"]  # type: ignore[no-any-return]
+        return None
+
+    @property
+    def machine_versions(self) -> tuple[str, ...]:
+        """The distinct machine versions of the segments, in log order."""
+        cached = self._summary_value("machine_versions")
+        if cached is not _SENTINEL:
+            return cached  # type: ignore[no-any-return]
+        out: list[str] = []
+        for seg in self.segments:
+            if isinstance(seg.machine_version, str) and seg.machine_version not in out:
+                out.append(seg.machine_version)
+        return tuple(out)
+
+    # -- problems -------------------------------------------------------------------------------
+
+    @property
+    def problems(self) -> pd.DataFrame:
+        """What ``errors="collect"`` set aside: one row per problem, columns ``source, index,
+        line, field, code, message`` (``index`` is the entry position, ``line`` 1-based)."""
+        if self._problems is None:
+            self._problems = _empty_problems()
+        return self._problems
+
+    # -- DataFrame views ------------------------------------------------------------------------
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """One row per entry, built on first access and cached.
+
+        Columns: ``index`` (int64), ``id`` (str), ``recorded_at`` (datetime64, UTC; V8 reading
+        of §1.4), ``machine_id``/``machine_version``/``event_type`` (category),
+        ``causation_id`` and ``state_hash`` (str, missing as NA), ``event`` (the payload
+        mapping), ``metadata`` (mapping or None).
+        """
+        if self._df is None:
+            if self._frame_builder is not None and self._entries is None:
+                self._df = self._frame_builder()
+            else:
+                self._df = _frame_from_entries(self.entries)
+        return self._df
+
+    def frame(self, flatten: bool = False) -> pd.DataFrame:
+        """:attr:`df`, optionally with one ``event.<field>`` column per payload field.
+
+        With ``flatten=True`` nested payload objects become dotted columns
+        (``event.output.count``); the ``type`` field is already ``event_type`` and is not
+        repeated. Fields absent from an entry are NaN.
+        """
+        import pandas as pd
+
+        base = self.df
+        if not flatten:
+            return base.copy()
+        payloads = [
+            {k: v for k, v in e["event"].items() if k != "type"} if isinstance(e.get("event"), dict) else {}
+            for e in self.entries
+        ]
+        flat = pd.json_normalize(payloads, sep=".") if payloads else pd.DataFrame(index=range(0))
+        flat.columns = [f"event.{c}" for c in flat.columns]
+        flat.index = base.index
+        return pd.concat([base, flat], axis=1)
+
+    # -- display --------------------------------------------------------------------------------
+
+    def _headline(self) -> str:
+        parts = [f"{len(self)} entries"]
+        if self.thread is not None:
+            parts.append(f"thread {self.thread!r}")
+        if self.machine_id is not None:
+            versions = ",".join(self.machine_versions) or "?"
+            parts.append(f"machine {self.machine_id!r}@{versions}")
+        parts.append(f"era {self.era}")
+        if self.cached_snapshot is not None:
+            parts.append("cached snapshot")
+        if self._problems is not None and len(self._problems):
+            parts.append(f"{len(self._problems)} problems")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        src = f" from {self.source!r}" if self.source else ""
+        return f"<EventLog{src}: {self._headline()}>"
+
+    def _repr_html_(self) -> str:
+        """HTML for Jupyter: a summary line and the first rows (log content is escaped)."""
+        head = self.df.head(10)
+        rows = []
+        for _, row in head.iterrows():
+            cells = [
+                row["index"],
+                row["id"],
+                row["recorded_at"],
+                row["event_type"],
+                row["state_hash"],
+            ]
+            rows.append(
+                "<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in cells) + "</tr>"
+            )
+        header = "".join(
+            f"<th>{h}</th>" for h in ("index", "id", "recorded_at", "event_type", "state_hash")
+        )
+        more = f"<p>… {len(self) - len(head)} more entries</p>" if len(self) > len(head) else ""
+        src = f" from <code>{html.escape(self.source)}</code>" if self.source else ""
+        return (
+            f"<div class='agentscope-eventlog'><p><b>EventLog</b>{src}: "
+            f"{html.escape(self._headline())}</p>"
+            f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</div>"
+        )
+
+
+_SENTINEL: Any = object()
+
+
+def _cell(value: object) -> str:
+    import pandas as pd
+
+    if value is None or (not isinstance(value, str | Mapping) and pd.isna(value)):  # type: ignore[call-overload]
+        return ""
+    return str(value)
+
+
+def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    def get(name: str) -> list[Any]:
+        return [e.get(name) if isinstance(e, dict) else None for e in entries]
+
+    def text(values: list[Any]) -> pd.Series:
+        return pd.Series(
+            [v if isinstance(v, str) else None for v in values], dtype="string"
+        )
+
+    events = get("event")
+    verifications = get("verification")
+    index = [v if isinstance(v, int | float) and not isinstance(v, bool) else -1 for v in get("index")]
+    recorded = [recorded_at_to_datetime(v) for v in get("recordedAt")]
+    frame = pd.DataFrame(
+        {
+            "index": pd.Series(index, dtype="int64"),
+            "id": text(get("id")),
+            "recorded_at": pd.Series(recorded, dtype="object").astype("datetime64[us, UTC]"),
+            "machine_id": text(get("machineId")).astype("category"),
+            "machine_version": text(get("machineVersion")).astype("category"),
+            "event_type": text(
+                [ev.get("type") if isinstance(ev, dict) else None for ev in events]
+            ).astype("category"),
+            "causation_id": text(get("causationId")),
+            "state_hash": text(
+                [v.get("stateHash") if isinstance(v, dict) else None for v in verifications]
+            ),
+            "event": pd.Series(events, dtype="object"),
+            "metadata": pd.Series(get("metadata"), dtype="object"),
+        },
+        columns=list(DF_COLUMNS),
+    )
+    return frame
+
+
+ErrorsMode = Literal["raise", "collect"]

@@ -1,0 +1,350 @@
+"""Reading the SQLite store layout of spec §5.2, strictly read-only.
+
+The event-log table is ``(thread_id TEXT, idx INTEGER, entry_id TEXT, entry TEXT)`` with the
+whole entry as compact JSON in ``entry``; any table with those four columns is recognised (the
+default name is ``agent_event_log``; custom names are allowed). A snapshot table ``(id TEXT,
+snapshot TEXT)`` (default ``agent_snapshots``) may hold persisted snapshots with ``agentMeta``.
+
+How the file is opened (never written, no journal created):
+
+- the connection URI has ``mode=ro``, so SQLite refuses every write;
+- all reads of one call run inside one read transaction, so a writer appending in WAL mode at
+  the same time is seen as one consistent prefix (the committed state when the read began);
+- a WAL-mode database with no ``-wal`` file next to it (no live writer) is opened with
+  ``immutable=1`` as well: a read-only connection would otherwise create ``-wal``/``-shm`` files.
+  When a ``-wal`` file exists a writer may be live, so ``immutable`` would be wrong (it would
+  ignore the writer's commits) and plain ``mode=ro`` is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from agentscope.errors import LogFormatError, ThreadNotFoundError
+from agentscope.log.model import ErrorsMode, EventLog, recorded_at_to_datetime
+from agentscope.log.validate import Era, loads
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["EVENT_COLUMNS", "SNAPSHOT_COLUMNS", "read_sqlite", "read_threads"]
+
+EVENT_COLUMNS = frozenset({"thread_id", "idx", "entry_id", "entry"})
+SNAPSHOT_COLUMNS = frozenset({"id", "snapshot"})
+
+
+def _is_wal(path: Path) -> bool:
+    with path.open("rb") as fh:
+        header = fh.read(20)
+    return len(header) >= 20 and header[18] == 2 and header[19] == 2
+
+
+def _uri(path: Path) -> str:
+    params = "mode=ro"
+    wal_file = path.with_name(path.name + "-wal")
+    if _is_wal(path) and not wal_file.exists():
+        params += "&immutable=1"
+    return f"file:{quote(str(path.resolve()))}?{params}"
+
+
+@contextlib.contextmanager
+def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """Open a §5.2 store read-only inside one read transaction (see the module docstring).
+
+    Raises
+    ------
+    LogFormatError
+        The file is missing or is not a SQLite database.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise LogFormatError("no such SQLite file", source=str(path))
+    try:
+        conn = sqlite3.connect(_uri(p), uri=True, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise LogFormatError(f"cannot open as SQLite: {exc}", source=str(path)) from None
+    try:
+        conn.execute("BEGIN")
+        yield conn
+    except sqlite3.DatabaseError as exc:
+        raise LogFormatError(f"SQLite error: {exc}", source=str(path)) from None
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        conn.close()
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _tables_with(conn: sqlite3.Connection, columns: frozenset[str]) -> list[str]:
+    names = [
+        r[0]
+        for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+    ]
+    out = []
+    for name in names:
+        cols = {r[1] for r in conn.execute(f"PRAGMA table_info({_quote_ident(name)})")}
+        if columns <= cols:
+            out.append(name)
+    return out
+
+
+def event_tables(conn: sqlite3.Connection) -> list[str]:
+    """Names of the tables with the §5.2 event-log columns, ``agent_event_log`` first."""
+    found = _tables_with(conn, EVENT_COLUMNS)
+    return sorted(found, key=lambda n: (n != "agent_event_log", n))
+
+
+def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str:
+    tables = event_tables(conn)
+    if table is not None:
+        if table not in tables:
+            raise LogFormatError(
+                f"no event-log table {table!r} with columns thread_id, idx, entry_id, entry; "
+                f"found {tables or 'none'}",
+                source=source,
+            )
+        return table
+    if not tables:
+        raise LogFormatError(
+            "no event-log table (a table with columns thread_id, idx, entry_id, entry, spec §5.2)",
+            source=source,
+        )
+    if len(tables) > 1:
+        raise LogFormatError(
+            f"several event-log tables {tables}; pass table= to choose one", source=source
+        )
+    return tables[0]
+
+
+def _threads(conn: sqlite3.Connection, table: str) -> list[str]:
+    q = f"SELECT DISTINCT thread_id FROM {_quote_ident(table)} ORDER BY thread_id"
+    return [r[0] for r in conn.execute(q)]
+
+
+def _cached_snapshot(
+    conn: sqlite3.Connection, thread: str, execution_id: str | None
+) -> dict[str, Any] | None:
+    """A persisted snapshot with ``agentMeta`` for this log from a snapshot table (§4.2, §5.2).
+
+    Looks for a row whose ``id`` is the thread id or the log's ``executionId``; a snapshot whose
+    ``agentMeta.logId`` names another execution is not this log's and is ignored.
+    """
+    for table in _tables_with(conn, SNAPSHOT_COLUMNS):
+        q = f"SELECT id, snapshot FROM {_quote_ident(table)} WHERE id = ? OR id = ?"
+        for _id, text in conn.execute(q, (thread, execution_id or thread)):
+            try:
+                snap = loads(text)
+            except ValueError:
+                continue
+            meta = snap.get("agentMeta") if isinstance(snap, dict) else None
+            if not isinstance(meta, dict):
+                continue
+            log_id = meta.get("logId")
+            if log_id is not None and execution_id is not None and log_id != execution_id:
+                continue
+            assert isinstance(snap, dict)
+            return snap
+    return None
+
+
+def _read_thread(
+    conn: sqlite3.Connection,
+    *,
+    source: str,
+    thread: str | None,
+    errors: ErrorsMode,
+    era: Era | None,
+    table: str | None,
+) -> EventLog:
+    from agentscope.log.readers import build_log
+
+    name = _pick_table(conn, table, source)
+    threads = _threads(conn, name)
+    if thread is None:
+        if len(threads) != 1:
+            raise ThreadNotFoundError(
+                f"the store holds {len(threads)} threads; pass thread= one of {threads}",
+                source=source,
+            )
+        thread = threads[0]
+    elif thread not in threads:
+        raise ThreadNotFoundError(
+            f"no thread {thread!r} in table {name!r}; available threads: {threads}", source=source
+        )
+    rows = conn.execute(
+        f"SELECT idx, entry_id, entry FROM {_quote_ident(name)} WHERE thread_id = ? ORDER BY idx",
+        (thread,),
+    ).fetchall()
+    items: list[Any] = []
+    early: list[LogFormatError] = []
+    positions: list[int] = []
+    for position, (idx, entry_id, text) in enumerate(rows):
+        where = f"{source} [{name} thread {thread!r} idx {idx}]"
+        try:
+            value = loads(text)
+        except (ValueError, TypeError) as exc:
+            err = LogFormatError(f"row holds invalid JSON: {exc}", source=where, index=position)
+            if errors == "raise":
+                raise err from None
+            early.append(err)
+            continue
+        if isinstance(value, dict) and (value.get("index") != idx or value.get("id") != entry_id):
+            err = LogFormatError(
+                f"row columns (idx={idx}, entry_id={entry_id!r}) disagree with the entry JSON "
+                f"(index={value.get('index')!r}, id={value.get('id')!r})",
+                source=where,
+                index=position,
+                field="index" if value.get("index") != idx else "id",
+            )
+            if errors == "raise":
+                raise err
+            early.append(err)
+            continue
+        items.append(value)
+        positions.append(position)
+    log = build_log(
+        items,
+        source=source,
+        errors=errors,
+        era=era,
+        positions=positions,
+        thread=thread,
+        early_problems=early,
+    )
+    log.cached_snapshot = _cached_snapshot(conn, thread, log.execution_id)
+    return log
+
+
+def read_sqlite(
+    path: str | Path,
+    *,
+    thread: str | None = None,
+    errors: ErrorsMode = "raise",
+    era: Era | None = None,
+    table: str | None = None,
+    source: str | None = None,
+) -> EventLog:
+    """Read one thread of a §5.2 store (read-only; see the module docstring).
+
+    Raises
+    ------
+    ThreadNotFoundError
+        Unknown ``thread`` (the message lists the available ones), or several threads and no
+        ``thread=``.
+    LogFormatError
+        Not a store, no or several event-log tables, a row whose JSON is bad or disagrees with
+        its ``idx``/``entry_id`` columns.
+    """
+    src = source or str(path)
+    with open_store(path) as conn:
+        return _read_thread(conn, source=src, thread=thread, errors=errors, era=era, table=table)
+
+
+def read_sqlite_bytes(
+    data: bytes,
+    *,
+    thread: str | None,
+    errors: ErrorsMode,
+    era: Era | None,
+    table: str | None,
+    source: str,
+) -> EventLog:
+    """Read a store given as bytes (e.g. a file object) via a private temporary copy."""
+    with tempfile.TemporaryDirectory(prefix="agentscope-") as tmp:
+        copy = Path(tmp) / "store.sqlite"
+        copy.write_bytes(data)
+        return read_sqlite(copy, thread=thread, errors=errors, era=era, table=table, source=source)
+
+
+def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
+    """List the threads of a §5.2 store, one row per thread (read-only).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``thread_id`` (str), ``length`` (int64), ``first_recorded_at`` and
+        ``last_recorded_at`` (datetime64 UTC, from entry 0 and the last entry), ``machine_id``
+        and ``machine_version`` (of the last entry), ``machine_versions`` (tuple of the distinct
+        versions in log order), ``execution_id`` (the init entry's ``metadata.executionId``).
+
+    Raises
+    ------
+    LogFormatError
+        Not a store, or no / several event-log tables (pass ``table=``).
+    """
+    import pandas as pd
+
+    src = str(path)
+    rows: list[dict[str, Any]] = []
+    with open_store(path) as conn:
+        name = _pick_table(conn, table, src)
+        q = _quote_ident(name)
+        for thread in _threads(conn, name):
+            count = conn.execute(f"SELECT COUNT(*) FROM {q} WHERE thread_id = ?", (thread,)).fetchone()[0]
+            texts = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT entry FROM {q} WHERE thread_id = ? ORDER BY idx", (thread,)
+                )
+            ]
+            versions: list[str] = []
+            first: dict[str, Any] = {}
+            last: dict[str, Any] = {}
+            for i, text in enumerate(texts):
+                try:
+                    entry = loads(text)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict):
+                    continue
+                if i == 0:
+                    first = entry
+                last = entry
+                v = entry.get("machineVersion")
+                if isinstance(v, str) and v not in versions:
+                    versions.append(v)
+            meta = first.get("metadata")
+            execution_id = meta.get("executionId") if isinstance(meta, dict) else None
+            rows.append(
+                {
+                    "thread_id": thread,
+                    "length": count,
+                    "first_recorded_at": recorded_at_to_datetime(first.get("recordedAt")),
+                    "last_recorded_at": recorded_at_to_datetime(last.get("recordedAt")),
+                    "machine_id": last.get("machineId"),
+                    "machine_version": last.get("machineVersion"),
+                    "machine_versions": tuple(versions),
+                    "execution_id": execution_id if isinstance(execution_id, str) else None,
+                }
+            )
+    columns = [
+        "thread_id",
+        "length",
+        "first_recorded_at",
+        "last_recorded_at",
+        "machine_id",
+        "machine_version",
+        "machine_versions",
+        "execution_id",
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype(
+        {
+            "thread_id": "string",
+            "length": "int64",
+            "first_recorded_at": "datetime64[us, UTC]",
+            "last_recorded_at": "datetime64[us, UTC]",
+            "machine_id": "string",
+            "machine_version": "string",
+            "execution_id": "string",
+        }
+    )

@@ -1,0 +1,509 @@
+"""Entry and log validation: spec §1.2 (the envelope), §1.3 (log-level rules), §1.4 (``recordedAt``).
+
+The checks run in the reference library's order and raise with its message texts, prefixed with
+the place (source, entry index, line, field) so a reader can find the bad entry.
+
+Two entry points form the public contract used by the rest of agentscope:
+
+- :func:`validate_entry` checks one entry (``assertAgentLogEntry``, §1.2).
+- :func:`validate_entries` checks a whole log (``validateReplayEntries``, §1.3).
+
+JSON safety (§1.2 step 2) needs to see what ``JSON.parse`` would have produced. Literals that a
+Python parser silently normalises (``-0`` becomes int ``0``) or that JavaScript turns into a
+non-finite number (``1e400``, ``NaN``, ``Infinity``) are caught while parsing: :func:`loads`
+parses text with hooks that put an :class:`UnsafeLiteral` marker at such a place, and the
+JSON-safety walk reports the marker with the reference library's path and value type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from agentscope.errors import (
+    EntryValidationError,
+    LogFormatError,
+    MachineVersionMismatchError,
+    NonSerializableError,
+)
+
+__all__ = [
+    "AGENT_INIT_EVENT_TYPE",
+    "RECORDED_AT_PATTERN",
+    "Era",
+    "UnsafeLiteral",
+    "is_recorded_at",
+    "loads",
+    "validate_entries",
+    "validate_entry",
+]
+
+Era = Literal["A", "B", "C"]
+
+AGENT_INIT_EVENT_TYPE = "@agent.init"
+"""The reserved type of entry 0 (spec §1.5)."""
+
+# §1.1's regex with §1.4's V8 range rules folded in: month 1–12, day 1–31 (not per month),
+# hour 0–23 or exactly 24:00:00 with a zero fraction, minute/second 0–59, offset hour 0–23 and
+# offset minute 0–59. ASCII digits only, like a JavaScript ``\d``; used with ``fullmatch``.
+RECORDED_AT_PATTERN = (
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?|24:00:00(?:\.0+)?)"
+    r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+_RECORDED_AT_RE = re.compile(RECORDED_AT_PATTERN)
+
+
+def is_recorded_at(value: object) -> bool:
+    """Return whether ``value`` is a ``recordedAt`` the reference library accepts (spec §1.4).
+
+    The string must match §1.1's RFC 3339 regex (uppercase ``T``/``Z``) and be a date V8's
+    ``Date.parse`` accepts: day 1–31 in any month (``2026-02-30`` passes), ``24:00:00`` only
+    with a zero fraction, offsets up to ``±23:59``. ``datetime.fromisoformat`` is deliberately
+    not used: it is stricter about days per month.
+    """
+    return isinstance(value, str) and _RECORDED_AT_RE.fullmatch(value) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON safety (§1.2 step 2)
+
+
+class UnsafeLiteral:
+    """Marker a parser leaves where JSON text held a value ``JSON.parse`` makes unsafe.
+
+    ``value_type`` is the reference library's label: ``"-0"``, ``"NaN"``, ``"Infinity"`` or
+    ``"-Infinity"``; ``literal`` is the text as written.
+    """
+
+    __slots__ = ("literal", "value_type")
+
+    def __init__(self, value_type: str, literal: str) -> None:
+        self.value_type = value_type
+        self.literal = literal
+
+    def __repr__(self) -> str:
+        return f"UnsafeLiteral({self.value_type!r}, {self.literal!r})"
+
+
+def _parse_float(text: str) -> float | UnsafeLiteral:
+    value = float(text)
+    if math.isinf(value):
+        return UnsafeLiteral("Infinity" if value > 0 else "-Infinity", text)
+    if value == 0.0 and text.startswith("-"):
+        return UnsafeLiteral("-0", text)
+    return value
+
+
+def _parse_int(text: str) -> int | UnsafeLiteral:
+    if text == "-0":
+        return UnsafeLiteral("-0", text)
+    return int(text)
+
+
+def _parse_constant(text: str) -> UnsafeLiteral:
+    return UnsafeLiteral("NaN" if text == "NaN" else text, text)
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text the way ``JSON.parse`` sees it, marking unsafe literals.
+
+    ``-0``/``-0.0``/``-0e5`` and overflowing literals (``1e400``) and the non-standard
+    ``NaN``/``Infinity``/``-Infinity`` tokens become :class:`UnsafeLiteral` markers, which
+    :func:`validate_entry` reports as :class:`~agentscope.errors.NonSerializableError`.
+
+    Raises
+    ------
+    json.JSONDecodeError
+        For text that is not JSON at all.
+    """
+    return json.loads(
+        text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+    )
+
+
+_SCALARS = (str, bool, int, type(None))
+
+
+def _unsafe_value(value: Any, path: str, ancestors: list[int]) -> tuple[str, str] | None:
+    """Return ``(path, value_type)`` of the first non-JSON-safe value, or ``None``."""
+    if isinstance(value, _SCALARS):
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return path, "NaN"
+        if math.isinf(value):
+            return path, "Infinity" if value > 0 else "-Infinity"
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            return path, "-0"
+        return None
+    if isinstance(value, UnsafeLiteral):
+        return path, value.value_type
+    if isinstance(value, dict | list | tuple):
+        if id(value) in ancestors:
+            return path, "circular reference"
+        ancestors.append(id(value))
+        try:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        return f"{path}.[{key!r}]", "non-string key"
+                    found = _unsafe_value(item, f"{path}.{key}", ancestors)
+                    if found:
+                        return found
+            else:
+                for i, item in enumerate(value):
+                    found = _unsafe_value(item, f"{path}[{i}]", ancestors)
+                    if found:
+                        return found
+        finally:
+            ancestors.pop()
+        return None
+    return path, type(value).__name__
+
+
+def json_safety_problem(value: Any, root: str = "entry") -> tuple[str, str] | None:
+    """Return ``(path, value_type)`` for the first value ``JSON.stringify`` could not round-trip.
+
+    Accepted: ``dict`` with ``str`` keys, ``list``/``tuple``, ``str``, ``bool``, ``int``, finite
+    ``float`` other than ``-0.0``, ``None``. Everything else is reported with a label following
+    spec §1.2 step 2 (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, ``"-0"``, ``"circular
+    reference"``, ``"non-string key"``) or the Python type name (``"datetime"``, ``"set"``, …).
+    """
+    return _unsafe_value(value, root, [])
+
+
+# ---------------------------------------------------------------------------------------------
+# One entry (§1.2)
+
+
+def _is_nonempty_str(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_js_integer(value: object) -> bool:
+    """``Number.isInteger`` on a JSON number: ``1.0`` passes, ``1.5``/``true`` fail."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value) and value.is_integer()
+
+
+def _js_repr(value: object) -> str:
+    """Render a value roughly as a JS template literal would (for messages only)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return str(int(value))
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, list):
+        return ",".join("" if v is None else _js_repr(v) for v in value)
+    if isinstance(value, UnsafeLiteral):
+        return value.literal
+    return str(value)
+
+
+def entry_problem(
+    entry: Any,
+    *,
+    index: int | None = None,
+    source: str | None = None,
+    line: int | None = None,
+    era: Era = "C",
+) -> LogFormatError | None:
+    """Return the first §1.2 problem of ``entry`` as an error object (not raised), or ``None``.
+
+    The non-raising twin of :func:`validate_entry`, used by ``errors="collect"``.
+    """
+
+    def bad(detail: str, field: str | None = None) -> EntryValidationError:
+        return EntryValidationError(detail, source=source, index=index, line=line, field=field)
+
+    # 1. an object
+    if not isinstance(entry, dict):
+        return bad("Agent event entry must be an object.")
+    # 2. JSON safety of the whole entry
+    unsafe = json_safety_problem(entry)
+    if unsafe is not None:
+        return NonSerializableError(unsafe[0], unsafe[1], source=source, index=index, line=line)
+    if era == "A":
+        # Era A: {index, event, metadata?}; no envelope, no hashes (spec §0).
+        if not _is_js_integer(entry.get("index")) or entry["index"] < 0:
+            return bad(
+                "Agent event entry.index must be a non-negative integer; "
+                f"got {_js_repr(entry.get('index', 'undefined'))}.",
+                "index",
+            )
+        event = entry.get("event")
+        if not (isinstance(event, dict) and _is_nonempty_str(event.get("type"))):
+            return bad("Agent event entry.event requires a non-empty string type.", "event")
+        if "metadata" in entry and not _is_object(entry["metadata"]):
+            return bad("Agent event entry.metadata must be an object when present.", "metadata")
+        return None
+    # 3. schemaVersion
+    version = entry.get("schemaVersion", "undefined")
+    if isinstance(version, bool) or version != 1:
+        return bad(
+            f"Unsupported agent event schema version '{_js_repr(version)}'; expected '1'.",
+            "schemaVersion",
+        )
+    # 4. index
+    idx = entry.get("index", "undefined")
+    if not _is_js_integer(idx) or idx < 0:
+        return bad(
+            f"Agent event entry.index must be a non-negative integer; got {_js_repr(idx)}.", "index"
+        )
+    # 5. id, machineId, machineVersion
+    for name in ("id", "machineId", "machineVersion"):
+        if not _is_nonempty_str(entry.get(name)):
+            return bad(f"Agent event entry.{name} must be a non-empty string.", name)
+    # 6. recordedAt (§1.4)
+    recorded_at = entry.get("recordedAt", "undefined")
+    if not is_recorded_at(recorded_at):
+        return bad(f"Agent event entry.recordedAt is not RFC 3339: '{_js_repr(recorded_at)}'.", "recordedAt")
+    # 7. event
+    event = entry.get("event")
+    if not (isinstance(event, dict) and _is_nonempty_str(event.get("type"))):
+        field = "event.type" if isinstance(event, dict) else "event"
+        return bad("Agent event entry.event requires a non-empty string type.", field)
+    # 8. causationId
+    if "causationId" in entry and not _is_nonempty_str(entry["causationId"]):
+        return bad("Agent event entry.causationId must be a non-empty string when present.", "causationId")
+    if era == "B" and "correlationId" in entry and not _is_nonempty_str(entry["correlationId"]):
+        return bad(
+            "Agent event entry.correlationId must be a non-empty string when present.", "correlationId"
+        )
+    # 9. metadata
+    if "metadata" in entry and not _is_object(entry["metadata"]):
+        return bad("Agent event entry.metadata must be an object when present.", "metadata")
+    # 10. verification
+    if "verification" in entry:
+        ver = entry["verification"]
+        if era == "B":
+            if not (
+                _is_object(ver)
+                and _is_nonempty_str(ver.get("stateHash"))
+                and _is_nonempty_str(ver.get("effectsHash"))
+            ):
+                field = "verification"
+                if _is_object(ver):
+                    field = (
+                        "verification.stateHash"
+                        if not _is_nonempty_str(ver.get("stateHash"))
+                        else "verification.effectsHash"
+                    )
+                return bad(
+                    "Agent event entry.verification requires non-empty stateHash and effectsHash strings.",
+                    field,
+                )
+        elif not (_is_object(ver) and _is_nonempty_str(ver.get("stateHash"))):
+            field = "verification.stateHash" if _is_object(ver) else "verification"
+            return bad("Agent event entry.verification requires a non-empty stateHash string.", field)
+    return None
+
+
+def validate_entry(
+    entry: Any,
+    *,
+    index: int | None = None,
+    source: str | None = None,
+    line: int | None = None,
+    era: Era = "C",
+) -> None:
+    """Check one log entry against the envelope rules of spec §1.2 (``assertAgentLogEntry``).
+
+    Checks run in the reference order: an object; JSON safety of the whole entry; ``schemaVersion``
+    is ``1``; ``index`` an integer >= 0; ``id``, ``machineId``, ``machineVersion`` non-empty
+    strings; ``recordedAt`` RFC 3339 with V8's ranges (§1.4); ``event`` an object with a
+    non-empty string ``type``; optional ``causationId`` a non-empty string; optional ``metadata``
+    an object; optional ``verification`` carrying a non-empty ``stateHash``. Optional fields must be
+    absent, never ``null``. Unknown top-level keys pass.
+
+    Parameters
+    ----------
+    entry : Any
+        The entry as parsed (values from :func:`loads` may hold :class:`UnsafeLiteral` markers).
+    index, source, line : optional
+        The place, used only for the error (``index`` is the entry's position in the log).
+    era : {"C", "B", "A"}
+        ``"B"`` also checks ``correlationId`` and requires ``effectsHash`` next to ``stateHash``
+        in ``verification``; ``"A"`` checks only ``{index, event, metadata?}`` (spec §0, §1.2).
+
+    Raises
+    ------
+    NonSerializableError
+        A value is not JSON-safe: ``NaN``/``Infinity`` (also as text literals, or an overflowing
+        literal such as ``1e400``), ``-0`` (also the ``-0`` literal), a non-JSON Python type, a
+        cycle. ``.path`` is e.g. ``"entry.event.output.createdAt"``, ``.field`` the same without
+        ``entry.``.
+    EntryValidationError
+        Any other envelope rule; ``.field`` names the offending field.
+    """
+    problem = entry_problem(entry, index=index, source=source, line=line, era=era)
+    if problem is not None:
+        raise problem
+
+
+# ---------------------------------------------------------------------------------------------
+# A whole log (§1.3)
+
+AgentscopeValidationProblem = LogFormatError | MachineVersionMismatchError
+"""What :func:`log_problems` yields."""
+
+
+def _is_snapshot_init(entry: Mapping[str, Any]) -> bool:
+    event = entry.get("event")
+    return (
+        isinstance(event, dict)
+        and event.get("type") == AGENT_INIT_EVENT_TYPE
+        and "snapshot" in event
+    )
+
+
+def reference_entry(entries: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The entry whose identity a log is checked against when no machine is given (§1.3, 02a45590).
+
+    The first entry that is not an init-with-snapshot entry, or entry 0 if every entry is one.
+    """
+    if not entries:
+        return None
+    for entry in entries:
+        if not _is_snapshot_init(entry):
+            return entry
+    return entries[0]
+
+
+def log_problems(
+    entries: Sequence[Any],
+    *,
+    machine_id: str | None = None,
+    machine_version: str | None = None,
+    source: str | None = None,
+    era: Era = "C",
+    positions: Sequence[int] | None = None,
+    lines: Sequence[int | None] | None = None,
+    check_entries: bool = True,
+) -> Iterator[AgentscopeValidationProblem]:
+    """Yield every §1.2/§1.3 problem of a log, in order, as error objects (not raised).
+
+    ``positions[i]`` is entry ``i``'s position in the source (it differs from ``i`` when invalid
+    entries were dropped before this call) and ``lines[i]`` its line. An entry failing §1.2 is
+    reported and left out of the log-level checks.
+    """
+    pos = list(range(len(entries))) if positions is None else list(positions)
+    line_of: list[int | None] = [None] * len(entries) if lines is None else list(lines)
+    good: list[int] = []
+    for i, entry in enumerate(entries):
+        if check_entries:
+            problem = entry_problem(entry, index=pos[i], source=source, line=line_of[i], era=era)
+            if problem is not None:
+                yield problem
+                continue
+        good.append(i)
+    if not good:
+        return
+    kept = [entries[i] for i in good]
+    expected_id: str | None = machine_id
+    expected_version: str | None = machine_version
+    if era != "A":
+        ref = kept[0] if era == "B" else reference_entry(kept)
+        assert ref is not None
+        if expected_id is None:
+            expected_id = ref.get("machineId")
+        if expected_version is None:
+            expected_version = ref.get("machineVersion")
+    seen: set[str] = set()
+    for i in good:
+        entry = entries[i]
+
+        def bad(detail: str, field: str, i: int = i) -> EntryValidationError:
+            return EntryValidationError(
+                detail, source=source, index=pos[i], line=line_of[i], field=field
+            )
+
+        if entry.get("index") != pos[i]:
+            yield bad(
+                "Event log must be contiguous from index 0; "
+                f"found entry.index {_js_repr(entry.get('index'))} at position {pos[i]}.",
+                "index",
+            )
+        if era == "A":
+            continue
+        entry_id = entry["id"]
+        if entry_id in seen:
+            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id")
+        seen.add(entry_id)
+        event_type = entry["event"]["type"]
+        if era == "C":
+            if pos[i] == 0 and event_type != AGENT_INIT_EVENT_TYPE:
+                yield bad(
+                    f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
+                    f"found '{event_type}'.",
+                    "event.type",
+                )
+            elif pos[i] > 0 and event_type == AGENT_INIT_EVENT_TYPE:
+                yield bad(
+                    f"Event log has a second '{AGENT_INIT_EVENT_TYPE}' entry at index {pos[i]}.",
+                    "event.type",
+                )
+        bridge = era == "C" and _is_snapshot_init(entry)
+        if entry["machineId"] != expected_id or (
+            not bridge and entry["machineVersion"] != expected_version
+        ):
+            yield MachineVersionMismatchError(
+                entry_id,
+                pos[i],
+                {"machineId": expected_id, "machineVersion": expected_version},
+                {"machineId": entry["machineId"], "machineVersion": entry["machineVersion"]},
+                source=source,
+            )
+
+
+def validate_entries(
+    entries: Sequence[Any],
+    *,
+    machine_id: str | None = None,
+    machine_version: str | None = None,
+    source: str | None = None,
+    era: Era = "C",
+    lines: Sequence[int | None] | None = None,
+) -> None:
+    """Check a whole log against spec §1.3 (``validateReplayEntries`` at 02a45590).
+
+    Every entry passes :func:`validate_entry`; ``entry.index`` equals its position; ids are
+    unique; entry 0 is ``@agent.init`` and no later entry is; every entry targets the expected
+    machine. The expected ``machineId``/``machineVersion`` are the arguments when given, else
+    those of the reference entry: the first entry that is not an init-with-snapshot entry (entry
+    0 if all are). The ``machineVersion`` of an init entry whose event carries ``snapshot`` (the
+    version bridge, §1.5) is exempt. An empty log passes.
+
+    Era ``"B"`` logs need no init entry and have no bridge exemption (the reference is entry 0);
+    Era ``"A"`` logs are checked for contiguity only (spec §0, §1.3).
+
+    Raises
+    ------
+    EntryValidationError, NonSerializableError
+        The first envelope or log-level problem; ``.index`` is the position, ``.field`` the field.
+    MachineVersionMismatchError
+        An entry targets another machine id or version (``.index``, ``.expected``, ``.actual``).
+    """
+    for problem in log_problems(
+        entries,
+        machine_id=machine_id,
+        machine_version=machine_version,
+        source=source,
+        era=era,
+        lines=lines,
+    ):
+        raise problem

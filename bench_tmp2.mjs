@@ -1,0 +1,12 @@
+import { loopMachine as m } from './tests/fixtures/real/machines/loop.mjs';
+import { initialTransition, transition } from 'xstate';
+let [s] = initialTransition(m, {limit: 10});
+console.log(s.children.tick.sessionId);
+[s] = transition(m, s, {type:'xstate.done.actor', actorId:'tick', sessionId:s.children.tick.sessionId, output:{delta:1}});
+console.log(s.children.tick.sessionId);
+let r = m.restoreSnapshot(m.getPersistedSnapshot(s));
+console.log(r.children.tick.sessionId);
+let r2 = m.restoreSnapshot(m.getPersistedSnapshot(s));
+console.log(r2.children.tick.sessionId);
+let [i2] = initialTransition(m, {limit: 10});
+console.log(i2.children.tick.sessionId);

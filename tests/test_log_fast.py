@@ -1,0 +1,142 @@
+"""The large-JSONL fast path gives exactly what the exact line-by-line reader gives."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from agentscope.errors import (
+    EntryValidationError,
+    LogFormatError,
+    MachineVersionMismatchError,
+    NonSerializableError,
+)
+from agentscope.log import read_log
+from agentscope.log.fast import FAST_MIN_BYTES, LazyPayload
+from agentscope.log.model import _frame_from_entries
+from tests.conftest import load_json
+
+N = 6000
+
+
+def big_log() -> list[dict[str, Any]]:
+    out = []
+    drift = [3, "three", [3], {"n": 3}, None, 3.5, True]
+    for i in range(N):
+        event: dict[str, Any] = {"type": "@agent.init", "input": {"a": 1}} if i == 0 else {"type": f"E{i % 7}", "qty": drift[i % len(drift)], "note": "x" * (i % 40)}
+        e: dict[str, Any] = {
+            "schemaVersion": 1, "id": f"evt_{i:08d}", "index": i,
+            "recordedAt": f"2026-01-01T00:{(i // 60) % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z",
+            "machineId": "big", "machineVersion": "v1", "event": event,
+        }
+        if i == 0:
+            e["metadata"] = {"executionId": "exec-1", "other": {"deep": [1, 2]}}
+        if i % 3:
+            e["verification"] = {"stateHash": f"{i:08x}"}
+        if i % 11 == 5:
+            e["causationId"] = f"evt_{i - 1:08d}"
+        out.append(e)
+    return out
+
+
+def write(path: Path, entries: list[Any], raw_lines: dict[int, str] | None = None) -> Path:
+    lines = [json.dumps(e) for e in entries]
+    for i, text in (raw_lines or {}).items():
+        lines[i] = text
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > FAST_MIN_BYTES
+    return path
+
+
+def test_fast_path_equals_exact_reader(tmp_path: Path) -> None:
+    entries = big_log()
+    p = write(tmp_path / "big.jsonl", entries)
+    log = read_log(p)
+    assert log._entries is None  # the fast path was taken; nothing parsed yet
+    assert len(log) == N and log.execution_id == "exec-1" and log.machine_id == "big"
+    assert log.machine_versions == ("v1",) and len(log.segments) == 1
+    df = log.df
+    assert log._entries is None  # .df did not parse payloads
+    assert isinstance(df["event"].iloc[7], LazyPayload)
+    assert df["event"].iloc[7] == entries[7]["event"]
+    assert dict(df["metadata"].iloc[0]) == entries[0]["metadata"]
+    expected = _frame_from_entries(entries)
+    for column in ("index", "id", "recorded_at", "machine_id", "machine_version", "event_type", "causation_id", "state_hash"):
+        pd.testing.assert_series_equal(df[column], expected[column], check_categorical=False)
+    assert list(df["event"]) == list(expected["event"])
+    assert [m == e for m, e in zip(df["metadata"], expected["metadata"], strict=True)] == [True] * N
+    assert log.entries == entries
+    assert [list(e) for e in log.entries] == [list(e) for e in entries]
+
+
+def _expect_same(p: Path, exc: type[Exception], index: int, field: str | None) -> None:
+    with pytest.raises(exc) as info:
+        read_log(p)
+    err: Any = info.value
+    assert err.index == index
+    if field is not None:
+        assert err.field == field
+
+
+@pytest.mark.parametrize(
+    ("mutate", "exc", "index", "field"),
+    [
+        (lambda e: e[100]["event"].update(qty=-0.0), NonSerializableError, 100, "event.qty"),
+        (lambda e: e[200].update(causationId=None), EntryValidationError, 200, "causationId"),
+        (lambda e: e[300].update(metadata=None), EntryValidationError, 300, "metadata"),
+        (lambda e: e[301].update(verification=None), EntryValidationError, 301, "verification"),
+        (lambda e: e[302].update(verification={}), EntryValidationError, 302, "verification.stateHash"),
+        (lambda e: e[400].update(id=e[399]["id"]), EntryValidationError, 400, "id"),
+        (lambda e: e[500].update(id=5), EntryValidationError, 500, "id"),
+        (lambda e: e[600].update(index=601), EntryValidationError, 600, "index"),
+        (lambda e: e[700].update(recordedAt="2026-01-01T00:00:60Z"), EntryValidationError, 700, "recordedAt"),
+        (lambda e: e[800].update(event={"type": "@agent.init"}), EntryValidationError, 800, "event.type"),
+        (lambda e: e[900].update(machineVersion="v2"), MachineVersionMismatchError, 900, None),
+        (lambda e: e[901].update(schemaVersion=2), EntryValidationError, 901, "schemaVersion"),
+        (lambda e: e[902]["event"].update(type=""), EntryValidationError, 902, "event.type"),
+    ],
+)
+def test_fast_path_falls_back_to_the_exact_error(tmp_path: Path, mutate: Any, exc: type[Exception], index: int, field: str | None) -> None:
+    entries = copy.deepcopy(big_log())
+    mutate(entries)
+    _expect_same(write(tmp_path / "big.jsonl", entries), exc, index, field)
+
+
+def test_literals_and_bad_lines_in_big_files(tmp_path: Path) -> None:
+    entries = big_log()
+    for literal, value_type in (("NaN", "NaN"), ("-Infinity", "-Infinity"), ("1e999", "Infinity"), ("-0", "-0")):
+        text = json.dumps(entries[1234]).replace('"qty": ', f'"qty": {literal}, "was": ')
+        p = write(tmp_path / "big.jsonl", entries, {1234: text})
+        with pytest.raises(NonSerializableError) as info:
+            read_log(p)
+        assert (info.value.index, info.value.line, info.value.value_type) == (1234, 1235, value_type)
+    p = write(tmp_path / "big.jsonl", entries, {2000: json.dumps(entries[2000])[:-3]})
+    with pytest.raises(LogFormatError) as info2:
+        read_log(p)
+    assert (info2.value.index, info2.value.line) == (2000, 2001)
+
+
+def test_payload_keys_named_like_envelope_fields_still_read(tmp_path: Path) -> None:
+    # a payload with its own "metadata" key makes the key count inconclusive: exact reader used
+    entries = copy.deepcopy(big_log())
+    entries[10]["event"]["metadata"] = None
+    p = write(tmp_path / "big.jsonl", entries)
+    log = read_log(p)
+    assert log.entries == entries
+
+
+def test_bridge_log_in_fast_path(tmp_path: Path) -> None:
+    v2 = load_json("e_bridge.v2.log.json")
+    entries = copy.deepcopy(big_log())
+    entries[0] = {**entries[0], "machineVersion": "old", "event": v2[0]["event"], "metadata": {"executionId": "exec-1", "migratedFrom": {"machineVersion": "old", "logIndex": 3}}}
+    p = write(tmp_path / "big.jsonl", entries)
+    log = read_log(p)
+    assert log._entries is None
+    (seg,) = log.segments
+    assert seg.bridge and seg.machine_version == "v1" and seg.migrated_from == {"machineVersion": "old", "logIndex": 3}
+    assert log.entries == entries

@@ -1,0 +1,343 @@
+"""Spec §1.2 envelope checks, §1.3 log rules and §1.4 recordedAt, on entries and on text."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+
+from agentscope.errors import (
+    EntryValidationError,
+    LogFormatError,
+    MachineVersionMismatchError,
+    NonSerializableError,
+)
+from agentscope.log import read_log
+from agentscope.log.validate import is_recorded_at, loads, validate_entries, validate_entry
+from tests.conftest import load_json
+
+# §7.2, the computed "counter" log
+COUNTER: list[dict[str, Any]] = [
+    {"schemaVersion": 1, "id": "evt_00000000", "index": 0, "recordedAt": "2026-01-01T00:00:00.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "@agent.init"}, "metadata": {"executionId": "00000000-0000-4000-8000-000000000000"}, "verification": {"stateHash": "7a6a6b48"}},
+    {"schemaVersion": 1, "id": "evt_00000001", "index": 1, "recordedAt": "2026-01-01T00:00:01.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "ADD", "amount": 5}, "verification": {"stateHash": "344e8c4e"}},
+    {"schemaVersion": 1, "id": "evt_00000002", "index": 2, "recordedAt": "2026-01-01T00:00:02.000Z", "machineId": "counter", "machineVersion": "v1", "event": {"type": "SCALE", "factor": 3}, "verification": {"stateHash": "feb93e40"}},
+]
+
+
+def entry(**changes: Any) -> dict[str, Any]:
+    e = copy.deepcopy(COUNTER[1])
+    for k, v in changes.items():
+        if v is _DELETE:
+            del e[k]
+        else:
+            e[k] = v
+    return e
+
+
+_DELETE = object()
+
+
+def test_valid_entries_pass() -> None:
+    for i, e in enumerate(COUNTER):
+        validate_entry(e, index=i)
+    validate_entries(COUNTER)
+    validate_entries([])
+
+
+# -- §1.2, one case per envelope field, in the spec's order ----------------------------------
+
+ENVELOPE_CASES = [
+    # (changes, field, message fragment)
+    ({"schemaVersion": 2}, "schemaVersion", "Unsupported agent event schema version '2'; expected '1'."),
+    ({"schemaVersion": "1"}, "schemaVersion", "Unsupported agent event schema version '1'"),
+    ({"schemaVersion": _DELETE}, "schemaVersion", "schema version 'undefined'"),
+    ({"index": -1}, "index", "Agent event entry.index must be a non-negative integer; got -1."),
+    ({"index": 1.5}, "index", "non-negative integer; got 1.5."),
+    ({"index": "1"}, "index", "non-negative integer"),
+    ({"index": True}, "index", "non-negative integer; got true."),
+    ({"id": ""}, "id", "Agent event entry.id must be a non-empty string."),
+    ({"id": 7}, "id", "entry.id must be a non-empty string."),
+    ({"machineId": None}, "machineId", "Agent event entry.machineId must be a non-empty string."),
+    ({"machineVersion": 1}, "machineVersion", "Agent event entry.machineVersion must be a non-empty string."),
+    ({"recordedAt": "yesterday"}, "recordedAt", "Agent event entry.recordedAt is not RFC 3339: 'yesterday'."),
+    ({"recordedAt": 1767225600000}, "recordedAt", "is not RFC 3339"),
+    ({"event": ["ADD"]}, "event", "Agent event entry.event requires a non-empty string type."),
+    ({"event": None}, "event", "requires a non-empty string type."),
+    ({"event": {"type": ""}}, "event.type", "requires a non-empty string type."),
+    ({"event": {"amount": 5}}, "event.type", "requires a non-empty string type."),
+    ({"causationId": None}, "causationId", "Agent event entry.causationId must be a non-empty string when present."),
+    ({"causationId": ""}, "causationId", "causationId must be a non-empty string"),
+    ({"metadata": None}, "metadata", "Agent event entry.metadata must be an object when present."),
+    ({"metadata": ["x"]}, "metadata", "metadata must be an object"),
+    ({"verification": None}, "verification", "Agent event entry.verification requires a non-empty stateHash string."),
+    ({"verification": {}}, "verification.stateHash", "requires a non-empty stateHash string."),
+    ({"verification": {"stateHash": ""}}, "verification.stateHash", "non-empty stateHash"),
+]
+
+
+@pytest.mark.parametrize(("changes", "field", "message"), ENVELOPE_CASES)
+def test_envelope_field_errors_name_the_field(changes: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(EntryValidationError) as info:
+        validate_entry(entry(**changes), index=1, source="log.jsonl", line=2)
+    err = info.value
+    assert err.field == field
+    assert err.index == 1 and err.line == 2 and err.source == "log.jsonl"
+    assert message in str(err)
+    assert str(err).startswith("log.jsonl: entry 1: line 2: field ")
+    assert err.code == "invalid-event-log"
+
+
+def test_not_an_object() -> None:
+    for value in ([], "x", 3, None):
+        with pytest.raises(EntryValidationError, match=r"Agent event entry must be an object\.") as info:
+            validate_entry(value, index=4)
+        assert info.value.index == 4 and info.value.field is None
+
+
+def test_checks_run_in_spec_order() -> None:
+    # schemaVersion is checked before index, index before id, JSON safety before everything
+    with pytest.raises(EntryValidationError) as info:
+        validate_entry(entry(schemaVersion=2, index=-1, id=""))
+    assert info.value.field == "schemaVersion"
+    with pytest.raises(EntryValidationError) as info:
+        validate_entry(entry(index=-1, id=""))
+    assert info.value.field == "index"
+    with pytest.raises(NonSerializableError):
+        validate_entry(entry(schemaVersion=2, event={"type": "X", "v": float("nan")}))
+
+
+def test_unknown_keys_and_era_b_extras_pass_in_era_c() -> None:
+    validate_entry(entry(correlationId="c1", extra={"a": 1}, verification={"stateHash": "x", "effectsHash": "y"}))
+
+
+def test_era_b_rules() -> None:
+    # Era B: verification needs both hashes; correlationId must be a non-empty string
+    with pytest.raises(EntryValidationError, match="non-empty stateHash and effectsHash strings") as info:
+        validate_entry(entry(), era="B")
+    assert info.value.field == "verification.effectsHash"
+    validate_entry(entry(verification={"stateHash": "a", "effectsHash": "b"}, correlationId="c"), era="B")
+    with pytest.raises(EntryValidationError) as info:
+        validate_entry(entry(verification={"stateHash": "a", "effectsHash": "b"}, correlationId=""), era="B")
+    assert info.value.field == "correlationId"
+
+
+def test_era_a_rules() -> None:
+    validate_entry({"index": 0, "event": {"type": "start"}}, era="A")
+    with pytest.raises(EntryValidationError) as info:
+        validate_entry({"index": 0, "event": {}}, era="A")
+    assert info.value.field == "event"
+
+
+# -- JSON safety (§1.2 step 2) ------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("value", "value_type"),
+    [
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (float("-inf"), "-Infinity"),
+        (-0.0, "-0"),
+        (dt.datetime(2026, 1, 1), "datetime"),
+        ({1, 2}, "set"),
+        (b"x", "bytes"),
+    ],
+)
+def test_in_memory_non_json_values(value: Any, value_type: str) -> None:
+    e = entry(event={"type": "X", "output": {"createdAt": value}})
+    with pytest.raises(NonSerializableError) as info:
+        validate_entry(e, index=3, source="<list>")
+    err = info.value
+    assert err.value_type == value_type
+    assert err.path == "entry.event.output.createdAt"
+    assert err.field == "event.output.createdAt"
+    assert err.index == 3
+    assert f"Agent event field 'entry.event.output.createdAt' is not JSON-serializable ({value_type})." in str(err)
+    assert err.code == "non-serializable-event"
+
+
+def test_array_path_and_cycle() -> None:
+    with pytest.raises(NonSerializableError) as info:
+        validate_entry(entry(event={"type": "X", "items": [1, 2, float("nan")]}))
+    assert info.value.path == "entry.event.items[2]"
+    cyclic: dict[str, Any] = {"type": "X"}
+    cyclic["self"] = cyclic
+    with pytest.raises(NonSerializableError) as info:
+        validate_entry(entry(event=cyclic))
+    assert info.value.value_type == "circular reference"
+    shared = {"a": 1}
+    validate_entry(entry(event={"type": "X", "l": shared, "r": shared}))  # a DAG is fine
+
+
+@pytest.mark.parametrize(
+    ("literal", "value_type"),
+    [
+        ("-0", "-0"),
+        ("-0.0", "-0"),
+        ("-0e5", "-0"),
+        ("-0.000E-3", "-0"),
+        ("1e400", "Infinity"),
+        ("-1e400", "-Infinity"),
+        ("NaN", "NaN"),
+        ("Infinity", "Infinity"),
+        ("-Infinity", "-Infinity"),
+    ],
+)
+def test_unsafe_literals_in_text(literal: str, value_type: str) -> None:
+    text = json.dumps(entry(event={"type": "X", "n": 1})).replace('"n": 1', f'"n": {literal}')
+    with pytest.raises(NonSerializableError) as info:
+        validate_entry(loads(text), index=1)
+    assert info.value.value_type == value_type
+    assert info.value.field == "event.n"
+
+
+def test_safe_literals_in_text() -> None:
+    for literal in ("0", "0.0", "-0.5", "1e308", "-1", "1E+2"):
+        text = json.dumps(entry(event={"type": "X", "n": 1})).replace('"n": 1', f'"n": {literal}')
+        validate_entry(loads(text))
+
+
+def test_unsafe_literal_in_jsonl_file_names_line(tmp_path: Any) -> None:
+    lines = [json.dumps(e) for e in COUNTER]
+    lines[2] = lines[2].replace('"factor": 3', '"factor": -0')
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(NonSerializableError) as info:
+        read_log(p)
+    assert (info.value.index, info.value.line, info.value.field) == (2, 3, "event.factor")
+    assert info.value.value_type == "-0"
+
+
+# -- §1.4 recordedAt -------------------------------------------------------------------------------
+
+ACCEPTED = [
+    "2026-01-01T00:00:00.000Z",
+    "2026-02-30T00:00:00Z",
+    "2026-04-31T12:00:00Z",
+    "2026-01-01T24:00:00Z",
+    "2026-01-01T24:00:00.000Z",
+    "2026-01-01T00:00:00.123456789Z",
+    "2026-01-01T00:00:00+23:59",
+    "2026-01-01T00:00:00-00:00",
+    "0000-01-01T00:00:00Z",
+]
+REJECTED = [
+    "2026-00-01T00:00:00Z",
+    "2026-13-01T00:00:00Z",
+    "2026-01-00T00:00:00Z",
+    "2026-01-32T00:00:00Z",
+    "2026-01-01T25:00:00Z",
+    "2026-01-01T24:01:00Z",
+    "2026-01-01T24:00:00.001Z",
+    "2026-01-01T00:60:00Z",
+    "2026-01-01T00:00:60Z",
+    "2026-01-01T00:00:00+24:00",
+    "2026-01-01T00:00:00+05:60",
+    "2026-01-01t00:00:00z",
+    "2026-01-01 00:00:00Z",
+    "2026-01-01T00:00:00",
+    "2026-01-01T00:00Z",
+    "2026-01-01T00:00:00.Z",
+    "2026-01-01T00:00:00Z\n",
+    "２０２６-01-01T00:00:00Z",
+]
+
+
+@pytest.mark.parametrize("value", ACCEPTED)
+def test_recorded_at_accepted(value: str) -> None:
+    assert is_recorded_at(value)
+    validate_entry(entry(recordedAt=value))
+
+
+@pytest.mark.parametrize("value", REJECTED)
+def test_recorded_at_rejected(value: str) -> None:
+    assert not is_recorded_at(value)
+    with pytest.raises(EntryValidationError) as info:
+        validate_entry(entry(recordedAt=value), index=1)
+    assert info.value.field == "recordedAt" and info.value.index == 1
+
+
+# -- §1.3 log-level rules ------------------------------------------------------------------------
+
+def test_gap_in_indices() -> None:
+    log = copy.deepcopy(COUNTER)
+    log[2]["index"] = 3
+    with pytest.raises(EntryValidationError, match=r"contiguous from index 0; found entry\.index 3 at position 2\.") as info:
+        validate_entries(log, source="x.json")
+    assert (info.value.index, info.value.field, info.value.source) == (2, "index", "x.json")
+
+
+def test_duplicate_id() -> None:
+    log = copy.deepcopy(COUNTER)
+    log[2]["id"] = "evt_00000001"
+    with pytest.raises(EntryValidationError, match="duplicate entry id 'evt_00000001'") as info:
+        validate_entries(log)
+    assert (info.value.index, info.value.field) == (2, "id")
+
+
+def test_init_must_come_first() -> None:
+    with pytest.raises(EntryValidationError, match=r"must start with the reserved '@agent\.init' entry; found 'ADD'") as info:
+        validate_entries([{**COUNTER[1], "index": 0}])
+    assert (info.value.index, info.value.field) == (0, "event.type")
+
+
+def test_second_init() -> None:
+    log = copy.deepcopy(COUNTER)
+    log[2]["event"] = {"type": "@agent.init"}
+    with pytest.raises(EntryValidationError, match=r"second '@agent\.init' entry at index 2") as info:
+        validate_entries(log)
+    assert (info.value.index, info.value.field) == (2, "event.type")
+
+
+def test_machine_mismatch() -> None:
+    log = copy.deepcopy(COUNTER)
+    log[2]["machineVersion"] = "v2"
+    with pytest.raises(MachineVersionMismatchError) as info:
+        validate_entries(log)
+    err = info.value
+    assert (err.index, err.event_id) == (2, "evt_00000002")
+    assert err.expected == {"machineId": "counter", "machineVersion": "v1"}
+    assert err.actual == {"machineId": "counter", "machineVersion": "v2"}
+    assert "targets machine 'counter'@'v2', expected 'counter'@'v1'" in str(err)
+    with pytest.raises(MachineVersionMismatchError):
+        validate_entries(COUNTER, machine_id="other")
+    with pytest.raises(MachineVersionMismatchError):
+        validate_entries(COUNTER, machine_version="v9")
+
+
+def test_version_bridge_exemption_and_reference_entry() -> None:
+    # the real v2 log: a snapshot init stamped "2", the rest "2"
+    v2 = load_json("e_bridge.v2.log.json")
+    validate_entries(v2)
+    validate_entries(v2, machine_id="ticket", machine_version="2")
+    # a hand-built bridge stamps the OLD version on the init: exempt, and (02a45590) the
+    # reference is the first non-snapshot-init entry, so standalone validation passes
+    bridged = copy.deepcopy(v2)
+    bridged[0]["machineVersion"] = "1"
+    validate_entries(bridged)
+    # the exemption is only for snapshot inits: an input init with another version fails
+    plain = load_json("e_bridge.v1.log.json")
+    plain[0]["machineVersion"] = "0"
+    with pytest.raises(MachineVersionMismatchError) as info:
+        validate_entries(plain)
+    # entry 0 is the reference (not a snapshot init), so entry 1 is the one that differs
+    assert info.value.index == 1
+    assert info.value.expected["machineVersion"] == "0"
+    with pytest.raises(MachineVersionMismatchError) as info:
+        validate_entries(plain, machine_version="1")
+    assert info.value.index == 0
+    # the machine id is never exempt
+    bridged[0]["machineId"] = "other"
+    with pytest.raises(MachineVersionMismatchError) as info:
+        validate_entries(bridged)
+    assert info.value.index == 0
+
+
+def test_errors_are_value_errors_with_common_root() -> None:
+    from agentscope.errors import AgentscopeError
+
+    assert issubclass(NonSerializableError, EntryValidationError)
+    assert issubclass(EntryValidationError, LogFormatError)
+    assert issubclass(LogFormatError, AgentscopeError) and issubclass(LogFormatError, ValueError)

@@ -1,0 +1,247 @@
+"""Fault handling of the Node engine: each fault is a typed error, and no Node process is left."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentscope.engines.base import Snapshot
+from agentscope.engines.xstate import XStateMachine, _Runner, load_machine
+from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError
+from agentscope.hashing import state_hash
+from tests.conftest import MACHINES, REPO, requires_node
+
+pytestmark = [requires_node, pytest.mark.node]
+
+TEST_MACHINES = REPO / "tests" / "xstate_machines"
+FAULTY = TEST_MACHINES / "faulty.mjs"
+
+
+def gone(pid: int | None) -> bool:
+    """True when no process ``pid`` exists any more (reaped, not a zombie)."""
+    assert pid is not None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False  # still running, or an unreaped zombie
+
+
+def spawned_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the pid of every runner process started while the test runs."""
+    pids: list[int] = []
+    original = _Runner._spawn
+
+    def spy(self: _Runner) -> None:
+        original(self)
+        assert self.proc is not None
+        pids.append(self.proc.pid)
+
+    monkeypatch.setattr(_Runner, "_spawn", spy)
+    return pids
+
+
+def test_close_kills_the_process_and_is_idempotent() -> None:
+    m = load_machine(MACHINES / "counter.mjs")
+    pid = m.pid
+    assert pid is not None and not gone(pid)
+    m.close()
+    assert gone(pid)
+    m.close()
+
+
+def test_context_manager_closes() -> None:
+    with load_machine(MACHINES / "counter.mjs") as m:
+        pid = m.pid
+        m.initial({"start": 1})
+    assert gone(pid)
+
+
+def test_atexit_closes_runners(tmp_path: Path) -> None:
+    # A child interpreter loads a machine and exits without close(): the atexit hook stops Node.
+    script = tmp_path / "leak.py"
+    script.write_text(
+        "from agentscope.engines.xstate import load_machine\n"
+        f"m = load_machine({str(MACHINES / 'counter.mjs')!r})\n"
+        "print(m.pid, flush=True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=True,
+    )
+    pid = int(out.stdout.strip())
+    assert gone(pid)
+
+
+def test_node_not_installed() -> None:
+    with pytest.raises(MachineLoadError, match="/nonexistent/node.*not found"):
+        load_machine(MACHINES / "counter.mjs", node="/nonexistent/node")
+
+
+def test_module_not_found(tmp_path: Path) -> None:
+    with pytest.raises(MachineLoadError, match="not found"):
+        load_machine(tmp_path / "missing.mjs")
+
+
+def test_unsupported_extension(tmp_path: Path) -> None:
+    p = tmp_path / "machine.py"
+    p.write_text("")
+    with pytest.raises(MachineLoadError, match="extension"):
+        load_machine(p)
+
+
+def test_export_not_found_lists_exports(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = spawned_pids(monkeypatch)
+    with pytest.raises(MachineLoadError, match=r"no export 'nope'; its exports are: faultyMachine, notAMachine"):
+        load_machine(FAULTY, "nope")
+    assert pids and all(gone(p) for p in pids)
+
+
+def test_export_not_a_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = spawned_pids(monkeypatch)
+    with pytest.raises(MachineLoadError, match="'notAMachine'.*is not an XState machine"):
+        load_machine(FAULTY, "notAMachine")
+    assert pids and all(gone(p) for p in pids)
+
+
+def test_no_machine_exported(tmp_path: Path) -> None:
+    p = tmp_path / "plain.mjs"
+    p.write_text("export const answer = 42;\n")
+    # resolving xstate comes first; make it resolvable from tmp_path
+    (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
+    with pytest.raises(MachineLoadError, match="exports no XState machine"):
+        load_machine(p)
+
+
+def test_ambiguous_export() -> None:
+    with pytest.raises(MachineLoadError, match=r"several machines \(first, second\)"):
+        load_machine(TEST_MACHINES / "two_machines.mjs")
+    with load_machine(TEST_MACHINES / "two_machines.mjs", "second") as m:
+        assert m.machine_id == "second"
+
+
+def test_module_throws_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = spawned_pids(monkeypatch)
+    with pytest.raises(MachineLoadError, match="exploded while importing") as info:
+        load_machine(TEST_MACHINES / "throws_at_import.mjs")
+    assert "throws_at_import.mjs" in str(info.value)
+    assert pids and all(gone(p) for p in pids)
+
+
+def test_missing_xstate_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = spawned_pids(monkeypatch)
+    copy = tmp_path / "counter.mjs"
+    shutil.copy(MACHINES / "counter.mjs", copy)
+    with pytest.raises(MachineLoadError) as info:
+        load_machine(copy)
+    msg = str(info.value)
+    assert "npm install xstate@6.0.0-alpha.48" in msg
+    assert str(tmp_path) in msg
+    assert pids and all(gone(p) for p in pids)
+
+
+def test_xstate_resolved_from_the_module_location(tmp_path: Path) -> None:
+    # The same module copied next to its own node_modules loads; xstate comes from there.
+    (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
+    copy = tmp_path / "counter.mjs"
+    shutil.copy(MACHINES / "counter.mjs", copy)
+    with load_machine(copy) as m:
+        assert m.version == "adb004a6"
+        assert m.xstate_version == "6.0.0-alpha.48"
+
+
+def test_typescript_module() -> None:
+    out = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout
+    major, minor = (int(x) for x in out.strip().lstrip("v").split(".")[:2])
+    if (major, minor) >= (22, 6):
+        with load_machine(MACHINES / "counter.ts") as m:
+            assert m.version == "adb004a6"
+            assert state_hash(m.initial({"start": 2}).persisted) == "26c7a83f"
+    else:
+        with pytest.raises(MachineLoadError, match=r"needs Node.js >= 22.6.*strip-types"):
+            load_machine(MACHINES / "counter.ts")
+
+
+@pytest.fixture
+def faulty() -> XStateMachine:
+    m = load_machine(FAULTY, "faultyMachine")
+    yield m  # type: ignore[misc]
+    pid = m.pid
+    m.close()
+    if pid is not None:
+        assert gone(pid)
+
+
+def test_machine_throws_during_fold(faulty: XStateMachine) -> None:
+    s = faulty.initial()
+    events = [{"type": "STORE", "payload": "a"}, {"type": "STORE", "payload": "b"}, {"type": "BOOM"}]
+    with pytest.raises(MachineExecutionError, match="boom from the machine") as info:
+        faulty.fold(s, events)
+    assert info.value.index == 2
+    assert info.value.event_type == "BOOM"
+    assert info.value.kind == "machine-error"
+    # the runner survived and the seed is still usable
+    assert faulty.fold(s, events[:2])[-1].context["stored"] == "b"
+
+
+def test_snapshot_not_json(faulty: XStateMachine) -> None:
+    with pytest.raises(MachineExecutionError, match="not JSON.*BigInt") as info:
+        faulty.fold(faulty.initial(), [{"type": "BIGINT"}])
+    assert info.value.kind == "not-serializable"
+    assert info.value.index == 0
+
+
+def test_console_output_does_not_corrupt_the_protocol(faulty: XStateMachine) -> None:
+    s = faulty.fold(faulty.initial(), [{"type": "CHATTY"}] * 3)[-1]
+    assert s.value == "idle"
+    assert "hello from a guard" in faulty._runner.stderr_text()
+
+
+def test_runner_killed_mid_fold_then_restarts(faulty: XStateMachine) -> None:
+    s0 = faulty.initial({"label": "x"})
+    stored = faulty.fold(s0, [{"type": "STORE", "payload": "kept"}])[-1]
+    pid = faulty.pid
+    with pytest.raises(EngineError, match=r"killed by signal 9 during 'fold'.*restarts"):
+        faulty.fold(stored, [{"type": "STORE", "payload": "y"}, {"type": "DIE"}])
+    assert gone(pid)
+    # next call restarts the process; the old live handle is re-seeded from its persisted form
+    nxt = faulty.fold(stored, [{"type": "STORE", "payload": "z"}])[-1]
+    assert faulty.pid != pid
+    assert nxt.context == {"size": 1, "stored": "z", "label": "x"}
+
+
+def test_malformed_runner_output(faulty: XStateMachine) -> None:
+    s0 = faulty.initial()
+    pid = faulty.pid
+    with pytest.raises(EngineError, match="Malformed output.*this is not json"):
+        faulty.fold(s0, [{"type": "JUNK"}])
+    assert gone(pid)
+    assert faulty.fold(s0, [{"type": "STORE", "payload": 1}])[-1].context["stored"] == 1
+    assert faulty.pid != pid
+
+
+def test_fifty_megabyte_payload(faulty: XStateMachine) -> None:
+    big = "x" * (50 * 1024 * 1024) + "é\u2028end"
+    s = faulty.fold(faulty.initial(), [{"type": "STORE", "payload": big}])[-1]
+    assert s.context["stored"] == big
+    assert s.context["size"] == len(big)
+    # and back in as a seed (a 50 MB request line) through restore
+    again = faulty.restore(s.persisted)
+    assert again.context["stored"] == big
+    assert state_hash(again.persisted) == state_hash(s.persisted)
+
+
+def test_snapshot_without_handle_is_restored(faulty: XStateMachine) -> None:
+    s = faulty.fold(faulty.initial(), [{"type": "STORE", "payload": "p"}])[-1]
+    bare = Snapshot(dict(s.persisted))
+    assert faulty.fold(bare, [{"type": "STORE", "payload": "q"}])[-1].context["stored"] == "q"
+    assert faulty.child_session(bare, "none") is None
