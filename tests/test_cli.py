@@ -406,6 +406,17 @@ def test_demo_verifies_and_writes_the_player(capsys: pytest.CaptureFixture[str],
     assert code == 0 and data["ok"] and data["engine"] == "node" and data["entries"] == 91
 
 
+@needs_node
+def test_demo_header_and_other_thread(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    main_log = load_json("g_triage.main.log.json")
+    code, out, _ = run(capsys, "demo", "-o", tmp_path / "m.html")
+    assert code == 0
+    assert "91 entries, machine supportTriage @ efe50ed5" in out
+    assert main_log[0]["metadata"]["executionId"] in out
+    code, data = run_json(capsys, "demo", "--thread", "second", "-o", tmp_path / "s.html")
+    assert code == 0 and data["thread"] == "second" and data["counts"]["verified"] == 40
+
+
 @pytest.mark.skipif(not _has_python_machine("triage"), reason="no Python triage machine yet")
 def test_demo_falls_back_to_python_without_node(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO), PATH=str(tmp_path))  # no node on PATH
