@@ -454,3 +454,32 @@ def test_demo_lab_starts_jupyterlab_on_the_quickstart(
     code, _, _ = run(capsys, "demo", "--lab")
     assert code == 0
     assert calls == [[sys.executable, "-m", "jupyterlab", str(nb)]]
+
+
+# ---------------------------------------------------------------------------------------------
+# progress bar: shown on a terminal, absent otherwise
+
+
+def test_progress_bar_only_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    import agentscope.cli as cli
+
+    out_tty, err_tty = io.StringIO(), io.StringIO()
+    o = cli._Out(out_tty, err_tty, as_json=False)
+    o.console = Console(file=out_tty, force_terminal=True)
+    o.err = Console(file=err_tty, force_terminal=True)
+    with o.progress("verifying 3 threads", 3) as update:
+        update(1, 3)
+        update(3, 3)
+    assert "verifying 3 threads" in err_tty.getvalue()
+    assert out_tty.getvalue() == ""
+
+    out_pipe, err_pipe = io.StringIO(), io.StringIO()
+    o = cli._Out(out_pipe, err_pipe, as_json=False)
+    assert not o.interactive
+    with o.progress("verifying 3 threads", 3) as update:
+        update(3, 3)
+    assert err_pipe.getvalue() == "" and out_pipe.getvalue() == ""
