@@ -72,7 +72,7 @@ class MachineSpec:
     - ``kind="python"``: a Python object. ``module`` is a dotted module name and ``export`` an
       attribute path in it. The attribute is either a machine (anything implementing
       :class:`~agentscope.engines.base.Machine`) or a zero-argument factory returning one, e.g.
-      ``agentscope.examples.python_machines:counter``.
+      ``agentscope.examples.python_machines:counter_machine``.
 
     Build one with :meth:`parse` from the text form the CLI accepts, or directly.
 
@@ -214,7 +214,7 @@ def as_spec(machine: MachineSpec | str | os.PathLike[str]) -> MachineSpec:
     raise TypeError(
         f"verify_store needs a MachineSpec or its text form, not a live {type(machine).__name__}: "
         "machines are loaded on each worker. Pass e.g. 'machines/triage.mjs:triageMachine' or "
-        "'py:agentscope.examples.python_machines:triage'."
+        "'py:agentscope.examples.python_machines:triage_machine'."
     )
 
 
@@ -398,8 +398,9 @@ def verify_store(
         (read-only), so on a remote cluster it must sit on storage the workers share, or pass
         ``ship_entries=True``.
     machine : MachineSpec | str
-        The machine to replay with, as a :class:`MachineSpec` or its text form
-        (``"path/to/triage.mjs:triageMachine"``, ``"py:agentscope.examples.python_machines:counter"``).
+        The machine to replay with, as a :class:`MachineSpec` or its text form, e.g.
+        ``"path/to/triage.mjs:triageMachine"`` or
+        ``"py:agentscope.examples.python_machines:counter_machine"``.
         A live machine object is refused (``TypeError``): it cannot be shipped.
     threads : iterable of str, optional
         Only these threads, in this order. Default: every thread of the store.

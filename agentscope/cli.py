@@ -48,7 +48,7 @@ DEMO_STORE = _PACKAGE / "examples" / "g_triage.sqlite"
 DEMO_THREAD = "main"
 DEMO_NODE_MACHINE = _PACKAGE / "examples" / "machines" / "triage.mjs"
 DEMO_NODE_EXPORT = "triageMachine"
-DEMO_PY_MACHINE = "py:agentscope.examples.python_machines:triage"
+DEMO_PY_MACHINE = "py:agentscope.examples.python_machines:triage_machine"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _PROBLEM_ROWS = 10
 

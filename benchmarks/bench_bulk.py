@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "tests" / "fixtures" / "real" / "g_triage.sqlite"
 NODE_SPEC = f"{REPO / 'tests' / 'fixtures' / 'real' / 'machines' / 'triage.mjs'}:triageMachine"
-PY_SPEC = "py:agentscope.examples.python_machines:triage"
+PY_SPEC = "py:agentscope.examples.python_machines:triage_machine"
 
 
 def generate_store(path: Path, n_threads: int) -> tuple[list[str], int]:

@@ -44,8 +44,8 @@ def _engines(node_spec: str, py_name: str) -> list[Any]:
     return params
 
 
-TRIAGE_SPECS = _engines(f"{MACHINES / 'triage.mjs'}:triageMachine", "triage")
-COUNTER_SPECS = _engines(f"{MACHINES / 'counter.mjs'}:counterMachine", "counter")
+TRIAGE_SPECS = _engines(f"{MACHINES / 'triage.mjs'}:triageMachine", "triage_machine")
+COUNTER_SPECS = _engines(f"{MACHINES / 'counter.mjs'}:counterMachine", "counter_machine")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,10 +63,10 @@ def test_spec_parses_a_node_module_with_export(tmp_path: Path, monkeypatch: pyte
 
 
 def test_spec_parses_python_forms() -> None:
-    a = MachineSpec.parse("py:agentscope.examples.python_machines:counter")
-    b = MachineSpec.parse("agentscope.examples.python_machines:counter")
-    assert a == b == MachineSpec("python", "agentscope.examples.python_machines", "counter")
-    assert str(a) == "py:agentscope.examples.python_machines:counter"
+    a = MachineSpec.parse("py:agentscope.examples.python_machines:counter_machine")
+    b = MachineSpec.parse("agentscope.examples.python_machines:counter_machine")
+    assert a == b == MachineSpec("python", "agentscope.examples.python_machines", "counter_machine")
+    assert str(a) == "py:agentscope.examples.python_machines:counter_machine"
 
 
 def test_spec_pickles() -> None:

@@ -178,9 +178,9 @@ def test_verify_with_another_machine_fails(capsys: pytest.CaptureFixture[str]) -
     assert "machine" in data["problems"][0]["reason"]
 
 
-@pytest.mark.skipif(not _has_python_machine("counter"), reason="no Python counter machine yet")
+@pytest.mark.skipif(not _has_python_machine("counter_machine"), reason="no Python counter machine yet")
 def test_verify_with_python_machine(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", "py:agentscope.examples.python_machines:counter")
+    code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", "py:agentscope.examples.python_machines:counter_machine")
     assert code == 0 and data["counts"]["verified"] == 17
 
 
@@ -417,7 +417,7 @@ def test_demo_header_and_other_thread(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0 and data["thread"] == "second" and data["counts"]["verified"] == 40
 
 
-@pytest.mark.skipif(not _has_python_machine("triage"), reason="no Python triage machine yet")
+@pytest.mark.skipif(not _has_python_machine("triage_machine"), reason="no Python triage machine yet")
 def test_demo_falls_back_to_python_without_node(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO), PATH=str(tmp_path))  # no node on PATH
     proc = subprocess.run(
