@@ -140,3 +140,15 @@ def test_bridge_log_in_fast_path(tmp_path: Path) -> None:
     (seg,) = log.segments
     assert seg.bridge and seg.machine_version == "v1" and seg.migrated_from == {"machineVersion": "old", "logIndex": 3}
     assert log.entries == entries
+
+
+def test_blank_lines_and_two_objects_on_a_line(tmp_path: Path) -> None:
+    entries = big_log()
+    p = write(tmp_path / "big.jsonl", entries, {50: "\n  \n" + json.dumps(entries[50])})
+    log = read_log(p)
+    assert log.entries == entries
+    bad = copy.deepcopy(entries)
+    p = write(tmp_path / "big.jsonl", bad, {70: json.dumps(bad[70]) + " " + json.dumps(bad[71])})
+    with pytest.raises(LogFormatError) as info:
+        read_log(p)
+    assert info.value.line == 71

@@ -380,3 +380,11 @@ def test_jsonl_round_trip_property(entries: list[dict[str, Any]]) -> None:
     log = read_log(text.encode("utf-8"), format="jsonl")
     assert log.entries == entries
     assert [list(e["event"]) for e in log.entries] == [list(e["event"]) for e in entries]
+
+
+def test_jsonl_with_a_first_line_longer_than_the_sniffed_head(tmp_path: Path) -> None:
+    entries = copy.deepcopy(load_json("a_counter.log.json"))
+    entries[0]["event"]["input"]["blob"] = "x" * 100_000
+    p = tmp_path / "long.log"
+    p.write_text(_jsonl(entries))
+    assert read_log(p).entries == entries

@@ -16,7 +16,7 @@ import pytest
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.engines.xstate import XStateMachine, load_machine
-from agentscope.hashing import djb2_hex, state_hash
+from agentscope.hashing import canonical_json, djb2_hex, machine_version, state_hash
 from tests.conftest import FIXTURES, MACHINES, REPO, load_json, requires_node
 
 pytestmark = [requires_node, pytest.mark.node]
@@ -56,7 +56,7 @@ def seed(machine: Machine, init: dict[str, Any]) -> Snapshot:
     ev = init["event"]
     if "snapshot" in ev:
         return machine.restore(ev["snapshot"])
-    return machine.initial(ev["input"] if "input" in ev else NO_INPUT)
+    return machine.initial(ev.get("input", NO_INPUT))
 
 
 def full_fold(machine: Machine, entries: list[dict[str, Any]]) -> list[Snapshot]:
@@ -82,7 +82,8 @@ def test_replay_prefix_snapshots_equal(name: str, machines: dict[tuple[str, str 
     assert ref["prefixes"]
     for p in ref["prefixes"]:
         ours = snaps[p["n"] - 1].persisted
-        assert json.dumps(ours, sort_keys=True) == json.dumps(p["persistedSnapshot"], sort_keys=True)
+        assert canonical_json(ours) == canonical_json(p["persistedSnapshot"])
+        assert ours == p["persistedSnapshot"]
         assert state_hash(ours) == p["getSnapshotStateHash"]
     assert state_hash(snaps[-1].persisted) == ref["verifyTrue"]["finalStateHash"]
 
@@ -136,6 +137,7 @@ def test_structural_string_matches_python_port_on_json_configs() -> None:
             "states": {"off": {"on": {"TOGGLE": "on"}}, "on": {"on": {"TOGGLE": "off"}}},
         }
         assert structural_string(cfg) == m.structural_string
+        assert machine_version(cfg) == m.version == "b37c6aad"
 
 
 def test_bridge_migrate_reproduces_the_bridge_snapshot(machines: dict[tuple[str, str | None], XStateMachine]) -> None:
@@ -372,3 +374,22 @@ def test_graph_after_deep_history_wildcard_named_guard() -> None:
         assert "xstate.after.1000.timers.wait" in s0.timers
         s1 = m.transition(s0, {"type": "xstate.timer", "id": "xstate.after.1000.timers.wait"})
         assert s1.value == {"deep": "y"}
+
+
+def test_fold_iter_equals_fold_and_tolerates_interleaved_calls() -> None:
+    n = 300
+    events = loop_events(n, stale_every=20)
+    with load_machine(MACHINES / "loop.mjs", reseed_every=5) as m:
+        s0 = m.initial({"limit": n})
+        c1: dict[str, str] = {}
+        whole = m.fold(s0, events, sessions=c1)
+        c2: dict[str, str] = {}
+        got: list[str] = []
+        for i, snap in enumerate(m.fold_iter(s0, events, sessions=c2, chunk=7)):
+            got.append(state_hash(snap.persisted))
+            if i % 50 == 3:  # other requests while a chunk is in flight
+                assert m.ping()["pid"] == m.pid
+                assert m.restore(snap.persisted).persisted == snap.persisted
+        assert got == hashes(whole)
+        assert set(c2) == set(c1)  # the same recorded ids were bound (minted ids differ per fold)
+        assert list(m.fold_iter(s0, [])) == []

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,7 @@ def test_atexit_closes_runners(tmp_path: Path) -> None:
 
 
 def test_node_not_installed() -> None:
-    with pytest.raises(MachineLoadError, match="/nonexistent/node.*not found"):
+    with pytest.raises(MachineLoadError, match=r"/nonexistent/node.*not found"):
         load_machine(MACHINES / "counter.mjs", node="/nonexistent/node")
 
 
@@ -108,7 +109,7 @@ def test_export_not_found_lists_exports(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_export_not_a_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     pids = spawned_pids(monkeypatch)
-    with pytest.raises(MachineLoadError, match="'notAMachine'.*is not an XState machine"):
+    with pytest.raises(MachineLoadError, match=r"'notAMachine'.*is not an XState machine"):
         load_machine(FAULTY, "notAMachine")
     assert pids and all(gone(p) for p in pids)
 
@@ -172,9 +173,9 @@ def test_typescript_module() -> None:
 
 
 @pytest.fixture
-def faulty() -> XStateMachine:
+def faulty() -> Iterator[XStateMachine]:
     m = load_machine(FAULTY, "faultyMachine")
-    yield m  # type: ignore[misc]
+    yield m
     pid = m.pid
     m.close()
     if pid is not None:
@@ -194,7 +195,7 @@ def test_machine_throws_during_fold(faulty: XStateMachine) -> None:
 
 
 def test_snapshot_not_json(faulty: XStateMachine) -> None:
-    with pytest.raises(MachineExecutionError, match="not JSON.*BigInt") as info:
+    with pytest.raises(MachineExecutionError, match=r"not JSON.*BigInt") as info:
         faulty.fold(faulty.initial(), [{"type": "BIGINT"}])
     assert info.value.kind == "not-serializable"
     assert info.value.index == 0
@@ -222,7 +223,7 @@ def test_runner_killed_mid_fold_then_restarts(faulty: XStateMachine) -> None:
 def test_malformed_runner_output(faulty: XStateMachine) -> None:
     s0 = faulty.initial()
     pid = faulty.pid
-    with pytest.raises(EngineError, match="Malformed output.*this is not json"):
+    with pytest.raises(EngineError, match=r"Malformed output.*this is not json"):
         faulty.fold(s0, [{"type": "JUNK"}])
     assert gone(pid)
     assert faulty.fold(s0, [{"type": "STORE", "payload": 1}])[-1].context["stored"] == 1
@@ -230,10 +231,12 @@ def test_malformed_runner_output(faulty: XStateMachine) -> None:
 
 
 def test_fifty_megabyte_payload(faulty: XStateMachine) -> None:
-    big = "x" * (50 * 1024 * 1024) + "é\u2028end"
+    # astral characters across the runner's 1 MiB write chunks, at both parities
+    emoji = "\U0001F600" * (1 << 20)
+    big = emoji + "a" + emoji + "x" * (46 * 1024 * 1024) + "é\u2028end"
     s = faulty.fold(faulty.initial(), [{"type": "STORE", "payload": big}])[-1]
     assert s.context["stored"] == big
-    assert s.context["size"] == len(big)
+    assert s.context["size"] == len(big.encode("utf-16-le")) // 2  # JS length: UTF-16 units
     # and back in as a seed (a 50 MB request line) through restore
     again = faulty.restore(s.persisted)
     assert again.context["stored"] == big
@@ -245,3 +248,80 @@ def test_snapshot_without_handle_is_restored(faulty: XStateMachine) -> None:
     bare = Snapshot(dict(s.persisted))
     assert faulty.fold(bare, [{"type": "STORE", "payload": "q"}])[-1].context["stored"] == "q"
     assert faulty.child_session(bare, "none") is None
+
+
+def test_js_module_in_a_type_module_package(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
+    (tmp_path / "package.json").write_text('{"type": "module"}')
+    shutil.copy(MACHINES / "counter.mjs", tmp_path / "counter.js")
+    with load_machine(tmp_path / "counter.js") as m:
+        assert m.version == "adb004a6"
+        assert state_hash(m.initial({"start": 2}).persisted) == "26c7a83f"
+
+
+def test_released_handles_do_not_accumulate(faulty: XStateMachine) -> None:
+    import gc
+
+    s = faulty.initial()
+    for i in range(200):
+        s = faulty.fold(s, [{"type": "STORE", "payload": i}])[-1]
+    gc.collect()
+    # handles of dropped snapshots are released with the next request
+    faulty.ping()
+    assert faulty.ping()["handles"] <= 3
+
+
+@pytest.mark.skipif(not os.environ.get("AGENTSCOPE_TEST_NODE22"), reason="set AGENTSCOPE_TEST_NODE22=/path/to/node>=22.6")
+@pytest.mark.parametrize(("module", "export", "log"), [("counter.ts", None, "a_counter"), ("triage.ts", None, "g_triage.main"), ("ticket.ts", "ticketV2", "e_bridge.v2")])
+def test_typescript_modules_on_node22(module: str, export: str | None, log: str) -> None:
+    import json
+
+    from agentscope.engines.base import NO_INPUT
+
+    node = os.environ["AGENTSCOPE_TEST_NODE22"]
+    entries = json.loads((MACHINES.parent / f"{log}.log.json").read_text())
+    with load_machine(MACHINES / module, export, node=node) as m:
+        ev = entries[0]["event"]
+        s0 = m.restore(ev["snapshot"]) if "snapshot" in ev else m.initial(ev.get("input", NO_INPUT))
+        snaps = [s0, *m.fold(s0, [e["event"] for e in entries[1:]], sessions={})]
+        assert [state_hash(s.persisted) for s in snaps] == [e["verification"]["stateHash"] for e in entries]
+
+
+def test_module_exits_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = spawned_pids(monkeypatch)
+    with pytest.raises(MachineLoadError, match=r"exited with code 3 during 'load'(.|\n)*leaving now"):
+        load_machine(TEST_MACHINES / "exits_at_import.mjs")
+    assert pids and all(gone(p) for p in pids)
+
+
+def test_fold_iter_errors_carry_the_global_index(faulty: XStateMachine) -> None:
+    events = [{"type": "STORE", "payload": i} for i in range(10)] + [{"type": "BOOM"}]
+    seen = []
+    with pytest.raises(MachineExecutionError) as info:
+        for snap in faulty.fold_iter(faulty.initial(), events, chunk=4):
+            seen.append(snap.context["stored"])
+    assert info.value.index == 10
+    assert seen == list(range(8))  # the chunks before the failing one were delivered
+
+
+def test_fold_iter_runner_killed_in_a_later_chunk(faulty: XStateMachine) -> None:
+    events = [{"type": "STORE", "payload": i} for i in range(6)] + [{"type": "DIE"}]
+    pid = faulty.pid
+    seen = []
+    with pytest.raises(EngineError, match="killed by signal 9"):
+        for snap in faulty.fold_iter(faulty.initial(), events, chunk=3):
+            seen.append(snap.context["stored"])
+    assert seen == [0, 1, 2, 3, 4, 5]
+    assert gone(pid)
+    assert faulty.initial({"label": "back"}).context["label"] == "back"
+
+
+def test_initial_and_restore_errors_are_typed() -> None:
+    with load_machine(MACHINES / "triage.mjs") as m:
+        with pytest.raises(MachineExecutionError, match=r"initialTransition threw: TypeError"):
+            m.initial()  # the context factory reads input.team
+        assert m.initial({"team": "t"}).value == "standby"
+    with load_machine(MACHINES / "ticket.mjs", "ticketV1") as v1:
+        bridge = __import__("json").loads((MACHINES.parent / "e_bridge.v2.log.json").read_text())[0]
+        with pytest.raises(MachineExecutionError, match=r"restoreSnapshot threw.*version"):
+            v1.restore(bridge["event"]["snapshot"])  # a v2 snapshot; v1 has no migrate

@@ -37,7 +37,7 @@ import subprocess
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -59,7 +59,7 @@ __all__ = ["DEFAULT_RESEED_EVERY", "RUNNER_PATH", "XStateMachine", "load_machine
 RUNNER_PATH = Path(__file__).resolve().parent / "runner" / "runner.mjs"
 """The JS runner shipped as package data."""
 
-DEFAULT_RESEED_EVERY = 64
+DEFAULT_RESEED_EVERY = 32
 """Transitions between re-seeds of the live snapshot (measured in ``benchmarks/bench_xstate.py``)."""
 
 XSTATE_PIN = "6.0.0-alpha.48"
@@ -106,7 +106,12 @@ class _Runner:
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
+        self._drain_thread: threading.Thread | None = None
         self._next_id = 0
+        self._inflight: list[tuple[int, str]] = []  # (request id, op) sent, reply not read yet
+        self._stash: dict[int, Any] = {}  # replies read ahead of their turn
+        self._writer: threading.Thread | None = None
+        self._write_error: BaseException | None = None
         self._lock = threading.RLock()
         self.pending_release: list[int] = []
         self.load_result: dict[str, Any] | None = None
@@ -135,19 +140,25 @@ class _Runner:
         self.proc = proc
         self.generation += 1
         self.pending_release = []
+        self._inflight = []
+        self._stash = {}
         with self._stderr_lock:
             self._stderr.clear()
             self._stderr_size = 0
         assert proc.stderr is not None
-        threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
+        self._drain_thread = threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True)
+        self._drain_thread.start()
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for chunk in iter(lambda: stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536), b""):
+        read = getattr(stream, "read1", stream.read)
+        for chunk in iter(lambda: read(65536), b""):
             with self._stderr_lock:
                 self._stderr.append(chunk)
                 self._stderr_size += len(chunk)
                 while self._stderr_size > _STDERR_KEEP and len(self._stderr) > 1:
                     self._stderr_size -= len(self._stderr.popleft())
+        with contextlib.suppress(OSError):
+            stream.close()
 
     def stderr_text(self) -> str:
         with self._stderr_lock:
@@ -168,7 +179,10 @@ class _Runner:
                 return self.load_result
             self._kill()
             self._spawn()
-            result = self._roundtrip(self.load_request)
+            result = self._recv(self.send(self.load_request))
+            if not isinstance(result, dict):
+                self._kill()
+                raise EngineError(f"Malformed 'load' reply from the Node runner for {self.label}: {result!r}")
             self.load_result = result
             return result
 
@@ -178,6 +192,8 @@ class _Runner:
             return
         self.proc = None
         self.load_result = None
+        self._inflight = []
+        self._stash = {}
         if proc.poll() is None:
             with contextlib.suppress(OSError):
                 if proc.stdin is not None:
@@ -216,53 +232,98 @@ class _Runner:
         """Send one request (restarting the process if it died) and return its result."""
         with self._lock:
             self.ensure()
+            return self._recv(self.send(payload))
+
+    def send(self, payload: dict[str, Any], *, pipelined: bool = False) -> int:
+        """Write one request and return its id; the reply is read by :meth:`recv`.
+
+        With ``pipelined`` the write happens on a thread, so it cannot deadlock against a runner
+        that is still writing the reply of an earlier request nobody has read yet.
+        """
+        with self._lock:
+            if payload is not self.load_request:
+                self.ensure()
+            self._join_writer()
+            if not pipelined:
+                self._read_ahead()
             if self.pending_release and "release" not in payload:
                 payload = {**payload, "release": self.pending_release}
                 self.pending_release = []
-            return self._roundtrip(payload)
+            proc = self.proc
+            assert proc is not None and proc.stdin is not None
+            self._next_id += 1
+            rid = self._next_id
+            op = str(payload.get("op"))
+            try:
+                line = orjson.dumps({"id": rid, **payload}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+            except TypeError as exc:
+                raise EngineError(f"Cannot send {op!r} to the Node runner: {exc}") from exc
+            self._inflight.append((rid, op))
+            stdin = proc.stdin
 
-    def _dead(self, when: str) -> EngineError:
-        proc = self.proc
-        code = None
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=2.0)
-            code = proc.returncode
-        how = (
-            f"was killed by signal {-code}"
-            if isinstance(code, int) and code < 0
-            else f"exited with code {code}"
-        )
-        self._kill()
-        err = self.stderr_text()
-        return EngineError(
-            f"The Node runner for {self.label} {how} during {when}; the next call restarts it."
-            + (f"\nrunner stderr:\n{err}" if err else "")
-        )
+            def write() -> None:
+                try:
+                    stdin.write(line)
+                    stdin.flush()
+                except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as exc:
+                    self._write_error = exc  # the reader sees the process end
 
-    def _roundtrip(self, payload: dict[str, Any]) -> Any:
+            if pipelined:
+                self._writer = threading.Thread(target=write, daemon=True)
+                self._writer.start()
+            else:
+                write()
+            return rid
+
+    def recv(self, rid: int) -> Any:
+        """Return the result of request ``rid`` (reading and stashing earlier replies)."""
+        with self._lock:
+            try:
+                return self._recv(rid)
+            finally:
+                self._join_writer()
+
+    def _join_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+
+    def _read_ahead(self) -> None:
+        """Read every outstanding reply into the stash (before a direct write)."""
+        while self._inflight:
+            rid, op = self._inflight[0]
+            self._stash[rid] = self._read_one(rid, op)
+
+    def _recv(self, rid: int) -> Any:
+        while rid not in self._stash:
+            if not self._inflight or rid not in (r for r, _ in self._inflight):
+                raise EngineError(
+                    f"The reply to request {rid} for {self.label} was lost (the runner restarted)."
+                )
+            head, op = self._inflight[0]
+            self._stash[head] = self._read_one(head, op)
+        outcome = self._stash.pop(rid)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _read_one(self, rid: int, op: str) -> Any:
+        """Read the next reply line, which must answer ``rid``; return its result or error."""
         proc = self.proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
-        self._next_id += 1
-        rid = self._next_id
-        op = str(payload.get("op"))
+        assert proc is not None and proc.stdout is not None
         try:
-            line = orjson.dumps({"id": rid, **payload}, option=orjson.OPT_SERIALIZE_NUMPY)
-        except TypeError as exc:
-            raise EngineError(f"Cannot send {op!r} to the Node runner: {exc}") from exc
-        try:
-            proc.stdin.write(line + b"\n")
-            proc.stdin.flush()
             reply_line = proc.stdout.readline()
-        except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
-            raise self._dead(f"'{op}'") from None
+        except (ValueError, OSError):
+            reply_line = b""
         if not reply_line:
+            self._join_writer()
             raise self._dead(f"'{op}'")
+        self._inflight.pop(0)
         try:
             reply = orjson.loads(reply_line)
         except orjson.JSONDecodeError as exc:
             self._kill()
-            raise EngineError(
+            raise (MachineLoadError if op == "load" else EngineError)(
                 f"Malformed output from the Node runner for {self.label} during '{op}' ({exc}): "
                 f"{reply_line[:200]!r}; the runner was stopped and the next call restarts it."
                 + self._stderr_suffix()
@@ -276,9 +337,33 @@ class _Runner:
             )
         if reply["ok"]:
             return reply.get("result")
-        raise self._error(op, reply.get("error") or {})
+        return self._error(op, reply.get("error") or {})
+
+    def _dead(self, when: str) -> EngineError:
+        proc = self.proc
+        code = None
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2.0)
+            code = proc.returncode
+        self._kill()
+        if self._drain_thread is not None:
+            self._drain_thread.join(timeout=2.0)  # collect the last words on stderr
+        how = (
+            f"was killed by signal {-code}"
+            if isinstance(code, int) and code < 0
+            else f"exited with code {code}"
+        )
+        err = self.stderr_text()
+        cls = MachineLoadError if when == "'load'" else EngineError
+        return cls(
+            f"The Node runner for {self.label} {how} during {when}; the next call restarts it."
+            + (f"\nrunner stderr:\n{err}" if err else "")
+        )
 
     def _stderr_suffix(self) -> str:
+        if self.proc is None and self._drain_thread is not None:
+            self._drain_thread.join(timeout=2.0)
         err = self.stderr_text()
         return f"\nrunner stderr:\n{err}" if err else ""
 
@@ -500,22 +585,83 @@ class XStateMachine:
             req["seed"] = by_value
             req["sessions"] = dict(sessions) if (sessions is not None and rebind) else {}
             result = self._runner.request(req)
+        return self._collect(result, len(events), sessions if rebind else None)
+
+    def _collect(
+        self, result: Mapping[str, Any], n_events: int, sessions: dict[str, str] | None
+    ) -> list[Snapshot]:
+        """Turn a fold reply into snapshots; apply the rebinding-cache delta to ``sessions``."""
         persisted = result["persisted"]
         children = result["children"]
         n = len(persisted)
-        if n != len(events) or len(children) != n:
+        if n != n_events or len(children) != n:
             self._runner.close()
             raise EngineError(
                 f"Malformed output from the Node runner for {self._runner.label}: {n} snapshots for "
-                f"{len(events)} events; the runner was stopped."
+                f"{n_events} events; the runner was stopped."
             )
-        out = [Snapshot(persisted[i], _Handle(self._runner.generation, None, children[i])) for i in range(n - 1)]
+        gen = self._runner.generation
+        out = [Snapshot(persisted[i], _Handle(gen, None, children[i])) for i in range(n - 1)]
         last = self._new_handle(int(result["handle"]), children[-1])
         out.append(Snapshot(persisted[-1], last))
-        if sessions is not None and rebind:
+        if sessions is not None:
             sessions.update(result.get("sessions") or {})
             self._mirror = (last.generation, int(result["handle"]), dict(sessions))
         return out
+
+    def fold_iter(
+        self,
+        seed: Snapshot,
+        events: Sequence[Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+        *,
+        sessions: dict[str, str] | None = None,
+        chunk: int = 4096,
+    ) -> Iterator[Snapshot]:
+        """Like :meth:`fold`, but yields snapshots while the runner folds ahead (pipelined).
+
+        The events go to the runner in chunks of ``chunk``; the request for chunk k+1 is sent
+        before chunk k's snapshots are yielded, so work done per snapshot by the consumer (e.g.
+        hashing) overlaps with the fold in Node. Results, the ``sessions`` updates and errors
+        are those of :meth:`fold` (a :class:`~agentscope.errors.MachineExecutionError` ``index``
+        counts from the start of ``events``); an error is raised when its chunk is reached.
+        """
+        evs = events if isinstance(events, list) else list(events)
+        if not evs:
+            return
+        if chunk < 1:
+            raise ValueError("chunk must be >= 1")
+        cache: dict[str, str] = {} if sessions is None else sessions
+        out = self._fold(seed, evs[:chunk], cache, rebind=True)
+        pos = len(out)
+        while True:
+            pending: int | None = None
+            if pos < len(evs):
+                last = out[-1].handle
+                assert isinstance(last, _Handle) and last.id is not None
+                pending = self._runner.send(
+                    {
+                        "op": "fold",
+                        "seed": {"handle": last.id},
+                        "events": evs[pos : pos + chunk],
+                        "sessions": None,  # the runner continues with that handle's cache
+                        "rebind": True,
+                        "reseedEvery": self.reseed_every,
+                    },
+                    pipelined=True,
+                )
+            yield from out
+            if pending is None:
+                return
+            n = min(chunk, len(evs) - pos)
+            try:
+                result = self._runner.recv(pending)
+            except MachineExecutionError as exc:
+                idx = None if exc.index is None else exc.index + pos
+                raise MachineExecutionError(
+                    str(exc), index=idx, event_type=exc.event_type, kind=exc.kind
+                ) from exc
+            out = self._collect(result, n, cache)
+            pos += n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -615,7 +761,8 @@ def load_machine(
     if not p.is_file():
         raise MachineLoadError(f"Machine module not found: {p}")
     suffix = p.suffix.lower()
-    argv = [node]
+    # --experimental-import-meta-resolve: lets the runner resolve `xstate` with the module as parent.
+    argv = [node, "--experimental-import-meta-resolve"]
     if suffix in _TS_SUFFIXES:
         version = _node_version(node)
         if version is None or version < (22, 6, 0):
@@ -627,7 +774,7 @@ def load_machine(
             )
         if version < (23, 6, 0):
             argv.append("--experimental-strip-types")
-        argv.append("--no-warnings=ExperimentalWarning")
+        argv.append("--disable-warning=ExperimentalWarning")
     elif suffix not in _JS_SUFFIXES:
         raise MachineLoadError(
             f"Unsupported machine module extension {suffix!r} for {p}; use .mjs, .js, .cjs, .ts or .mts."

@@ -23,8 +23,8 @@ their own line on first use.
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,7 +46,12 @@ __all__ = ["FAST_MIN_BYTES", "LazyPayload", "try_fast_jsonl"]
 FAST_MIN_BYTES = 1 << 20
 """Below this size the exact reader is fast enough and is used directly."""
 
-_NEG_ZERO = re.compile(rb"-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?[ \t\r\n]*[,\]}]")
+# Any match sends the log to the exact reader: NaN/Infinity tokens, a -0 literal, Era-B keys,
+# a blank line (which would upset the row-count check). RE2 syntax, run by pyarrow (no GIL).
+_DISQUALIFY = (
+    r"NaN|Infinity|\x22correlationId\x22|\x22effectsHash\x22"
+    r"|-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?[ \t\r\n]*[,\]}]|\n[ \t\r]*\n"
+)
 
 
 def _schema() -> pa.Schema:
@@ -158,6 +163,23 @@ class LazyPayload(Mapping[str, Any]):
         return repr(self._get())
 
 
+_COUNTED = (b'"causationId"', b'"metadata"', b'"verification"', b"\n")
+
+
+def _disqualified(data: bytes) -> bool:
+    """Whether ``data`` holds a token the fast path cannot judge (see ``_DISQUALIFY``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64).tobytes())
+    whole = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)])
+    return bool(pc.match_substring_regex(whole, _DISQUALIFY)[0].as_py())
+
+
+def _count_keys(data: bytes) -> dict[bytes, int]:
+    return {key: data.count(key) for key in _COUNTED}
+
+
 def _all_nonempty(col: pa.ChunkedArray | pa.Array) -> bool:
     import pyarrow.compute as pc
 
@@ -179,24 +201,28 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
         import pyarrow.json as pj
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
-    if data.startswith(b"\xef\xbb\xbf") or b"NaN" in data or b"Infinity" in data:
+    if data.startswith(b"\xef\xbb\xbf"):
         return None
-    if b'"correlationId"' in data or b'"effectsHash"' in data:
-        return None
-    if _NEG_ZERO.search(data) is not None:
-        return None
-    try:
-        table = pj.read_json(
-            pa.py_buffer(data),
-            parse_options=pj.ParseOptions(
-                explicit_schema=_schema(), unexpected_field_behavior="ignore", newlines_in_values=False
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
+    # the byte-level scans hold the GIL but pyarrow's parser does not: run them side by side
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        scan = pool.submit(_disqualified, data)
+        counting = pool.submit(_count_keys, data)
+        try:
+            table = pj.read_json(
+                pa.py_buffer(data),
+                parse_options=pj.ParseOptions(
+                    explicit_schema=_schema(),
+                    unexpected_field_behavior="ignore",
+                    newlines_in_values=False,
+                ),
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        if scan.result():
+            return None
+        counts = counting.result()
     n = table.num_rows
-    newlines = data.count(b"\n")
-    expected_rows = newlines + (0 if data.endswith(b"\n") else 1) - data.count(b"\n\n")
+    expected_rows = counts[b"\n"] + (0 if data.endswith(b"\n") else 1)
     if n == 0 or n != expected_rows:
         return None
     col = table.column
@@ -229,7 +255,7 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
         (b'"metadata"', metadata),
         (b'"verification"', verification),
     ):
-        if data.count(key) != n - column.null_count:
+        if counts[key] != n - column.null_count:
             return None
     if verification.null_count < n:
         hashes = pc.struct_field(verification.filter(pc.is_valid(verification)), "stateHash")
@@ -340,9 +366,11 @@ def _frame_from_table(table: pa.Table, log: EventLog, lines: _Lines) -> pd.DataF
     finally:
         if frozen:
             gc.enable()
-    meta_col = pd.Series([None] * n, dtype="object")
-    if metas:
-        meta_col.iloc[np.flatnonzero(metadata_valid)] = metas
+    # numpy/pandas would treat a Mapping as a sequence (and parse it) in a bulk assignment
+    meta_values = np.full(n, None, dtype=object)
+    for j, i in enumerate(np.flatnonzero(metadata_valid)):
+        meta_values[i] = metas[j]
+    event_values = np.fromiter(events, dtype=object, count=n)
     frame = pd.DataFrame(
         {
             "index": pd.Series(np.arange(n, dtype=np.int64)),
@@ -353,8 +381,8 @@ def _frame_from_table(table: pa.Table, log: EventLog, lines: _Lines) -> pd.DataF
             "event_type": category(pc.struct_field(col("event"), "type")),
             "causation_id": pd.Series(col("causationId").to_pandas(), dtype="string"),
             "state_hash": pd.Series(state_hash.to_pandas(), dtype="string"),
-            "event": pd.Series(events, dtype="object"),
-            "metadata": meta_col,
+            "event": pd.Series(event_values, dtype="object"),
+            "metadata": pd.Series(meta_values, dtype="object"),
         },
         columns=list(DF_COLUMNS),
     )

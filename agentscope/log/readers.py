@@ -418,7 +418,9 @@ def read_log(
             from agentscope.log.tabular import read_table
 
             return read_table(path, fmt, columns=columns, source_name=name, errors=errors)
-        return _read_bytes(path.read_bytes(), fmt, source=name, errors=errors, era=era, path=path)
+        return _read_bytes(
+            path.read_bytes(), fmt, source=name, errors=errors, era=era, sniffed=format is None
+        )
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
         name = "<bytes>"
@@ -440,7 +442,7 @@ def read_log(
         from agentscope.log.tabular import read_table
 
         return read_table(io.BytesIO(data), fmt, columns=columns, source_name=name, errors=errors)
-    return _read_bytes(data, fmt, source=name, errors=errors, era=era)
+    return _read_bytes(data, fmt, source=name, errors=errors, era=era, sniffed=format is None)
 
 
 def _read_bytes(
@@ -450,10 +452,16 @@ def _read_bytes(
     source: str,
     errors: ErrorsMode,
     era: Era | None,
-    path: Path | None = None,
+    sniffed: bool = True,
 ) -> EventLog:
     if fmt == "json":
-        return read_json_document(data, source=source, errors=errors, era=era)
+        try:
+            return read_json_document(data, source=source, errors=errors, era=era)
+        except LogFormatError as exc:
+            # a JSONL file whose first line is longer than the sniffed head looks like JSON
+            if sniffed and "Extra data" in exc.detail:
+                return read_jsonl(data, source=source, errors=errors, era=era)
+            raise
     if fmt == "jsonl":
         return read_jsonl(data, source=source, errors=errors, era=era)
     if fmt == "records":

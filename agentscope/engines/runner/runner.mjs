@@ -25,7 +25,7 @@
 // carry the session-rebinding cache over the restore).
 
 import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -44,8 +44,12 @@ function writeAll(text) {
     let offset = 0;
     const step = () => {
       while (offset < text.length) {
-        const piece = text.slice(offset, offset + CHUNK);
-        offset += CHUNK;
+        let end = Math.min(offset + CHUNK, text.length);
+        // never split a surrogate pair across two writes (each write is UTF-8 encoded alone)
+        const last = text.charCodeAt(end - 1);
+        if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
+        const piece = text.slice(offset, end);
+        offset = end;
         if (!rawWrite(piece)) {
           protocolOut.once("drain", step);
           return;
@@ -62,6 +66,7 @@ function writeAll(text) {
 // State of this process.
 let xs = null; // the xstate module resolved from the user's module
 let machine = null;
+let loaded = null; // the 'load' reply (machine id, versions, graph)
 let nextHandle = 1;
 const handles = new Map(); // id -> {snap, cache: Map, sinceSeed}
 
@@ -238,19 +243,62 @@ function isMachine(v) {
   );
 }
 
-function resolveXstate(modulePath) {
-  const req = createRequire(pathToFileURL(modulePath));
+// Does Node treat this file as CommonJS? (.cjs/.cts always; .js/.ts by the nearest package.json
+// "type" field, CommonJS when absent.)
+function isCommonJs(modulePath) {
+  const ext = path.extname(modulePath).toLowerCase();
+  if (ext === ".cjs" || ext === ".cts") return true;
+  if (ext === ".mjs" || ext === ".mts") return false;
+  let dir = path.dirname(modulePath);
+  for (;;) {
+    const pj = path.join(dir, "package.json");
+    if (fs.existsSync(pj)) {
+      try {
+        return JSON.parse(fs.readFileSync(pj, "utf8")).type !== "module";
+      } catch {
+        return true;
+      }
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return true;
+    dir = up;
+  }
+}
+
+function missingXstate(modulePath, err) {
+  const dir = path.dirname(modulePath);
+  return new RunnerError(
+    "xstate-missing",
+    `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project. ` +
+      `Run \`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
+      `(${err && err.code ? err.code : err})`,
+  );
+}
+
+// Resolve and load `xstate` exactly as the user's module does: with the "import" conditions for
+// an ES module (import.meta.resolve with the module as parent; the runner is started with
+// --experimental-import-meta-resolve for that), with the "require" conditions for CommonJS.
+async function resolveXstate(modulePath) {
+  const moduleUrl = pathToFileURL(modulePath);
   let resolved;
-  try {
-    resolved = req.resolve("xstate");
-  } catch (err) {
-    const dir = path.dirname(modulePath);
-    throw new RunnerError(
-      "xstate-missing",
-      `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project. ` +
-        `Run \`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
-        `(${err && err.code ? err.code : err})`,
-    );
+  let mod;
+  const viaImport = !isCommonJs(modulePath) && process.execArgv.includes("--experimental-import-meta-resolve");
+  if (viaImport) {
+    try {
+      resolved = import.meta.resolve("xstate", moduleUrl.href);
+    } catch (err) {
+      throw missingXstate(modulePath, err);
+    }
+    mod = await import(resolved);
+    resolved = resolved.startsWith("file:") ? fileURLToPath(resolved) : resolved;
+  } else {
+    const req = createRequire(moduleUrl);
+    try {
+      resolved = req.resolve("xstate");
+    } catch (err) {
+      throw missingXstate(modulePath, err);
+    }
+    mod = req("xstate");
   }
   let version = null;
   try {
@@ -269,7 +317,7 @@ function resolveXstate(modulePath) {
   } catch {
     version = null;
   }
-  return { resolved, module: req("xstate"), version };
+  return { resolved, module: mod, version };
 }
 
 async function opLoad(req) {
@@ -277,7 +325,7 @@ async function opLoad(req) {
   if (!fs.existsSync(modulePath)) {
     throw new RunnerError("module-not-found", `Machine module not found: ${modulePath}`);
   }
-  const x = resolveXstate(modulePath);
+  const x = await resolveXstate(modulePath);
   xs = x.module;
   if (typeof xs.transition !== "function" || typeof xs.initialTransition !== "function") {
     throw new RunnerError(
@@ -472,18 +520,35 @@ class SessionCache {
   }
 }
 
+function machineCall(what, fn) {
+  try {
+    return fn();
+  } catch (err) {
+    throw new RunnerError("machine-error", `${what} threw: ${errText(err)}`, {
+      stack: err && err.stack ? String(err.stack) : undefined,
+    });
+  }
+}
+
 function opInitial(req) {
   const m = requireMachine();
-  const [snap] = "input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m);
+  const [snap] = machineCall("initialTransition", () =>
+    "input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m),
+  );
   return finishSingle(snap);
 }
 
 function opRestore(req) {
-  return finishSingle(restoreFrom(req.persisted));
+  return finishSingle(machineCall("restoreSnapshot", () => restoreFrom(req.persisted)));
 }
 
 function finishSingle(snap) {
-  const persisted = persistJson(snap);
+  let persisted;
+  try {
+    persisted = persistJson(snap);
+  } catch (err) {
+    throw new RunnerError("not-serializable", `the persisted snapshot is not JSON: ${errText(err)}`);
+  }
   const children = childSessions(snap);
   const handle = newHandle(snap, new SessionCache(), 0);
   return { raw: `{"handle":${handle},"persisted":${persisted},"children":${JSON.stringify(children)}}` };
@@ -585,7 +650,11 @@ async function handle(req) {
   if (Array.isArray(req.release) && req.op !== "fold") for (const h of req.release) handles.delete(h);
   switch (req.op) {
     case "load":
-      return opLoad(req);
+      loaded = await opLoad(req);
+      return loaded;
+    case "describe":
+      if (!loaded) throw new RunnerError("protocol", "no machine loaded (send 'load' first)");
+      return loaded;
     case "initial":
       return opInitial(req);
     case "restore":

@@ -1,0 +1,220 @@
+"""``VerifyReport``: every problem one verifying pass found, as a DataFrame (spec §4.1, §4.2).
+
+Private module: the public name is :class:`agentscope.replay.VerifyReport`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agentscope._replay_core import event_type
+from agentscope._replay_index import VERDICTS, LogIndex
+from agentscope.errors import AgentscopeError
+from agentscope.frames import Verdict
+
+__all__ = ["COLUMNS", "VerifyReport", "report_from_index"]
+
+COLUMNS = (
+    "index",
+    "segment",
+    "id",
+    "event_type",
+    "recorded_hash",
+    "computed_hash",
+    "verdict",
+    "reason",
+    "explanation",
+    "ignored",
+    "failed",
+)
+_HTML_ROWS = 20
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Everything one verifying fold found, one row per entry.
+
+    Attributes
+    ----------
+    df : pandas.DataFrame
+        One row per entry, in log order, columns ``index`` (position in the given sequence),
+        ``segment`` (0-based ``@agent.init`` segment), ``id``, ``event_type``,
+        ``recorded_hash`` / ``computed_hash`` (8 hex digits or ``None``), ``verdict`` (a
+        :class:`~agentscope.frames.Verdict` value), ``reason`` (``"<kind>: <detail>"`` items
+        joined with ``"; "``, e.g. ``state-mismatch``, ``machine-mismatch``,
+        ``missing-verification`` (strict), ``invalid-entry``, ``engine-error``,
+        ``explained-mismatch``), ``explanation`` (for a hash mismatch: the benign cause confirmed,
+        or every cause tried), ``ignored`` (the state did not react: the persisted snapshot
+        equals the previous one) and ``failed`` (the row makes the log fail).
+    log_problems : tuple of (kind, detail, fatal)
+        Problems not tied to one entry: a segment without a machine (``no-machine``), a cached
+        snapshot that disagrees with the log (``cache-diverged``) or is stale (``cache-stale``,
+        not fatal), an empty log.
+    errors : tuple of AgentscopeError
+        The typed error of every failure, in log order, then the log-level ones.
+    strict : bool
+        Whether a missing verification hash counted as a failure.
+    source : str or None
+        Where the log came from.
+    """
+
+    df: pd.DataFrame
+    log_problems: tuple[tuple[str, str, bool], ...] = ()
+    errors: tuple[AgentscopeError, ...] = field(default=(), repr=False)
+    strict: bool = False
+    source: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when no entry failed and no log-level problem is fatal."""
+        return not bool(self.df["failed"].any()) and not any(f for _, _, f in self.log_problems)
+
+    @property
+    def mismatches(self) -> pd.DataFrame:
+        """Rows with any problem: failures, explained (benign) mismatches, identity mismatches."""
+        df = self.df
+        mask = df["reason"].notna() | df["verdict"].isin(
+            [Verdict.MISMATCH.value, Verdict.EXPLAINED.value]
+        )
+        return df[mask]
+
+    @property
+    def first_mismatch(self) -> dict[str, Any] | None:
+        """The first failing row as a dict, or ``None`` when no entry failed."""
+        failed = self.df[self.df["failed"]]
+        if failed.empty:
+            return None
+        return {
+            str(k): v.item() if isinstance(v, np.generic) else v
+            for k, v in failed.iloc[0].to_dict().items()
+        }
+
+    def counts(self) -> dict[str, int]:
+        """Entries per verdict, plus ``ignored`` and ``failed``."""
+        vc = self.df["verdict"].value_counts()
+        out = {v.value: int(vc.get(v.value, 0)) for v in Verdict}
+        out["ignored"] = int(self.df["ignored"].sum())
+        out["failed"] = int(self.df["failed"].sum())
+        return out
+
+    def summary(self) -> str:
+        """One line: OK/FAILED, counts, the first problem."""
+        c = self.counts()
+        n = len(self.df)
+        parts = [f"{c[v.value]} {v.value}" for v in Verdict if c[v.value]]
+        if c["ignored"]:
+            parts.append(f"{c['ignored']} ignored")
+        head = f"{self.source or 'log'}: {'OK' if self.ok else 'FAILED'} - {n} entries"
+        line = head + (": " + ", ".join(parts) if parts else "")
+        first = self.first_mismatch
+        if first is not None:
+            line += (
+                f"; first failure at entry {first['index']} ({first['id']} "
+                f"{first['event_type']!r}): {first['reason']}"
+            )
+        fatal = [d for _, d, f in self.log_problems if f]
+        if fatal:
+            line += f"; {len(fatal)} log problem(s): {fatal[0]}"
+        return line
+
+    def raise_if_failed(self) -> None:
+        """Raise the first failure's typed error (``ReplayDivergenceError``,
+        ``MachineVersionMismatchError``, ``SnapshotDivergedError``, ``EntryValidationError``,
+        ``EngineError``); do nothing when :attr:`ok`."""
+        if self.ok:
+            return
+        if self.errors:
+            err = self.errors[0]
+            err.add_note(self.summary())
+            raise err
+        raise AgentscopeError(self.summary())
+
+    def __repr__(self) -> str:
+        return f"<VerifyReport {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        out = [f"<div class='agentscope-verify'><p><b>{esc(self.summary())}</b></p>"]
+        if self.log_problems:
+            out.append("<ul>")
+            for kind, detail, fatal in self.log_problems:
+                tag = "error" if fatal else "note"
+                out.append(f"<li>{esc(tag)}: {esc(kind)}: {esc(detail)}</li>")
+            out.append("</ul>")
+        probs = self.mismatches
+        if not probs.empty:
+            shown = probs.head(_HTML_ROWS)
+            cols = ["index", "id", "event_type", "recorded_hash", "computed_hash", "verdict",
+                    "reason", "explanation"]
+            out.append("<table><thead><tr>")
+            out.extend(f"<th>{esc(c)}</th>" for c in cols)
+            out.append("</tr></thead><tbody>")
+            for row in shown[cols].itertuples(index=False):
+                out.append("<tr>")
+                out.extend(f"<td>{esc('' if v is None else str(v))}</td>" for v in row)
+                out.append("</tr>")
+            out.append("</tbody></table>")
+            if len(probs) > _HTML_ROWS:
+                out.append(f"<p>… {len(probs) - _HTML_ROWS} more rows in .mismatches</p>")
+        out.append("</div>")
+        return "".join(out)
+
+
+def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[str | None]:
+    return [f"{int(v):08x}" if p else None for v, p in zip(values.tolist(), present.tolist(), strict=True)]
+
+
+def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> VerifyReport:
+    """Build the :class:`VerifyReport` of a :class:`LogIndex` (O(n), no replay)."""
+    n = idx.n
+    seg_col = np.zeros(n, np.int32)
+    for s in idx.segments:
+        seg_col[s.start : s.stop] = s.number
+    recorded = _hex(idx.recorded, idx.has_recorded)
+    for i, h in idx.odd_recorded.items():
+        recorded[i] = h
+    reasons: list[str | None] = [None] * n
+    for i, items in idx.problems.items():
+        reasons[i] = "; ".join(f"{k}: {d}" for k, d in items)
+    expl: list[str | None] = [None] * n
+    for i, t in idx.explanations.items():
+        expl[i] = t
+    failed = np.zeros(n, np.bool_)
+    for i in idx.failures:
+        failed[i] = True
+    df = pd.DataFrame(
+        {
+            "index": np.arange(n, dtype=np.int64),
+            "segment": seg_col,
+            "id": [str(e.get("id", "")) if isinstance(e, Mapping) else "" for e in entries],
+            "event_type": [event_type(e) if isinstance(e, Mapping) else "" for e in entries],
+            "recorded_hash": pd.Series(recorded, dtype=object),
+            "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
+            "verdict": pd.Categorical(
+                [VERDICTS[c].value for c in idx.verdict.tolist()],
+                categories=[v.value for v in Verdict],
+            ),
+            "reason": pd.Series(reasons, dtype=object),
+            "explanation": pd.Series(expl, dtype=object),
+            "ignored": idx.ignored.copy(),
+            "failed": failed,
+        },
+        columns=list(COLUMNS),
+    )
+    errors: list[AgentscopeError] = []
+    for i in sorted(idx.failures):
+        errors.extend(idx.failures[i])
+    errors.extend(idx.log_failures)
+    return VerifyReport(
+        df=df,
+        log_problems=tuple(idx.log_problems),
+        errors=tuple(errors),
+        strict=idx.strict,
+        source=idx.source,
+    )

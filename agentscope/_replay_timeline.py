@@ -1,0 +1,518 @@
+"""``Timeline``: random access to every step of a log through checkpoints (spec §4.1).
+
+Private module: the public name is :class:`agentscope.replay.Timeline`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, overload
+
+import jsonpatch
+import numpy as np
+import pandas as pd
+
+from agentscope._replay_core import (
+    DEFAULT_BATCH,
+    entries_of,
+    event_type,
+    fold_segment,
+    source_of,
+)
+from agentscope._replay_index import _CODE, LogIndex, build_index
+from agentscope._replay_report import VerifyReport, report_from_index
+from agentscope.engines.base import Machine, Snapshot
+from agentscope.frames import Frame, Verdict
+from agentscope.hashing import canonical_json, state_hash
+
+__all__ = ["Timeline", "changed_paths", "choose_checkpoint_every", "resolve_pointer"]
+
+_VOLATILE_TOP = frozenset({"_nextTimerId", "_nextActorIds", "sessionId", "agentMeta"})
+_ABSENT: Any = object()
+
+
+def _project(p: Mapping[str, Any] | None) -> dict[str, Any]:
+    if p is None:
+        return {}
+    return {k: v for k, v in p.items() if k not in _VOLATILE_TOP}
+
+
+def changed_paths(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> tuple[str, ...]:
+    """JSON Pointer paths (RFC 6901) that differ between two persisted snapshots.
+
+    Computed with ``jsonpatch.make_patch`` over the snapshots without their volatile
+    bookkeeping keys (``_nextTimerId``, ``_nextActorIds``, ``sessionId``, ``agentMeta``), so the
+    paths are under ``/value``, ``/context``, ``/children``, ``/timers``, ``/status``,
+    ``/output``, ``/error``, ``/historyValue``. ``before=None`` (a segment's first step) lists
+    every top-level member as added.
+    """
+    patch = jsonpatch.make_patch(_project(before), _project(after))
+    out: list[str] = []
+    for op in patch.patch:
+        for key in ("from", "path"):
+            p = op.get(key)
+            if isinstance(p, str) and p not in out:
+                out.append(p)
+    return tuple(out)
+
+
+def choose_checkpoint_every(
+    machine: Machine,
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    target_ms: float = 10.0,
+    memory_budget: float = 256e6,
+    probe: int = 512,
+) -> int:
+    """Pick a checkpoint interval k for ``machine`` from a short timed probe fold.
+
+    Folds up to ``probe`` entries of the segment starting at ``start`` (one ``fold`` call) to
+    measure the engine's rate r (entries/s, round trips included), then takes the largest power
+    of two k in [16, 1024] with ``k / (2 r) <= target_ms`` (a seek folds k/2 entries on
+    average), doubled while ``len(log) / k`` checkpoints of the probe's final snapshot size
+    (x8 for Python object overhead) would exceed ``memory_budget`` bytes. Returns 1024 for a
+    log too short to measure.
+    """
+    stop = len(entries) if stop is None else stop
+    end = min(stop, start + 1 + probe)
+    if end - start < 32:
+        return 1024
+    t0 = time.perf_counter()
+    last: Snapshot | None = None
+    for _, snap in fold_segment(machine, entries, start, end, batch=probe):
+        last = snap
+    elapsed = max(time.perf_counter() - t0, 1e-9)
+    rate = (end - start) / elapsed
+    k = 16
+    while k < 1024 and (2 * k) / (2 * rate) * 1000 <= target_ms:
+        k *= 2
+    assert last is not None
+    size = 8 * len(canonical_json(machine.persist(last)))
+    while k < 1024 and len(entries) / k * size > memory_budget:
+        k *= 2
+    return k
+
+
+def resolve_pointer(doc: Any, pointer: str) -> Any:
+    """Resolve an RFC 6901 JSON Pointer in ``doc``; return a private sentinel when absent.
+
+    Raises ``ValueError`` for a pointer that is neither ``""`` nor starts with ``"/"``.
+    """
+    if pointer == "":
+        return doc
+    if not pointer.startswith("/"):
+        raise ValueError(f"a JSON Pointer starts with '/': got {pointer!r} (try '/context/…')")
+    cur = doc
+    for raw in pointer[1:].split("/"):
+        tok = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(cur, Mapping):
+            if tok not in cur:
+                return _ABSENT
+            cur = cur[tok]
+        elif isinstance(cur, list):
+            if not tok.isdigit() or int(tok) >= len(cur) or (tok != "0" and tok[0] == "0"):
+                return _ABSENT
+            cur = cur[int(tok)]
+        else:
+            return _ABSENT
+    return cur
+
+
+def _first_stop(entries: Sequence[Mapping[str, Any]]) -> int:
+    for i in range(1, len(entries)):
+        if event_type(entries[i]) == "@agent.init":
+            return i
+    return len(entries)
+
+
+class Timeline:
+    """Random access to every step of a log: ``timeline[n] -> Frame`` without replaying from 0.
+
+    Construction runs one indexing pass: every segment is folded once with ``machine.fold`` in
+    large batches; each entry's recomputed hash, verdict and ``ignored`` flag are kept in compact
+    arrays, and the persisted snapshot every ``checkpoint_every`` entries of a segment (and at
+    its start). Memory is O(n) small integers plus O(n / k) snapshots, so 10^6 entries fit.
+
+    A seek to ``n`` restores the nearest checkpoint at or before ``n - 1`` (``machine.restore``;
+    a segment start is seeded from its init entry instead) and folds forward with
+    ``machine.fold``. Why that equals the unbroken fold (spec §4.1):
+
+    - the fixtures README observed that re-seeding from the persisted snapshot
+      (``restore(persist(S))``) changes no hash, and the tests check every position of
+      generated and real logs;
+    - session rebinding starts from a *fresh* cache, which is exact for every rebinding key
+      first journaled after the checkpoint (a miss maps it to the running child's session, as
+      in the full fold). Keys journaled both before and after the checkpoint (rare: a repeated
+      or stale completion) are stored with the checkpoint: one that pointed at the child running
+      there follows it to its session in the restored snapshot; a stale one keeps its
+      never-matching value;
+    - and every seek is checked: the frame's hash must equal the indexing pass's hash for that
+      entry, else the seek re-folds the segment from its start (counted in
+      :attr:`seek_fallbacks`; expected 0).
+
+    Consecutive steps (``timeline[n]`` then ``timeline[n+1]``) continue the last fold; recent
+    frames are kept in an LRU of ``cache_size``.
+
+    Parameters
+    ----------
+    machine : Machine or None
+        The engine; ``None`` gives frames with entries only (verdict ``missing``/``unchecked``).
+    log : EventLog or Sequence[Mapping]
+    checkpoint_every : int or "auto"
+        Entries between checkpoints (k): a seek folds at most k entries. ``"auto"`` measures the
+        engine on a short probe fold and picks k for ~10 ms median seeks within a memory budget
+        (:func:`choose_checkpoint_every`): about 1024 for the Python engine, 32-64 for the Node
+        engine. The chosen value is :attr:`checkpoint_every`.
+    machines : Mapping[str, Machine], optional
+        Machines by ``machineVersion`` for version-bridged logs (spec §1.5).
+    cache_size : int
+        Frames kept in the LRU.
+    strict, machine_version, explain
+        As for :func:`agentscope.replay.verify`.
+    """
+
+    def __init__(
+        self,
+        machine: Machine | None,
+        log: Any,
+        *,
+        checkpoint_every: int | Literal["auto"] = 1024,
+        machines: Mapping[str, Machine] | None = None,
+        cache_size: int = 256,
+        strict: bool = False,
+        machine_version: str | None = None,
+        explain: bool = True,
+        batch_size: int = DEFAULT_BATCH,
+    ) -> None:
+        self._log = log
+        self._entries: Sequence[Mapping[str, Any]] = entries_of(log)
+        if checkpoint_every == "auto":
+            probe_m = machine if machine is not None else next(iter((machines or {}).values()), None)
+            checkpoint_every = (
+                1024 if probe_m is None or not self._entries
+                else choose_checkpoint_every(probe_m, self._entries, stop=_first_stop(self._entries))
+            )
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
+                checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be an int >= 1 or 'auto'; got "
+                             f"{checkpoint_every!r}")
+        self._machine = machine
+        self._machines = dict(machines) if machines else None
+        self._k = checkpoint_every
+        self._cache_size = max(0, cache_size)
+        self._batch = max(batch_size, checkpoint_every)  # seeks fold <= k entries: one call
+        cached = getattr(log, "cached_snapshot", None)
+        self._index: LogIndex = build_index(
+            self._entries,
+            machine=machine,
+            machines=self._machines,
+            machine_version=machine_version,
+            strict=strict,
+            checkpoint_every=checkpoint_every,
+            batch=self._batch,
+            explain=explain,
+            cached_snapshot=cached if isinstance(cached, Mapping) else None,
+            source=source_of(log),
+        )
+        self._lru: OrderedDict[int, Frame] = OrderedDict()
+        # (segment, position, snapshot, sessions, persisted, previous persisted)
+        self._cursor: tuple[int, int, Snapshot, dict[str, str], Mapping[str, Any],
+                            Mapping[str, Any] | None] | None = None
+        self._report: VerifyReport | None = None
+        self.seek_fallbacks = 0
+        """Seeks whose checkpoint fold did not reproduce the indexed hash (expected: 0)."""
+
+    # -- sequence protocol -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._index.n
+
+    @overload
+    def __getitem__(self, n: int) -> Frame: ...
+
+    @overload
+    def __getitem__(self, n: slice) -> list[Frame]: ...
+
+    def __getitem__(self, n: int | slice) -> Frame | list[Frame]:
+        if isinstance(n, slice):
+            return [self.at(i) for i in range(*n.indices(len(self)))]
+        return self.at(n)
+
+    def __iter__(self) -> Iterator[Frame]:
+        for i in range(len(self)):
+            yield self.at(i)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Timeline {len(self)} entries, {len(self._index.segments)} segment(s), "
+            f"{len(self._index.checkpoints)} checkpoints every {self._k}>"
+        )
+
+    # -- public data -------------------------------------------------------------------------
+    @property
+    def log(self) -> Any:
+        """The log as given."""
+        return self._log
+
+    @property
+    def machine(self) -> Machine | None:
+        """The machine as given (``None`` for an entries-only timeline)."""
+        return self._machine
+
+    @property
+    def machines(self) -> Mapping[str, Machine] | None:
+        """Machines by version, as given."""
+        return self._machines
+
+    @property
+    def checkpoint_every(self) -> int:
+        return self._k
+
+    @property
+    def checkpoint_indices(self) -> list[int]:
+        """Positions whose persisted snapshot is kept."""
+        return sorted(self._index.checkpoints)
+
+    @property
+    def report(self) -> VerifyReport:
+        """The :class:`VerifyReport` of the indexing pass (no extra replay)."""
+        if self._report is None:
+            self._report = report_from_index(self._index, self._entries)
+        return self._report
+
+    @property
+    def mismatch_indices(self) -> list[int]:
+        """Positions whose verdict is ``mismatch`` (unexplained hash differences)."""
+        return [int(i) for i in np.flatnonzero(self._index.verdict == _CODE[Verdict.MISMATCH])]
+
+    @property
+    def computed_hashes(self) -> list[str | None]:
+        """The recomputed hash of every entry (``None`` where not replayed)."""
+        return [self._index.computed_hash(i) for i in range(self._index.n)]
+
+    def clear_cache(self) -> None:
+        """Forget the cached frames and the last fold position (the next access seeks cold)."""
+        self._lru.clear()
+        self._cursor = None
+
+    # -- frames ------------------------------------------------------------------------------
+    def at(self, n: int) -> Frame:
+        """Return the :class:`Frame` at position ``n`` (negative counts from the end).
+
+        Raises ``IndexError`` outside ``-len .. len-1``.
+        """
+        size = self._index.n
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"timeline index must be an int; got {type(n).__name__}")
+        n = int(n)
+        if n < 0:
+            n += size
+        if not 0 <= n < size:
+            raise IndexError(f"timeline index {n} out of range for {size} entries")
+        hit = self._lru.get(n)
+        if hit is not None:
+            self._lru.move_to_end(n)
+            return hit
+        frame = self._make_frame(n)
+        if self._cache_size:
+            self._lru[n] = frame
+            if len(self._lru) > self._cache_size:
+                self._lru.popitem(last=False)
+        return frame
+
+    def _explanation(self, n: int) -> str | None:
+        idx = self._index
+        text = idx.explanations.get(n)
+        probs = [f"{k}: {d}" for k, d in idx.problems.get(n, []) if k != "explained-mismatch"]
+        if probs:
+            extra = "; ".join(probs)
+            return extra if text is None else f"{text}; {extra}"
+        return text
+
+    def _make_frame(self, n: int) -> Frame:
+        idx = self._index
+        seg_no = idx.segment_of(n)
+        m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
+        entry = self._entries[n]
+        rec = idx.recorded_hash(n)
+        if m is None or n >= idx.replayed_upto[seg_no]:
+            why = self._explanation(n)
+            if m is None:
+                why = why or (
+                    "no machine to replay with"
+                    if self._machine is None and not self._machines
+                    else f"no machine for machineVersion {idx.segments[seg_no].version!r}"
+                )
+            return Frame(
+                index=n,
+                entry=entry,
+                persisted=None,
+                recorded_hash=rec,
+                computed_hash=None,
+                verdict=Verdict.MISSING if rec is None else Verdict.UNCHECKED,
+                explanation=why,
+            )
+        prev_p, p = self._states(n, seg_no, m)
+        return Frame(
+            index=n,
+            entry=entry,
+            persisted=p,
+            recorded_hash=rec,
+            computed_hash=idx.computed_hash(n),
+            verdict=idx.verdict_of(n),
+            explanation=self._explanation(n),
+            changed_paths=changed_paths(prev_p, p),
+            ignored=bool(idx.ignored[n]),
+        )
+
+    def _states(
+        self, n: int, seg_no: int, m: Machine
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+        """Persisted snapshots after ``n - 1`` (``None`` at a segment start) and after ``n``."""
+        cur = self._cursor
+        if cur is not None and cur[0] == seg_no:
+            if cur[1] == n:
+                return cur[5], cur[4]
+            if cur[1] == n - 1:
+                sessions = dict(cur[3])
+                snap = next(
+                    s for _, s in fold_segment(
+                        m, self._entries, n, n + 1, seed=cur[2], sessions=sessions
+                    )
+                )
+                p = m.persist(snap)
+                if self._hash_ok(n, p):
+                    self._cursor = (seg_no, n, snap, sessions, p, cur[4])
+                    return cur[4], p
+        out = self._fold_to(n, seg_no, m, from_checkpoint=True)
+        if not self._hash_ok(n, out[1]):
+            self.seek_fallbacks += 1
+            out = self._fold_to(n, seg_no, m, from_checkpoint=False)
+        return out
+
+    def _hash_ok(self, n: int, p: Mapping[str, Any]) -> bool:
+        want = self._index.computed_hash(n)
+        return want is None or state_hash(p) == want
+
+    def _fold_to(
+        self, n: int, seg_no: int, m: Machine, *, from_checkpoint: bool
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+        seg = self._index.segments[seg_no]
+        start = seg.start
+        if from_checkpoint and n > seg.start:
+            c = seg.start + ((n - 1 - seg.start) // self._k) * self._k
+            if c > seg.start and c in self._index.checkpoints:
+                start = c
+        sessions: dict[str, str] = {}
+        ckpt: Mapping[str, Any] | None = None
+        if start == seg.start:
+            it = fold_segment(m, self._entries, seg.start, n + 1, batch=self._batch,
+                              sessions=sessions)
+        else:
+            ckpt = self._index.checkpoints[start]
+            seed = m.restore(ckpt)
+            sessions = self._index.sessions_at(start, m, seed)
+            it = fold_segment(m, self._entries, start + 1, n + 1, seed=seed,
+                              batch=self._batch, sessions=sessions)
+        before: Snapshot | None = None
+        last: Snapshot | None = None
+        for _, snap in it:
+            before, last = last, snap
+        assert last is not None
+        p = m.persist(last)
+        prev_p: Mapping[str, Any] | None
+        if n == seg.start:
+            prev_p = None
+        elif before is not None:
+            prev_p = m.persist(before)
+        else:
+            prev_p = ckpt
+        self._cursor = (seg_no, n, last, sessions, p, prev_p)
+        return prev_p, p
+
+    # -- queries -----------------------------------------------------------------------------
+    def changes(self, path: str) -> pd.DataFrame:
+        """The steps where the value at JSON Pointer ``path`` changed.
+
+        Parameters
+        ----------
+        path : str
+            An RFC 6901 pointer into the persisted snapshot, e.g. ``"/context/queue"``,
+            ``"/value"``, ``"/children/job"``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``index``, ``id``, ``event_type``, ``op`` (``"add"``, ``"replace"``,
+            ``"remove"``), ``before``, ``after`` (``None`` for an absent value). A segment's
+            first step is compared with "absent". Folds the log again from the checkpoints
+            (O(n) engine work, no hashing).
+
+        Raises
+        ------
+        ValueError
+            Without a machine, or for a malformed pointer.
+        """
+        resolve_pointer({}, path)  # validate early
+        if self._machine is None and not self._machines:
+            raise ValueError("Timeline.changes needs a machine to replay with")
+        idx = self._index
+        rows: list[dict[str, Any]] = []
+        for seg_no, seg in enumerate(idx.segments):
+            m = idx.machines[seg_no]
+            stop = idx.replayed_upto[seg_no]
+            if m is None or stop <= seg.start:
+                continue
+            prev: Any = _ABSENT
+            for i, p in self._persisted_range(seg.start, stop, m):
+                cur = resolve_pointer(p, path)
+                if cur is _ABSENT and prev is _ABSENT:
+                    continue
+                if cur is _ABSENT or prev is _ABSENT or cur != prev:
+                    e = self._entries[i]
+                    rows.append(
+                        {
+                            "index": i,
+                            "id": str(e.get("id", "")),
+                            "event_type": event_type(e),
+                            "op": "add" if prev is _ABSENT else (
+                                "remove" if cur is _ABSENT else "replace"),
+                            "before": None if prev is _ABSENT else prev,
+                            "after": None if cur is _ABSENT else cur,
+                        }
+                    )
+                prev = cur
+        cols = ["index", "id", "event_type", "op", "before", "after"]
+        return pd.DataFrame(
+            {c: pd.Series([r[c] for r in rows], dtype="int64" if c == "index" else object)
+             for c in cols},
+            columns=cols,
+        )
+
+    def _persisted_range(
+        self, start: int, stop: int, m: Machine
+    ) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Persisted snapshots for positions ``start..stop-1`` of one segment, folded chunk by
+        chunk from the checkpoints (each chunk re-seeded, as a seek does)."""
+        k = self._k
+        c = start
+        while c < stop:
+            end = min(stop, c + k)
+            if c == start:
+                it = fold_segment(m, self._entries, start, end, batch=self._batch)
+                for i, snap in it:
+                    yield i, m.persist(snap)
+            else:
+                p0 = self._index.checkpoints[c]
+                yield c, p0
+                seed = m.restore(p0)
+                it = fold_segment(m, self._entries, c + 1, end, seed=seed, batch=self._batch,
+                                  sessions=self._index.sessions_at(c, m, seed))
+                for i, snap in it:
+                    yield i, m.persist(snap)
+            c = end

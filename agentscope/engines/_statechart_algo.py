@@ -1,0 +1,962 @@
+"""The pure transition algorithm: XState 6 (alpha.48) macrostep/microstep on compiled nodes.
+
+A port of the SCXML-derived algorithm as XState 6 runs it in a pure ``transition``: candidate
+selection per active atomic state up its ancestors, conflict removal, exit set (reverse document
+order, history recorded first), transition context patches, entry set (document order, invokes
+created before the entry callable runs, ``after`` timers scheduled on entry), done events of
+compound/parallel states raised internally, then eventless transitions until the state is stable.
+Where XState 6 differs from SCXML (function transitions, parallel-domain narrowing, events still
+processed in a ``done`` state, an unhandled ``xstate.error.*`` setting ``status: "error"``) this
+follows XState.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope.engines._statechart_nodes import (
+    UNDEFINED,
+    CompiledMachine,
+    Node,
+    Transition,
+    get_by_path,
+    is_descendant,
+    resolve_target,
+)
+from agentscope.errors import EngineError
+
+__all__ = ["Child", "State", "initial_state", "macrostep", "state_value", "all_state_nodes"]
+
+
+@dataclass(frozen=True, eq=False)
+class Child:
+    """An invoked actor in flight: persisted as ``{address, snapshot, src, syncSnapshot}``."""
+
+    id: str
+    src: str
+    address: str
+    session: str
+    input: Any = UNDEFINED
+    snapshot: Any = UNDEFINED  # a restored child's persisted snapshot, kept verbatim
+
+
+@dataclass(frozen=True, eq=False)
+class State:
+    """The engine's snapshot. Identity matters: it mirrors XState's "same object" checks."""
+
+    status: str
+    nodes: tuple[Node, ...]
+    context: Any
+    output: Any = UNDEFINED
+    error: Any = UNDEFINED
+    value: Any = None
+    children: Mapping[str, Child] = field(default_factory=dict)
+    timers: Mapping[str, Any] = field(default_factory=dict)
+    history: Mapping[str, tuple[Node, ...]] = field(default_factory=dict)
+    next_timer_id: int = 0
+    seq: int = 0
+
+
+def clone(s: State, **changes: Any) -> State:
+    """XState's ``cloneMachineSnapshot``: a new object; the value is recomputed if nodes change."""
+    if "nodes" in changes and changes["nodes"] is not s.nodes:
+        changes.setdefault("value", None)
+    return dataclasses.replace(s, **changes)
+
+
+# --------------------------------------------------------------------------------------------
+# configuration helpers
+
+
+def children_of(node: Node) -> tuple[Node, ...]:
+    return node.children_list
+
+
+def proper_ancestors(node: Node, upto: Node | None) -> list[Node]:
+    out: list[Node] = []
+    if upto is node:
+        return out
+    m = node.parent
+    while m is not None and m is not upto:
+        out.append(m)
+        m = m.parent
+    return out
+
+
+def initial_state_nodes(node: Node) -> list[Node]:
+    ordered: list[Node] = []
+    seen: set[int] = set()
+
+    def it(n: Node) -> None:
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        ordered.append(n)
+        if n.type == "compound":
+            for t in n.initial_targets or ():
+                it(t)
+        elif n.type == "parallel":
+            for c in children_of(n):
+                it(c)
+
+    it(node)
+    i = 0
+    while i < len(ordered):
+        for anc in proper_ancestors(ordered[i], node):
+            if id(anc) not in seen:
+                seen.add(id(anc))
+                ordered.append(anc)
+        i += 1
+    return ordered
+
+
+def all_state_nodes(nodes: list[Node]) -> list[Node]:
+    """XState's ``getAllStateNodes``: complete a node set, keeping Set insertion order."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for n in nodes:
+        if id(n) not in seen:
+            seen.add(id(n))
+            order.append(n)
+    active_parents = {id(n.parent) for n in order if n.parent is not None}
+    i = 0
+    while i < len(order):
+        s = order[i]
+        i += 1
+        if s.type == "compound" and id(s) not in active_parents:
+            for sn in initial_state_nodes(s):
+                if id(sn) not in seen:
+                    seen.add(id(sn))
+                    order.append(sn)
+            continue
+        if s.type == "parallel":
+            for c in children_of(s):
+                if id(c) not in seen:
+                    for sn in initial_state_nodes(c):
+                        if id(sn) not in seen:
+                            seen.add(id(sn))
+                            order.append(sn)
+    i = 0
+    while i < len(order):
+        m = order[i].parent
+        while m is not None and id(m) not in seen:
+            seen.add(id(m))
+            order.append(m)
+            m = m.parent
+        i += 1
+    return order
+
+
+def _is_atomic(n: Node) -> bool:
+    return n.type in ("atomic", "final")
+
+
+def state_value(root: Node, nodes: tuple[Node, ...]) -> Any:
+    """XState's ``getStateValue`` (adjacency in node order)."""
+    config = all_state_nodes(list(nodes))
+    adj: dict[int, list[Node]] = {}
+    for s in config:
+        adj.setdefault(id(s), [])
+        if s.parent is None:
+            continue
+        adj.setdefault(id(s.parent), []).append(s)
+
+    def val(base: Node) -> Any:
+        kids = adj.get(id(base))
+        if kids is None:
+            return {}
+        if base.type == "compound":
+            if not kids:
+                return {}
+            if _is_atomic(kids[0]):
+                return kids[0].key
+        return {k.key: val(k) for k in kids}
+
+    return val(root)
+
+
+def nodes_for_value(m: CompiledMachine, value: Any) -> list[Node]:
+    """XState's ``getAllStateNodes(getStateNodes(root, value))``."""
+
+    def get(node: Node, v: Any) -> list[Node]:
+        if isinstance(v, str):
+            child = node.states.get(v)
+            if child is None:
+                raise EngineError(f"State '{v}' does not exist on '{node.id}'")
+            return [node, child]
+        if not isinstance(v, Mapping):
+            raise EngineError(f"invalid state value {v!r} at '{node.id}'")
+        out = [m.root, node]
+        subs: list[tuple[Node, Any]] = []
+        for k in v:
+            child = node.states.get(str(k))
+            if child is None:
+                raise EngineError(f"Child state '{k}' does not exist on '{node.id}'")
+            out.append(child)
+            subs.append((child, v[k]))
+        for child, sv in subs:
+            out.extend(get(child, sv))
+        return out
+
+    return all_state_nodes(get(m.root, value))
+
+
+def in_final_state(nodes: set[int], node: Node) -> bool:
+    if node.type == "compound":
+        return any(c.type == "final" and id(c) in nodes for c in children_of(node))
+    if node.type == "parallel":
+        return all(in_final_state(nodes, c) for c in children_of(node))
+    return node.type == "final"
+
+
+# --------------------------------------------------------------------------------------------
+# events
+
+
+def legacy_type(event: Mapping[str, Any]) -> str | None:
+    t = event.get("type")
+    if t in ("xstate.done.actor", "xstate.error.actor"):
+        return f"{t}.{_s(event.get('actorId'))}"
+    if t == "xstate.done.state":
+        return f"xstate.done.state.{_s(event.get('stateId'))}"
+    if t == "xstate.after":
+        return f"xstate.after.{_s(event.get('delay'))}.{_s(event.get('stateId'))}"
+    return None
+
+
+def _s(v: Any) -> str:
+    from agentscope.hashing import js_number
+
+    if v is UNDEFINED or v is None and False:
+        return "undefined"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return js_number(v)
+    if v is None:
+        return "null"
+    return str(v)
+
+
+def normalize_event(event: Mapping[str, Any], m: CompiledMachine) -> Mapping[str, Any]:
+    t = event["type"]
+    if t in ("xstate.done.actor", "xstate.error.actor", "xstate.done.state", "xstate.after"):
+        return event
+    for prefix, typ, key in (
+        ("xstate.done.actor.", "xstate.done.actor", "actorId"),
+        ("xstate.error.actor.", "xstate.error.actor", "actorId"),
+        ("xstate.done.state.", "xstate.done.state", "stateId"),
+    ):
+        if t.startswith(prefix):
+            out = dict(event)
+            out["type"] = typ
+            if event.get(key) is None:
+                out[key] = t[len(prefix):]
+            return out
+    if t.startswith("xstate.after."):
+        for sid in sorted(m.id_map, key=len, reverse=True):
+            if t.endswith("." + sid):
+                text = t[len("xstate.after."): -len(sid) - 1]
+                out = dict(event)
+                out["type"] = "xstate.after"
+                try:
+                    d: Any = float(text)
+                    d = int(d) if d.is_integer() else d
+                except ValueError:
+                    d = text
+                out["delay"] = d
+                out["stateId"] = sid
+                return out
+    return event
+
+
+def matches_descriptor(event_type: str, desc: str) -> bool:
+    if desc == event_type or desc == "*":
+        return True
+    if not desc.endswith(".*"):
+        return False
+    pt = desc.split(".")
+    et = event_type.split(".")
+    for i, tok in enumerate(pt):
+        if tok == "*":
+            return i == len(pt) - 1
+        if i >= len(et) or tok != et[i]:
+            return False
+    return True
+
+
+def candidates(node: Node, event: Mapping[str, Any]) -> list[Transition]:
+    types = [event["type"]]
+    lt = legacy_type(event)
+    if lt:
+        types.append(lt)
+    exact: list[Transition] = []
+    for t in types:
+        exact.extend(node.transitions.get(t, ()))
+    wild_keys = [
+        k for k in node.transitions
+        if k not in types and any(matches_descriptor(t, k) for t in types)
+    ]
+    wild_keys.sort(key=len, reverse=True)
+    wild = [t for k in wild_keys for t in node.transitions[k]]
+    return exact + wild if exact else wild
+
+
+def _js_is(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return bool(type(a) is type(b) and a == b)
+
+
+def session_matches(event: Mapping[str, Any], s: State, actor_id: Any) -> bool:
+    child = s.children.get(actor_id) if isinstance(actor_id, str) else None
+    if child is None or "sessionId" not in event:
+        return True
+    return child.session == event["sessionId"]
+
+
+class Ctx:
+    """Per-machine callables and the per-microstep cache of function-transition results."""
+
+    def __init__(self, m: CompiledMachine, machine_id: str) -> None:
+        self.m = m
+        self.machine_id = machine_id
+        root_seg = "x:0" if machine_id == "(machine)" else _encode(machine_id)
+        self.root_address = root_seg
+        self.begin(None)
+
+    def begin(self, working: State | None) -> None:
+        """Start one transition's child-id transaction (XState's spawn allocation)."""
+        self.working_children: Mapping[str, Child] = working.children if working is not None else {}
+        self.explicit_ids: set[str] = set()
+        self.stopped_ids: set[str] = set()
+
+    def stopped(self, child_id: str) -> None:
+        self.stopped_ids.add(child_id)
+        self.explicit_ids.discard(child_id)
+
+    def claim(self, child_id: str) -> None:
+        occupied = child_id in self.working_children and child_id not in self.stopped_ids
+        if child_id in self.explicit_ids or occupied:
+            raise EngineError(f"Child actor id '{child_id}' is already in use")
+        self.explicit_ids.add(child_id)
+
+
+def _encode(seg: str) -> str:
+    if "/" in seg or "%" in seg:
+        return seg.replace("%", "%25").replace("/", "%2F")
+    return seg
+
+
+def evaluate_candidate(
+    t: Transition, event: Mapping[str, Any], s: State, results: dict[int, Any] | None
+) -> bool:
+    for k, v in t.matches.items():
+        if not _js_is(event.get(k, UNDEFINED), v):
+            return False
+    if t.invoke_id is not None and not session_matches(event, s, t.invoke_id):
+        return False
+    if t.guard is not None and not t.guard(s.context, event):
+        return False
+    if t.to is not None:
+        res = t.to(s.context, event)
+        if results is not None:
+            results[id(t)] = res
+        return res is not None
+    return True
+
+
+def node_next(node: Node, s: State, event: Mapping[str, Any], results: dict[int, Any] | None) -> list[Transition] | None:
+    for c in candidates(node, event):
+        if evaluate_candidate(c, event, s, results):
+            return [c]
+    return None
+
+
+def transition_node(node: Node, value: Any, s: State, event: Mapping[str, Any], results: dict[int, Any] | None) -> list[Transition] | None:
+    if isinstance(value, str):
+        child = node.states[value]
+        nxt = node_next(child, s, event, results)
+        if not nxt:
+            return node_next(node, s, event, results)
+        return nxt
+    keys = list(value)
+    if len(keys) == 1:
+        child = node.states[keys[0]]
+        nxt = transition_node(child, value[keys[0]], s, event, results)
+        if not nxt:
+            return node_next(node, s, event, results)
+        return nxt
+    inner: list[Transition] = []
+    for k in keys:
+        sv = value[k]
+        if sv is None or sv is False or (isinstance(sv, (str, int, float)) and not sv):
+            continue  # JS falsiness: an empty object {} is truthy
+        sub = transition_node(node.states[k], sv, s, event, results)
+        if sub:
+            inner.extend(sub)
+    if not inner:
+        return node_next(node, s, event, results)
+    return inner
+
+
+def get_value(m: CompiledMachine, s: State) -> Any:
+    return s.value if s.value is not None else state_value(m.root, s.nodes)
+
+
+# --------------------------------------------------------------------------------------------
+# transition results
+
+
+@dataclass
+class Result:
+    targets: tuple[Node, ...] | None
+    context: Any
+    reenter: bool
+
+
+class Resolver:
+    """``createTransitionResultResolver``: evaluates (and caches) a transition's result."""
+
+    def __init__(self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[int, Any]) -> None:
+        self.m = m
+        self.s = s
+        self.event = event
+        self.selection = selection
+        self.cache: dict[int, Result] = {}
+
+    def __call__(self, t: Transition) -> Result:
+        r = self.cache.get(id(t))
+        if r is None:
+            r = self._compute(t)
+            self.cache[id(t)] = r
+        return r
+
+    def _compute(self, t: Transition) -> Result:
+        if t.to is not None:
+            if id(t) in self.selection:
+                res = self.selection[id(t)]
+            else:
+                res = t.to(self.s.context, self.event)
+                self.selection[id(t)] = res
+            if res is not None and not isinstance(res, Mapping):
+                raise EngineError(
+                    f"function transition of '{t.source.id}' must return a dict or None, got {type(res).__name__}"
+                )
+            res = res or {}
+            tgt = res.get("target")
+            targets = None
+            if tgt:
+                tl = (tgt,) if isinstance(tgt, str) else tuple(tgt)
+                targets = resolve_target(self.m, t.source, tl)
+            ctx = res.get("context", UNDEFINED)
+            if ctx is None:
+                ctx = UNDEFINED
+            return Result(targets, ctx, bool(res.get("reenter", False)))
+        ctx = t.context
+        if callable(ctx):
+            ctx = ctx(self.s.context, self.event)
+            if ctx is None:
+                ctx = UNDEFINED
+        return Result(t.targets, ctx, t.reenter)
+
+
+def history_default(node: Node, m: CompiledMachine) -> Transition:
+    assert node.parent is not None and node.history_target is not None
+    targets = tuple(get_by_path(m, node.parent, x) for x in node.history_target)
+    return Transition(source=node, descriptor="", kind="history", targets=targets)
+
+
+def effective_targets(t: Transition, s: State, rv: Resolver) -> list[Node]:
+    targets = rv(t).targets
+    if not targets:
+        return []
+    out: list[Node] = []
+    for n in targets:
+        if n.type == "history":
+            hv = s.history.get(n.id)
+            src = list(hv) if hv else effective_targets(history_default(n, rv.m), s, rv)
+            for x in src:
+                if x not in out:
+                    out.append(x)
+        elif n not in out:
+            out.append(n)
+    return out
+
+
+def narrow_parallel(domain: Node, targets: list[Node]) -> Node:
+    narrowed = domain
+    while narrowed.type == "parallel":
+        region = next(
+            (c for c in children_of(narrowed) if all(x is c or is_descendant(x, c) for x in targets)),
+            None,
+        )
+        if region is None:
+            break
+        narrowed = region
+    return narrowed
+
+
+def transition_domain(t: Transition, s: State, rv: Resolver) -> Node | None:
+    tstates = effective_targets(t, s, rv)
+    r = rv(t)
+    restores_via_history = bool(r.targets) and any(x.type == "history" for x in r.targets or ()) and any(
+        x is t.source for x in tstates
+    )
+    if not restores_via_history and all(x is t.source or is_descendant(x, t.source) for x in tstates):
+        return t.source if r.reenter else narrow_parallel(t.source, tstates)
+    head, *tail = [*tstates, t.source]
+    for anc in proper_ancestors(head, None):
+        if all(is_descendant(x, anc) for x in tail):
+            return anc if r.reenter else narrow_parallel(anc, tstates)
+    if r.reenter:
+        return None
+    root = t.source
+    while root.parent is not None:
+        root = root.parent
+    return narrow_parallel(root, tstates)
+
+
+def exit_set(ts: list[Transition], nodes: list[Node], s: State, rv: Resolver) -> list[Node]:
+    out: list[Node] = []
+    for t in ts:
+        r = rv(t)
+        if r.targets:
+            domain = transition_domain(t, s, rv)
+            if r.reenter and t.source is domain and domain not in out:
+                out.append(domain)
+            for n in nodes:
+                if is_descendant(n, domain) and n not in out:
+                    out.append(n)
+    return out
+
+
+def remove_conflicts(ts: list[Transition], nodes: list[Node], s: State, rv: Resolver) -> list[Transition]:
+    filtered: list[Transition] = []
+    cache: dict[int, set[int]] = {}
+
+    def es(t: Transition) -> set[int]:
+        e = cache.get(id(t))
+        if e is None:
+            e = {id(n) for n in exit_set([t], nodes, s, rv)}
+            cache[id(t)] = e
+        return e
+
+    for t1 in ts:
+        preempted = False
+        remove: list[Transition] = []
+        for t2 in filtered:
+            if es(t1) & es(t2):
+                if is_descendant(t1.source, t2.source):
+                    remove.append(t2)
+                elif t2.source.type == "final" and t1.source.type != "final":
+                    remove.append(t2)
+                else:
+                    preempted = True
+                    break
+        if not preempted:
+            for t3 in remove:
+                filtered.remove(t3)
+            filtered.append(t1)
+    return filtered
+
+
+# --------------------------------------------------------------------------------------------
+# microstep / macrostep
+
+
+def _merge(ctx: Any, patch: Any, where: str) -> Any:
+    if not isinstance(patch, Mapping):
+        raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
+    out = dict(ctx) if isinstance(ctx, Mapping) else {}
+    out.update(patch)
+    return out
+
+
+def _call_hook(fn: Callable[[Any, Any], Any], ctx: Any, event: Mapping[str, Any], where: str) -> Any:
+    res = fn(ctx, event)
+    if res is None:
+        return UNDEFINED
+    if not isinstance(res, Mapping):
+        raise EngineError(f"{where} must return None or a dict like {{'context': {{...}}}}")
+    c = res.get("context", UNDEFINED)
+    return UNDEFINED if c is None else c
+
+
+def _output(mapper: Any, ctx: Any, event: Mapping[str, Any]) -> Any:
+    if callable(mapper):
+        return mapper(ctx, event)
+    return mapper
+
+
+def _done_event(state_id: str, output: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = {"type": "xstate.done.state", "stateId": state_id}
+    if output is not UNDEFINED:
+        ev["output"] = output
+    return ev
+
+
+def microstep(
+    cx: Ctx,
+    ts: list[Transition],
+    cur: State,
+    event: Mapping[str, Any],
+    is_initial: bool,
+    queue: list[Mapping[str, Any]],
+    selection: dict[int, Any],
+) -> State:
+    if not ts:
+        return cur
+    m = cx.m
+    mut: list[Node] = list(cur.nodes)
+    history = cur.history
+    original_context = cur.context
+    rv = Resolver(m, cur, event, selection)
+    filtered = ts if len(ts) == 1 else remove_conflicts(ts, mut, cur, rv)
+    changes_state = any(bool(rv(t).targets) or rv(t).reenter for t in filtered)
+    nxt = cur
+
+    def exit_states() -> None:
+        nonlocal nxt, history, mut
+        to_exit = exit_set(filtered, mut, cur, rv)
+        to_exit.sort(key=lambda n: -n.order)
+        changed: dict[str, tuple[Node, ...]] | None = None
+        current_nodes = list(mut)
+        for ex in to_exit:
+            for h in ex.states.values():
+                if h.type != "history":
+                    continue
+                if h.history == "deep":
+                    sel = tuple(n for n in current_nodes if _is_atomic(n) and is_descendant(n, ex))
+                else:
+                    sel = tuple(n for n in current_nodes if n.parent is ex)
+                if changed is None:
+                    changed = dict(history)
+                changed[h.id] = sel
+        for ex in to_exit:
+            if ex.exit is not None:
+                patch = _call_hook(ex.exit, nxt.context, event, f"exit of '{ex.id}'")
+                if patch is not UNDEFINED:
+                    nxt = clone(nxt, context=_merge(nxt.context, patch, f"exit of '{ex.id}'"))
+            if ex.afters:
+                timers = dict(nxt.timers)
+                hit = False
+                for _raw, _d, tid in reversed(ex.afters):
+                    if tid in timers:
+                        del timers[tid]
+                        hit = True
+                if hit:
+                    nxt = clone(nxt, timers=timers)
+            stop = [inv.id for inv in ex.invoke if inv.id in nxt.children]
+            if stop:
+                children = dict(nxt.children)
+                for cid in stop:
+                    del children[cid]
+                    cx.stopped(cid)
+                nxt = clone(nxt, children=children)
+            mut = [n for n in mut if n is not ex]
+        if changed is not None:
+            history = changed
+
+    if not is_initial and changes_state:
+        exit_states()
+
+    context = nxt.context
+    for t in filtered:
+        r = rv(t)
+        if r.context is not UNDEFINED:
+            context = _merge(context, r.context, f"transition of '{t.source.id}'")
+
+    if context is not None and context is not cur.context:
+        nxt = clone(nxt, context=context)
+
+    def enter_states() -> None:
+        nonlocal nxt, mut
+        to_enter: list[Node] = []
+        default_entry: list[Node] = []
+
+        def add(lst: list[Node], n: Node) -> None:
+            if n not in lst:
+                lst.append(n)
+
+        def has_desc(states: list[Node], parent: Node) -> bool:
+            return any(is_descendant(x, parent) for x in states)
+
+        def add_ancestors(ancs: list[Node], domain: Node | None) -> None:
+            for anc in ancs:
+                if domain is None or is_descendant(anc, domain):
+                    add(to_enter, anc)
+                if anc.type == "parallel":
+                    for c in children_of(anc):
+                        if not has_desc(to_enter, c):
+                            add(to_enter, c)
+                            add_descendants(c)
+
+        def add_descendants(n: Node) -> None:
+            if n.type == "history":
+                hv = history.get(n.id)
+                if hv:
+                    for x in hv:
+                        add(to_enter, x)
+                        add_descendants(x)
+                    for x in hv:
+                        add_ancestors(proper_ancestors(x, n.parent), None)
+                else:
+                    assert n.parent is not None
+                    add(default_entry, n.parent)
+                    hd = history_default(n, m)
+                    for x in hd.targets or ():
+                        add(to_enter, x)
+                        add_descendants(x)
+                    for x in hd.targets or ():
+                        add_ancestors(proper_ancestors(x, n.parent), None)
+                return
+            if n.type == "compound":
+                inits = list(n.initial_targets or ())
+                for x in inits:
+                    if x.type != "history":
+                        add(to_enter, x)
+                add(default_entry, n)
+                for x in inits:
+                    add_descendants(x)
+                for x in inits:
+                    add_ancestors(proper_ancestors(x, n), None)
+                return
+            if n.type == "parallel":
+                for c in children_of(n):
+                    if not has_desc(to_enter, c):
+                        add(to_enter, c)
+                        add(default_entry, c)
+                        add_descendants(c)
+
+        for t in filtered:
+            domain = transition_domain(t, cur, rv)
+            r = rv(t)
+            for tn in r.targets or ():
+                if tn.type != "history" and (t.source is not tn or t.source is not domain or r.reenter):
+                    add(to_enter, tn)
+                    add(default_entry, tn)
+                add_descendants(tn)
+            for x in effective_targets(t, cur, rv):
+                ancs = proper_ancestors(x, domain)
+                if domain is not None and domain.type == "parallel":
+                    ancs.append(domain)
+                add_ancestors(ancs, None if (t.source.parent is None and r.reenter) else domain)
+            if r.reenter and domain is t.source:
+                add(to_enter, t.source)
+
+        completed: set[int] = set()
+        children = dict(nxt.children)
+        for n in sorted(to_enter, key=lambda x: x.order):
+            if not any(n is x for x in mut):
+                mut.append(n)
+            if n.invoke:
+                seq = nxt.seq
+                for inv in n.invoke:
+                    inp = inv.input
+                    if callable(inp):
+                        inp = inp(nxt.context, event)
+                    cx.claim(inv.id)
+                    seq += 1
+                    children[inv.id] = Child(
+                        id=inv.id, src=inv.src, address=f"{cx.root_address}/{_encode(inv.id)}",
+                        session=f"{cx.machine_id}:{seq}", input=inp,
+                    )
+                nxt = clone(nxt, children=dict(children), seq=seq)
+            if n.afters:
+                timers = dict(nxt.timers)
+                for raw, delay, tid in reversed(n.afters):
+                    timers[tid] = {
+                        "id": tid,
+                        "delay": delay,
+                        "type": "@xstate.raise",
+                        "event": {"type": "xstate.after", "delay": raw, "stateId": n.id},
+                        "target": "self",
+                    }
+                ctx_before = nxt.context
+                patch = _call_hook(n.entry, ctx_before, event, f"entry of '{n.id}'") if n.entry else UNDEFINED
+                if patch is not UNDEFINED:
+                    nxt = dataclasses.replace(nxt, context=_merge(ctx_before, patch, f"entry of '{n.id}'"))
+                nxt = clone(nxt, timers=timers)
+            elif n.entry is not None:
+                patch = _call_hook(n.entry, nxt.context, event, f"entry of '{n.id}'")
+                if patch is not UNDEFINED:
+                    nxt = clone(nxt, context=_merge(nxt.context, patch, f"entry of '{n.id}'"))
+            if n.type != "final":
+                continue
+            parent = n.parent
+            marker = parent if parent is not None and parent.type == "parallel" else (parent.parent if parent else None)
+            root_completion = marker or n
+            if parent is not None and parent.type == "compound":
+                out = _output(n.output, nxt.context, event) if n.output is not UNDEFINED else UNDEFINED
+                queue.append(_done_event(parent.id, out))
+            mutset = {id(x) for x in mut}
+            while marker is not None and marker.type == "parallel" and id(marker) not in completed and in_final_state(mutset, marker):
+                completed.add(id(marker))
+                region_out: dict[str, Any] = {}
+                for region in children_of(marker):
+                    if region.type == "final":
+                        region_out[region.key] = _output(region.output, nxt.context, event) if region.output is not UNDEFINED else UNDEFINED
+                        continue
+                    if region.type == "parallel":
+                        ev = next((e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == region.id), None)
+                        region_out[region.key] = ev.get("output", UNDEFINED) if ev else UNDEFINED
+                        continue
+                    fc = next((c for c in children_of(region) if c.type == "final" and id(c) in mutset), None)
+                    region_out[region.key] = _output(fc.output, nxt.context, event) if fc is not None and fc.output is not UNDEFINED else UNDEFINED
+                queue.append(_done_event(marker.id, {k: v for k, v in region_out.items() if v is not UNDEFINED}))
+                root_completion = marker
+                marker = marker.parent
+            if marker is not None:
+                continue
+            nxt = clone(nxt, status="done", output=_machine_output(m, root_completion, nxt, event, queue))
+
+    if is_initial or changes_state:
+        enter_states()
+
+    if nxt.status == "done":
+        # XState sorts its node array in place here, so a done snapshot keeps reverse order.
+        mut.sort(key=lambda x: -x.order)
+        for n in mut:
+            if n.exit is not None:
+                patch = _call_hook(n.exit, nxt.context, event, f"exit of '{n.id}'")
+                if patch is not UNDEFINED and not n.afters:
+                    nxt = clone(nxt, context=_merge(nxt.context, patch, f"exit of '{n.id}'"))
+        if nxt.children:
+            for cid in nxt.children:
+                cx.stopped(cid)
+            nxt = clone(nxt, children={})
+        if nxt.timers:
+            nxt = clone(nxt, timers={})
+
+    same_nodes = len(cur.nodes) == len(mut) and all(any(n is x for x in mut) for n in cur.nodes)
+    if history is cur.history and same_nodes:
+        if nxt.context is not original_context:
+            return clone(nxt) if nxt is cur else nxt
+        return nxt
+    return clone(nxt, nodes=tuple(mut), history=history, value=None)
+
+
+def _machine_output(m: CompiledMachine, rcn: Node, s: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]]) -> Any:
+    root = m.root
+    completion: Any = UNDEFINED
+    if rcn.output is not UNDEFINED and rcn.parent is not None:
+        ev = next((e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == root.id), None)
+        if ev is not None and rcn.parent is root:
+            completion = ev.get("output", UNDEFINED)
+        else:
+            completion = _output(rcn.output, s.context, event)
+    elif rcn.type == "parallel":
+        ev = next((e for e in queue if e.get("type") == "xstate.done.state" and e.get("stateId") == rcn.id), None)
+        completion = ev.get("output", UNDEFINED) if ev is not None else UNDEFINED
+    if root.output is UNDEFINED:
+        return completion if rcn.parent is root else UNDEFINED
+    return _output(root.output, s.context, _done_event(rcn.id, completion))
+
+
+def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transition]:
+    enabled: list[Transition] = []
+    for atomic in (n for n in s.nodes if _is_atomic(n)):
+        node: Node | None = atomic
+        found = False
+        while node is not None and not found:
+            if node.always:
+                for t in node.always:
+                    if evaluate_candidate(t, event, s, None):
+                        if t not in enabled:
+                            enabled.append(t)
+                        found = True
+                        break
+            node = node.parent
+    rv = Resolver(cx.m, s, event, {})
+    return remove_conflicts(enabled, list(s.nodes), s, rv)
+
+
+def _remove_terminated(s: State, ev: Mapping[str, Any]) -> State:
+    if ev.get("type") not in ("xstate.done.actor", "xstate.error.actor"):
+        return s
+    aid = ev.get("actorId")
+    if not aid or not isinstance(aid, str):
+        return s
+    child = s.children.get(aid)
+    if child is None:
+        return s
+    if child.session != ev.get("sessionId"):
+        return s
+    children = dict(s.children)
+    del children[aid]
+    return clone(s, children=children)
+
+
+MAX_MICROSTEPS = 1000
+
+
+def macrostep(cx: Ctx, snapshot: State, event: Mapping[str, Any], queue: list[Mapping[str, Any]], initial: bool = False) -> State:
+    if not initial:
+        cx.begin(snapshot)
+    nxt = snapshot
+    m = cx.m
+    if not initial and event.get("type") == "@xstate.stop":
+        return clone(nxt, children={}, timers={}, status="stopped")
+    next_event: Mapping[str, Any] = event if initial else normalize_event(event, m)
+    if event.get("type") == "@xstate.init":
+        initial = True
+    if not initial and event.get("type") == "xstate.timer":
+        timer = nxt.timers.get(event.get("id")) if isinstance(event.get("id"), str) else None
+        if timer is None:
+            return nxt
+        timers = dict(nxt.timers)
+        del timers[timer["id"]]
+        nxt = clone(nxt, timers=timers)
+        if timer.get("type") == "@xstate.raise":
+            queue.append(timer["event"])
+    elif not initial:
+        cur_ev = next_event
+        is_err = str(cur_ev["type"]).startswith("xstate.error.")
+        selection: dict[int, Any] = {}
+        ts = transition_node(m.root, get_value(m, nxt), nxt, cur_ev, selection) or []
+        if is_err and not ts:
+            if cur_ev["type"] == "xstate.error.actor" and not session_matches(cur_ev, nxt, cur_ev.get("actorId")):
+                return nxt
+            nxt = clone(snapshot, status="error", error=cur_ev.get("error", UNDEFINED))
+            return _remove_terminated(nxt, cur_ev)
+        nxt = microstep(cx, ts, snapshot, next_event, False, queue, selection)
+        nxt = _remove_terminated(nxt, cur_ev)
+    if not queue and not m.has_eventless:
+        return nxt
+    should_select = True
+    count = 0
+    while nxt.status == "active":
+        count += 1
+        if count > MAX_MICROSTEPS:
+            raise EngineError("Microstep count exceeded 1000 (an eventless loop?)")
+        selection = {}
+        enabled = select_eventless(cx, nxt, next_event) if should_select else []
+        previous = nxt if enabled else None
+        if not enabled:
+            if not queue:
+                break
+            next_event = queue.pop(0)
+            enabled = transition_node(m.root, get_value(m, nxt), nxt, next_event, selection) or []
+        step = microstep(cx, enabled, nxt, next_event, False, queue, selection)
+        should_select = step is not previous
+        nxt = _remove_terminated(step, next_event)
+    return nxt
+
+
+def initial_state(cx: Ctx, context: Any, input_event: Mapping[str, Any]) -> State:
+    m = cx.m
+    root = m.root
+    pre = State(status="active", nodes=(root,), context=context)
+    inits = initial_state_nodes(root)
+    leaves = [n for n in inits if not any(o is not n and is_descendant(o, n) for o in inits)]
+    t = Transition(source=root, descriptor="", kind="initial", targets=tuple(leaves), reenter=True)
+    queue: list[Mapping[str, Any]] = []
+    cx.begin(None)
+    s = microstep(cx, [t], pre, input_event, True, queue, {})
+    return macrostep(cx, s, input_event, queue, initial=True)

@@ -1,0 +1,415 @@
+"""A pure-Python statechart engine producing XState 6 (alpha.48) persisted snapshots.
+
+:class:`StatechartMachine` interprets an XState-6-style config written as a Python dict and
+implements the :class:`~agentscope.engines.base.Machine` protocol, so the replay fold (spec §4.1)
+and :func:`agentscope.hashing.state_hash` (spec §2) work on it exactly as on the Node engine. Its
+persisted snapshots have XState's keys, nesting and values (spec §7.4) for everything supported.
+
+Config vocabulary (a dict, like XState's; callables replace JS functions)
+-------------------------------------------------------------------------
+- ``id``, ``version`` (declared ``machineVersion``), ``initial``, ``states``, ``type``
+  (``"parallel"``, ``"final"``, ``"history"``; atomic/compound are inferred), ``history``
+  (``"shallow"``/``"deep"``) with the required ``target`` of a history state.
+- ``context``: a dict, or ``callable(input) -> dict`` (``input`` is
+  :data:`~agentscope.engines.base.NO_INPUT` when absent).
+- ``on``: event descriptor (exact, ``"*"`` or ``"prefix.*"``) -> a target string, a dict
+  ``{"target", "guard", "actions", "reenter", "context"}``, a function transition
+  ``callable(context, event) -> {"target"?, "context"?, "reenter"?} | None`` (``None`` declines,
+  as ``undefined`` does in XState 6), or a list of those (first enabled candidate wins).
+  ``context`` on a transition is a patch dict or ``callable(context, event) -> dict``; patches are
+  merged shallowly into the context.
+- ``guard``: ``callable(context, event) -> bool`` or the name of a guard given to
+  :func:`setup`/``guards=``.
+- ``always``: eventless transitions (same forms). ``after``: ``{delay_ms | delay_name: transition}``;
+  pending timers appear in ``timers`` keyed ``xstate.after.<delay>.<stateId>`` and fire on the
+  event ``{"type": "xstate.timer", "id": <timer id>}``.
+- ``entry``/``exit``: ``callable(context, event) -> {"context": patch} | None``.
+- ``invoke``: ``{"src": <actor name>, "id", "input" (value or callable(context, event)), "onDone",
+  "onError"}``; completions arrive as ``xstate.done.actor``/``xstate.error.actor`` events carrying
+  ``actorId`` and ``sessionId`` (the output is ``event["output"]``, the error ``event["error"]``).
+- ``onDone`` on compound/parallel states, ``output`` on final states and the root (a value or
+  ``callable(context, event)``), and ``migrate(persisted, from_version) -> persisted`` at the root.
+- Transition ``actions`` are effect-only (as in XState 6 they never change the snapshot); they are
+  named in the graph and never run by this pure engine.
+
+Callables must be pure and must not mutate their arguments. Anything else raises
+:class:`~agentscope.errors.StatechartConfigError` at construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agentscope.engines._statechart_algo import (
+    Child,
+    Ctx,
+    State,
+    get_value,
+    initial_state,
+    macrostep,
+    nodes_for_value,
+)
+from agentscope.engines._statechart_nodes import UNDEFINED, Node, compile_machine, get_by_id
+from agentscope.engines.base import (
+    NO_INPUT,
+    Graph,
+    MachineBase,
+    Snapshot,
+    StateNodeInfo,
+    TransitionInfo,
+)
+from agentscope.errors import EngineError, StatechartConfigError
+from agentscope.hashing import djb2_hex, structural_string
+
+__all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
+
+
+def structural_view(config: Mapping[str, Any], extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return the dict whose structural string XState would hash for this machine (spec §3).
+
+    That is ``machine.config``: the authored config, plus what ``setup()`` merges in (``actions``,
+    ``actors``, ``guards``, ``delays``). An actor implementation is shown as XState shows an
+    async actor logic object, ``{"config": {}}``; callables vanish in the structural string.
+    """
+    view = dict(config)
+    for key, value in (extras or {}).items():
+        if value is None:
+            continue
+        if key == "actors":
+            view["actors"] = {name: {"config": {}} for name in value}
+        else:
+            view[key] = dict(value)
+    return view
+
+
+class StatechartMachine(MachineBase):
+    """A statechart config interpreted in Python, implementing the ``Machine`` protocol.
+
+    Parameters
+    ----------
+    config : Mapping
+        The machine config (see the module docstring for the vocabulary).
+    actors : Mapping[str, Callable[[Any], Any]], optional
+        Actor implementations by ``src`` name, ``callable(input) -> output`` (raise to fail). The
+        pure engine never runs them; :class:`~agentscope.engines.recorder.Recorder` does.
+    guards, actions, delays : Mapping, optional
+        Named guards ``callable(context, event) -> bool``, named actions and named delays (ms).
+        Like XState's ``createMachine(config).provide(...)``: they do not enter the structural
+        version. Use :func:`setup` for XState's ``setup(...).createMachine(config)``, which does.
+
+    Raises
+    ------
+    StatechartConfigError
+        On anything outside the supported vocabulary, a bad target or an unknown named guard,
+        action or delay.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        actors: Mapping[str, Callable[[Any], Any]] | None = None,
+        guards: Mapping[str, Callable[[Any, Any], Any]] | None = None,
+        actions: Mapping[str, Callable[..., Any]] | None = None,
+        delays: Mapping[str, Any] | None = None,
+        structural: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.config = config
+        self.actors: dict[str, Callable[[Any], Any]] = dict(actors or {})
+        self._compiled = compile_machine(config, guards=guards, actions=actions, delays=delays)
+        self.machine_id = self._compiled.root.id
+        declared = config.get("version")
+        if declared is not None and not isinstance(declared, str):
+            raise StatechartConfigError("machine 'version' must be a string")
+        self.declared_version: str | None = declared
+        view = dict(structural) if structural is not None else dict(config)
+        self.structural_input = structural_string(_string_keys(view))
+        self.structural_hash = djb2_hex(self.structural_input)
+        self.version = declared if declared is not None else self.structural_hash
+        migrate = config.get("migrate")
+        if migrate is not None and not callable(migrate):
+            raise StatechartConfigError("'migrate' must be a callable (persisted, from_version) -> persisted")
+        self._migrate = migrate
+        ctx = config.get("context", UNDEFINED)
+        if ctx is not UNDEFINED and not (callable(ctx) or ctx is None or isinstance(ctx, Mapping)):
+            raise StatechartConfigError("'context' must be a dict or a callable(input) -> dict")
+        self._cx = Ctx(self._compiled, self.machine_id)
+        self._graph: Graph | None = None
+
+    # -- Machine protocol ----------------------------------------------------------------
+    def initial(self, input: Any = NO_INPUT) -> Snapshot:
+        """Return the initial snapshot (XState ``initialTransition(machine, input)``)."""
+        ctx_cfg = self.config.get("context", UNDEFINED)
+        if callable(ctx_cfg):
+            context = ctx_cfg(input)
+            if context is None:
+                context = {}
+        elif ctx_cfg:
+            context = ctx_cfg
+        else:
+            context = {}
+        ev: dict[str, Any] = {"type": "@xstate.init"}
+        if input is not NO_INPUT:
+            ev["input"] = input
+        return self._wrap(initial_state(self._cx, context, ev))
+
+    def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
+        """Restore a persisted snapshot (XState ``restoreSnapshot``; runs ``migrate`` on a version change).
+
+        Raises
+        ------
+        EngineError
+            On a machine id/version conflict with no ``migrate``, or a state, history or child
+            the machine cannot take.
+        """
+        if not isinstance(persisted, Mapping):
+            raise EngineError("a persisted snapshot must be a dict")
+        pm = persisted.get("machine")
+        legacy = persisted.get("version", UNDEFINED)
+        pm_version = pm.get("version", UNDEFINED) if isinstance(pm, Mapping) else UNDEFINED
+        pversion = pm_version if isinstance(pm_version, str) else legacy
+        if legacy is not UNDEFINED and pm_version is not UNDEFINED and pm_version != legacy:
+            raise EngineError(f"Persisted snapshot version '{legacy}' conflicts with machine version '{pm_version}'.")
+        if isinstance(pm, Mapping) and isinstance(pm.get("id"), str) and pm["id"] != self.machine_id:
+            raise EngineError(
+                f"Machine ID mismatch: persisted snapshot machine '{pm['id']}' does not match '{self.machine_id}'."
+            )
+        mine = self.declared_version if self.declared_version is not None else UNDEFINED
+        if pversion != mine:
+            if self._migrate is None:
+                raise EngineError(
+                    f"Persisted snapshot version '{_show(pversion)}' does not match machine version '{_show(mine)}'."
+                )
+            persisted = self._migrate(persisted, None if pversion is UNDEFINED else pversion)
+            if not isinstance(persisted, Mapping):
+                raise EngineError("migrate must return a persisted snapshot dict")
+        value = persisted.get("value")
+        self._validate_value(value, self._compiled.root, [])
+        nodes = tuple(nodes_for_value(self._compiled, value))
+        children: dict[str, Child] = {}
+        seq = 0
+        for cid, data in (persisted.get("children") or {}).items():
+            if not isinstance(data, Mapping):
+                raise EngineError(f"persisted child '{cid}' must be an object")
+            src = data.get("src")
+            if not isinstance(src, str):
+                raise EngineError(f"Unable to restore child actor '{cid}': its 'src' must be a string.")
+            snap = data.get("snapshot", UNDEFINED)
+            inp = snap.get("input", UNDEFINED) if isinstance(snap, Mapping) else UNDEFINED
+            seq += 1
+            children[cid] = Child(
+                id=cid, src=src, address=str(data.get("address", f"{self._cx.root_address}/{cid}")),
+                session=f"{self.machine_id}:r{seq}", input=inp, snapshot=snap,
+            )
+        history: dict[str, tuple[Node, ...]] = {}
+        for key, items in (persisted.get("historyValue") or {}).items():
+            for item in items or ():
+                try:
+                    node = get_by_id(self._compiled, "#" + str(item.get("id")))
+                except (StatechartConfigError, AttributeError):
+                    continue
+                history[key] = (*history.get(key, ()), node)
+        timers = {str(k): dict(v) for k, v in (persisted.get("timers") or {}).items()}
+        state = State(
+            status=str(persisted.get("status", "active")),
+            nodes=nodes,
+            context=persisted.get("context") or {},
+            output=persisted.get("output", UNDEFINED),
+            error=persisted.get("error", UNDEFINED),
+            value=value,
+            children=children,
+            timers=timers,
+            history=history,
+            next_timer_id=int(persisted.get("_nextTimerId", 0) or 0),
+            seq=seq,
+        )
+        return self._wrap(state)
+
+    def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
+        """Return the snapshot after one macrostep on ``event`` (pure, XState ``transition``)."""
+        state = self._state(snapshot)
+        if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
+            raise EngineError("an event must be a dict with a non-empty string 'type'")
+        nxt = macrostep(self._cx, state, event, [])
+        if nxt is state:
+            return snapshot
+        return self._wrap(nxt)
+
+    def persist(self, snapshot: Snapshot) -> dict[str, Any]:
+        """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
+        return dict(snapshot.persisted)
+
+    def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
+        """Return the session id this engine minted for the running child ``actor_id``."""
+        child = self._state(snapshot).children.get(actor_id)
+        return child.session if child is not None else None
+
+    @property
+    def graph(self) -> Graph:
+        """The statechart structure: every node, its kind and initial, and every transition."""
+        if self._graph is None:
+            self._graph = self._build_graph()
+        return self._graph
+
+    # -- helpers -------------------------------------------------------------------------
+    def children_pending(self, snapshot: Snapshot) -> list[tuple[str, str, Any, str]]:
+        """Return ``(actor_id, src, input, session_id)`` for every in-flight child, in order."""
+        st = self._state(snapshot)
+        return [(c.id, c.src, None if c.input is UNDEFINED else c.input, c.session) for c in st.children.values()]
+
+    def _state(self, snapshot: Snapshot) -> State:
+        h = snapshot.handle
+        if isinstance(h, State) and any(n is self._compiled.root for n in h.nodes):
+            return h
+        restored = self.restore(snapshot.persisted).handle
+        assert isinstance(restored, State)
+        return restored
+
+    def _validate_value(self, value: Any, node: Node, path: list[str]) -> None:
+        if isinstance(value, str):
+            if value not in node.states:
+                raise EngineError(
+                    f"Persisted snapshot references state '{'.'.join([*path, value])}' which does not exist on machine '{self.machine_id}'."
+                )
+            return
+        if not isinstance(value, Mapping):
+            if value is None:
+                raise EngineError("a persisted snapshot needs a state 'value'")
+            return
+        for k, v in value.items():
+            child = node.states.get(str(k))
+            if child is None:
+                raise EngineError(
+                    f"Persisted snapshot references state '{'.'.join([*path, str(k)])}' which does not exist on machine '{self.machine_id}'."
+                )
+            self._validate_value(v, child, [*path, str(k)])
+
+    def _wrap(self, state: State) -> Snapshot:
+        return Snapshot(self._persist_state(state), state)
+
+    def _persist_state(self, s: State) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": s.status}
+        if s.output is not UNDEFINED:
+            out["output"] = s.output
+        if s.error is not UNDEFINED:
+            out["error"] = s.error
+        out["value"] = get_value(self._compiled, s)
+        out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in s.history.items()}
+        out["_nextTimerId"] = s.next_timer_id
+        out["context"] = s.context
+        children: dict[str, Any] = {}
+        for cid, c in s.children.items():
+            if c.snapshot is not UNDEFINED:
+                snap = c.snapshot
+            else:
+                snap = {"status": "active"}
+                if c.input is not UNDEFINED:
+                    snap["input"] = c.input
+                snap["effects"] = {"async": {"status": "active"}}
+            children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
+        out["children"] = children
+        out["timers"] = {k: dict(v) for k, v in s.timers.items()}
+        if self.declared_version is not None:
+            out["machine"] = {"id": self.machine_id, "version": self.declared_version}
+            out["version"] = self.declared_version
+        return out
+
+    def _build_graph(self) -> Graph:
+        nodes: dict[str, StateNodeInfo] = {}
+        transitions: list[TransitionInfo] = []
+        for n in sorted(self._compiled.id_map.values(), key=lambda x: x.order):
+            kind = n.type
+            nodes[n.id] = StateNodeInfo(
+                id=n.id, key=n.key, path=n.path, kind=kind,  # type: ignore[arg-type]
+                parent=n.parent.id if n.parent else None,
+                children=tuple(c.id for c in n.states.values()),
+                initial=n.initial_targets[0].id if n.initial_targets else None,
+                history=n.history,  # type: ignore[arg-type]
+                invoke=tuple((i.id, i.src) for i in n.invoke),
+                entry=(_name(n.entry),) if n.entry else (),
+                exit=(_name(n.exit),) if n.exit else (),
+                tags=tuple(str(t) for t in (n.config.get("tags") or ())),
+                description=n.config.get("description"),
+            )
+            lists = [*n.transitions.values()]
+            if n.always:
+                lists.append(n.always)
+            for lst in lists:
+                for t in lst:
+                    if t.kind == "after":
+                        event = f"xstate.after.{t.matches['delay']}.{n.id}"
+                    elif t.kind == "onDone":
+                        event = f"xstate.done.state.{n.id}"
+                    elif t.kind.startswith("invoke."):
+                        event = f"{t.descriptor}.{t.invoke_id}"
+                    else:
+                        event = t.descriptor
+                    transitions.append(
+                        TransitionInfo(
+                            source=n.id, event=event,
+                            targets=tuple(x.id for x in (t.targets or ())),
+                            guard=t.guard_name, dynamic=t.to is not None, reenter=t.reenter,
+                            kind=t.kind,  # type: ignore[arg-type]
+                            actions=t.actions,
+                        )
+                    )
+        return Graph(self.machine_id, self._compiled.root.id, nodes, tuple(transitions))
+
+
+def _string_keys(v: Any) -> Any:
+    """Return ``v`` with every dict key a string (JS object keys are strings: ``after: {1000: ...}``)."""
+    if isinstance(v, Mapping):
+        return {str(k): _string_keys(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_string_keys(x) for x in v]
+    return v
+
+
+def _name(fn: Any) -> str:
+    name = getattr(fn, "__name__", "(inline)")
+    return "(inline)" if name == "<lambda>" else str(name)
+
+
+def _show(v: Any) -> str:
+    return "undefined" if v is UNDEFINED else str(v)
+
+
+class MachineFactory:
+    """What :func:`setup` returns: ``create_machine(config)`` builds a :class:`StatechartMachine`."""
+
+    def __init__(
+        self,
+        actors: Mapping[str, Callable[[Any], Any]] | None,
+        guards: Mapping[str, Callable[[Any, Any], Any]] | None,
+        actions: Mapping[str, Callable[..., Any]] | None,
+        delays: Mapping[str, Any] | None,
+    ) -> None:
+        self.actors = actors
+        self.guards = guards
+        self.actions = actions
+        self.delays = delays
+
+    def create_machine(self, config: Mapping[str, Any]) -> StatechartMachine:
+        """Build the machine; like XState's ``setup(...).createMachine(config)``, the named
+        implementations are merged into the structural view (``actors`` as ``{"config": {}}``)."""
+        extras = {"actions": self.actions, "actors": self.actors, "guards": self.guards, "delays": self.delays}
+        return StatechartMachine(
+            config, actors=self.actors, guards=self.guards, actions=self.actions, delays=self.delays,
+            structural=structural_view(config, extras),
+        )
+
+
+def setup(
+    *,
+    actors: Mapping[str, Callable[[Any], Any]] | None = None,
+    guards: Mapping[str, Callable[[Any, Any], Any]] | None = None,
+    actions: Mapping[str, Callable[..., Any]] | None = None,
+    delays: Mapping[str, Any] | None = None,
+) -> MachineFactory:
+    """Return a factory mirroring XState's ``setup({...})``: ``setup(actors=...).create_machine(config)``.
+
+    The machine's structural version then includes the named implementations exactly as
+    XState's ``machine.config`` does (spec §3), e.g. the triage machine's ``efe50ed5``.
+    """
+    return MachineFactory(actors, guards, actions, delays)

@@ -1,0 +1,184 @@
+"""Hypothesis strategies: machine descriptions (see ``vocab.py``) and event sequences for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.differential.vocab import GUARDS
+
+EVENTS = ["A", "B", "C"]
+UPDATES: list[list[Any]] = [
+    ["add", 1],
+    ["add", -2],
+    ["add", 3],
+    ["appendType"],
+    ["appendX"],
+    ["appendOutput"],
+    ["setFlag", True],
+    ["setFlag", False],
+]
+
+
+def _walk(state: dict[str, Any], sid: str, out: list[tuple[str, dict[str, Any], str | None]], parent: str | None) -> None:
+    out.append((sid, state, parent))
+    for k, child in (state.get("states") or {}).items():
+        _walk(child, f"{sid}.{k}", out, sid)
+
+
+@st.composite
+def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
+    counter = [0]
+
+    def key() -> str:
+        counter[0] += 1
+        return f"s{counter[0]}"
+
+    def state(depth: int, in_parallel: bool) -> dict[str, Any]:
+        kinds = ["atomic", "final", "atomic"]
+        if depth < max_depth and counter[0] < 12:
+            kinds += ["compound", "compound", "parallel"]
+        if in_parallel:
+            kinds = [k for k in kinds if k != "final"] or ["atomic"]
+        kind = draw(st.sampled_from(kinds))
+        s: dict[str, Any] = {"type": kind}
+        if kind in ("compound", "parallel"):
+            n = draw(st.integers(min_value=1 if kind == "compound" else 2, max_value=3))
+            children: dict[str, Any] = {}
+            for _ in range(n):
+                children[key()] = state(depth + 1, kind == "parallel")
+            real = list(children)
+            if draw(st.integers(0, 4)) == 4:
+                children[key()] = {
+                    "type": "history",
+                    "history": draw(st.sampled_from(["shallow", "deep"])),
+                    "target": draw(st.sampled_from(real)),
+                }
+            s["states"] = children
+            if kind == "compound":
+                s["initial"] = draw(st.sampled_from(real))
+        return s
+
+    root: dict[str, Any] = {"type": "compound"}
+    n = draw(st.integers(1, 4))
+    root["states"] = {key(): state(1, False) for _ in range(n)}
+    if draw(st.integers(0, 6)) == 6:
+        root = {"type": "parallel", "states": {key(): {**state(1, True)} for _ in range(2)}}
+        for v in root["states"].values():
+            if v["type"] == "final":
+                v["type"] = "atomic"
+    if root["type"] == "compound":
+        root["initial"] = draw(st.sampled_from(list(root["states"])))
+
+    nodes: list[tuple[str, dict[str, Any], str | None]] = []
+    _walk(root, "m", nodes, None)
+    targetable = [sid for sid, s, _ in nodes if sid != "m"]
+    invoke_ids: list[str] = []
+
+    def target(sid: str, parent: str | None) -> str | None:
+        choice = draw(st.integers(0, 9))
+        if choice < 2:
+            return None
+        if choice < 5 and parent is not None:
+            siblings = [t for t, _, p in nodes if p == parent]
+            return draw(st.sampled_from(siblings)).rsplit(".", 1)[1]
+        return "#" + draw(st.sampled_from(targetable))
+
+    def trans(sid: str, parent: str | None, *, eventless: bool = False) -> dict[str, Any]:
+        tgt = target(sid, parent)
+        guard = draw(st.sampled_from([None, None, *GUARDS])) if not eventless else draw(st.sampled_from(GUARDS))
+        update = draw(st.sampled_from([None, *UPDATES]))
+        form = draw(st.sampled_from(["obj", "obj", "fn", "str"]))
+        if form == "str" and (tgt is None or guard or update):
+            form = "obj"
+        reenter = bool(tgt) and draw(st.integers(0, 5)) == 5
+        if form == "str":
+            reenter = False
+        return {"form": form, "target": tgt, "guard": guard, "update": update, "reenter": reenter}
+
+    def tlist(sid: str, parent: str | None, *, eventless: bool = False) -> list[dict[str, Any]]:
+        return [trans(sid, parent, eventless=eventless) for _ in range(draw(st.integers(1, 2)))]
+
+    for sid, s, parent in nodes:
+        if s["type"] == "history":
+            continue
+        if s["type"] != "final":
+            on: dict[str, Any] = {}
+            for ev in draw(st.lists(st.sampled_from(EVENTS), max_size=3, unique=True)):
+                on[ev] = tlist(sid, parent)
+            if on:
+                s["on"] = on
+            if draw(st.integers(0, 7)) == 7:
+                s["always"] = tlist(sid, parent, eventless=True)
+            if draw(st.integers(0, 6)) == 6:
+                s["after"] = {str(d): tlist(sid, parent) for d in draw(st.lists(st.sampled_from([100, 1000]), min_size=1, max_size=2, unique=True))}
+            if draw(st.integers(0, 4)) == 4:
+                iid = f"inv{len(invoke_ids)}"
+                invoke_ids.append(iid)
+                s["invoke"] = {
+                    "id": iid,
+                    "onDone": tlist(sid, parent) if draw(st.booleans()) else None,
+                    "onError": tlist(sid, parent) if draw(st.booleans()) else None,
+                }
+            if s["type"] in ("compound", "parallel") and draw(st.integers(0, 2)) == 2:
+                s["onDone"] = tlist(sid, parent)
+        if draw(st.integers(0, 4)) == 4:
+            s["entry"] = draw(st.sampled_from(UPDATES))
+        if draw(st.integers(0, 5)) == 5:
+            s["exit"] = draw(st.sampled_from(UPDATES))
+        if s["type"] == "final" and draw(st.booleans()):
+            s["output"] = True
+    return {
+        "id": "m",
+        "context": {"n": draw(st.integers(-1, 2)), "log": [], "flag": draw(st.booleans())},
+        "output": draw(st.booleans()),
+        "root": root,
+    }
+
+
+def timer_ids(desc: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    nodes: list[tuple[str, dict[str, Any], str | None]] = []
+    _walk(desc["root"], "m", nodes, None)
+    for sid, s, _ in nodes:
+        for d in s.get("after") or {}:
+            out.append(f"xstate.after.{d}.{sid}")
+    return out
+
+
+def invoke_ids(desc: dict[str, Any]) -> list[str]:
+    nodes: list[tuple[str, dict[str, Any], str | None]] = []
+    _walk(desc["root"], "m", nodes, None)
+    return [s["invoke"]["id"] for _, s, _ in nodes if s.get("invoke")]
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> dict[str, Any]:
+    """A machine description plus an event sequence that exercises it."""
+    desc = draw(machines())
+    timers = timer_ids(desc)
+    invokes = invoke_ids(desc)
+    n = draw(st.integers(0, 12))
+    events: list[dict[str, Any]] = []
+    for i in range(n):
+        kind = draw(st.sampled_from(["plain", "plain", "plain", "timer", "done", "error", "unknown"]))
+        if kind == "timer" and timers:
+            events.append({"type": "xstate.timer", "id": draw(st.sampled_from([*timers, "xstate.after.5.m"]))})
+        elif kind in ("done", "error") and invokes:
+            ev: dict[str, Any] = {"type": f"xstate.{kind}.actor", "actorId": draw(st.sampled_from(invokes)), "sessionId": f"s{i}"}
+            if kind == "done":
+                ev["output"] = {"v": draw(st.integers(0, 9))}
+            else:
+                ev["error"] = {"name": "Error", "message": f"boom {i}"}
+            events.append(ev)
+        elif kind == "unknown":
+            events.append({"type": "Z"})
+        else:
+            ev = {"type": draw(st.sampled_from(EVENTS))}
+            if draw(st.booleans()):
+                ev["x"] = draw(st.integers(0, 3))
+            if draw(st.booleans()):
+                ev["flag"] = draw(st.booleans())
+            events.append(ev)
+    return {"desc": desc, "events": events, "restoreEach": draw(st.integers(0, 4)) == 4}
