@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agentscope.engines.base import Machine
 
-__all__ = ["ROW_COLUMNS", "MachineSpec", "verify_store"]
+__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "verify_store"]
 
 ROW_COLUMNS: tuple[str, ...] = (
     "thread",
