@@ -483,3 +483,23 @@ def test_progress_bar_only_on_a_terminal() -> None:
     with o.progress("verifying 3 threads", 3) as update:
         update(3, 3)
     assert err_pipe.getvalue() == "" and out_pipe.getvalue() == ""
+
+
+@needs_node
+def test_verify_store_with_an_unreadable_thread_is_bad_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "corrupt.sqlite"
+    shutil.copyfile(FORK_STORE, store)
+    con = sqlite3.connect(store)
+    con.execute("UPDATE agent_event_log SET entry=? WHERE thread_id='branch' AND idx=3", ('{"schemaVersion":1,',))
+    con.commit()
+    con.close()
+    code, data = run_json(capsys, "verify", store, "--machine", COUNTER, "--workers", "1")
+    assert code == 2
+    rows = {r["thread"]: r for r in data["results"]}
+    assert rows["main"]["verified"] and rows["main"]["error"] is None
+    assert not rows["branch"]["verified"]
+    assert "entry 3" in rows["branch"]["error"] or "idx 3" in rows["branch"]["error"], rows["branch"]["error"]
+    code, out, _ = run(capsys, "verify", store, "--machine", COUNTER, "--workers", "1")
+    assert code == 2 and "1/2 threads verified" in out
