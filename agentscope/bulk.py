@@ -223,32 +223,43 @@ def as_spec(machine: MachineSpec | str | os.PathLike[str]) -> MachineSpec:
 
 
 _local = threading.local()
-_opened: list[Any] = []
+_opened: list[tuple[threading.Thread, Any]] = []
 _opened_lock = threading.Lock()
 
 
 def _machine_for(spec: MachineSpec) -> Machine:
-    """Return this worker thread's machine for ``spec``, loading it on first use."""
+    """Return this worker thread's machine for ``spec``, loading it on first use.
+
+    Machines are kept per thread (an engine is not shared between threads). Machines of threads
+    that have ended (a finished ``ThreadPoolExecutor``) are closed the next time one is loaded,
+    so repeated calls in one process do not pile up Node processes.
+    """
     cache: dict[MachineSpec, Machine] | None = getattr(_local, "machines", None)
     if cache is None:
         cache = {}
         _local.machines = cache
     machine = cache.get(spec)
     if machine is None:
+        _close_machines(dead_only=True)
         machine = spec.load()
         cache[spec] = machine
         with _opened_lock:
-            _opened.append(machine)
+            _opened.append((threading.current_thread(), machine))
     return machine
+
+
+def _close_machines(*, dead_only: bool) -> None:
+    with _opened_lock:
+        closing = [m for t, m in _opened if not (dead_only and t.is_alive())]
+        _opened[:] = [(t, m) for t, m in _opened if dead_only and t.is_alive()]
+    for m in closing:
+        with contextlib.suppress(Exception):
+            m.close()
 
 
 @atexit.register
 def _close_all() -> None:  # pragma: no cover - runs at interpreter exit
-    with _opened_lock:
-        machines, _opened[:] = list(_opened), []
-    for m in machines:
-        with contextlib.suppress(Exception):
-            m.close()
+    _close_machines(dead_only=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -240,3 +240,16 @@ def test_unknown_thread_and_missing_store(tmp_path: Path) -> None:
 def test_unloadable_machine_fails_fast() -> None:
     with ThreadPoolExecutor(1) as pool, pytest.raises(MachineLoadError, match="no_such_mod_xyz"):
         verify_store(FIXTURES / "c_fork.sqlite", "py:no_such_mod_xyz:m", executor=pool)
+
+
+@pytest.mark.parametrize("spec", COUNTER_SPECS)
+def test_thread_pool_machines_are_closed_after_their_threads_end(spec: str) -> None:
+    import agentscope.bulk as bulk
+
+    for _ in range(3):
+        with ThreadPoolExecutor(2) as pool:
+            assert verify_store(FIXTURES / "c_fork.sqlite", spec, executor=pool, chunk_size=1)["verified"].all()
+    # the machines of the first two pools were closed when the third pool loaded its own
+    with bulk._opened_lock:
+        owners = [t for t, _ in bulk._opened]
+    assert len(owners) <= 2
