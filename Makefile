@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: setup demo test lint typecheck pytest bench docs clean
+.PHONY: setup demo test test-long lint typecheck pytest bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,3 +41,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
+
+## The long differential run (>= 10,000 generated machines against real XState).
+test-long: setup
+	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)

@@ -35,6 +35,9 @@ _EXPORTS: dict[str, str] = {
     "Timeline": "agentscope.replay",
     "compare": "agentscope.forks",
     "fork_tree": "agentscope.forks",
+    "ForkDiff": "agentscope.forks",
+    "VerifyReport": "agentscope.replay",
+    "Frame": "agentscope.frames",
     "TimeTravel": "agentscope.widgets",
     "ForkView": "agentscope.widgets",
     "history": "agentscope.widgets",
@@ -48,6 +51,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.errors import AgentscopeError as AgentscopeError
     from agentscope.hashing import canonical_json as canonical_json
     from agentscope.hashing import state_hash as state_hash
+
+
+# ``agentscope.replay`` is both a submodule and the public function: importing the submodule would
+# bind the package attribute to the module, so the function is bound eagerly here and wins.
+from agentscope.replay import replay as replay  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -145,7 +145,8 @@ def _reference_js_number(x: float) -> str:
     """An independent formatter: ECMAScript's rules over digits found with ``decimal``.
 
     For each precision, the decimal neighbours of the exact value (rounded down and up) are tried;
-    the shortest that converts back to ``x`` wins, the closer one on a tie (ECMAScript §6.1.6.1.20).
+    the shortest that converts back to ``x`` wins, the closer one, then the even one (ECMAScript
+    Number::toString).
     """
     if x == 0:
         return "0"
@@ -158,7 +159,8 @@ def _reference_js_number(x: float) -> str:
             if float(q) == abs(x):
                 cands.append(q)
         if cands:
-            best = min(cands, key=lambda q: abs(q - exact))
+            # closest to the exact value; on a tie the even last digit (ECMAScript Number::toString)
+            best = min(cands, key=lambda q: (abs(q - exact), q.as_tuple().digits[-1] % 2))
             _sign, dig, exp = best.as_tuple()
             digits = "".join(map(str, dig)).rstrip("0") or "0"
             n = len(dig) + int(exp)
