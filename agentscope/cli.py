@@ -1,74 +1,823 @@
-"""The ``agentscope`` command line.
+"""The ``agentscope`` command: verify, inspect, compare and export event logs from a terminal or CI.
 
-``agentscope demo`` reads the bundled real agent log (``agentscope/examples/g_triage.sqlite``,
-thread ``main``, spec §5.2 layout), prints its summary and the status of its recorded hashes.
+A thin layer over the library: every subcommand reads with :func:`agentscope.log.read_log`,
+replays with :mod:`agentscope.replay` (or :func:`agentscope.bulk.verify_store` for a whole
+store), compares with :func:`agentscope.forks.compare`, and prints the result as a table for
+people or as JSON (``--json``) for programs.
+
+Exit codes (for CI):
+
+- ``0``: verified / identical / done;
+- ``1``: a mismatch (``verify``) or a divergence (``diff``);
+- ``2``: bad input or usage: a missing or unreadable file, a malformed entry, an unknown thread,
+  a machine that cannot load, wrong arguments. The message is one line on stderr, without a
+  traceback (``--debug`` shows it).
+
+Machines are given as ``path/to/machine.mjs[:export]`` (the Node engine; also ``.js``, ``.ts``)
+or ``py:package.module:attr`` (the Python engine), see :class:`agentscope.bulk.MachineSpec`.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import json
+import os
+import subprocess
 import sys
-from collections.abc import Sequence
-from importlib import resources
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-__all__ = ["main"]
+from agentscope import __version__
+from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
 
-_HASH_RE = re.compile(r"[0-9a-f]{8}")
+if TYPE_CHECKING:  # pragma: no cover
+    from agentscope.bulk import MachineSpec
+    from agentscope.engines.base import Machine
+    from agentscope.log import EventLog
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+_PACKAGE = Path(__file__).resolve().parent
+DEMO_STORE = _PACKAGE / "examples" / "g_triage.sqlite"
+DEMO_THREAD = "main"
+DEMO_NODE_MACHINE = _PACKAGE / "examples" / "machines" / "triage.mjs"
+DEMO_NODE_EXPORT = "triageMachine"
+DEMO_PY_MACHINE = "py:agentscope.examples.python_machines:triage_machine"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_PROBLEM_ROWS = 10
 
 
-def demo(thread: str = "main") -> int:
-    """Print the summary and hash status of the bundled ``g_triage.sqlite`` thread."""
-    from agentscope.log import read_log, read_threads
+class UsageError(AgentscopeError, ValueError):
+    """Arguments that parse but make no sense together (exit code 2)."""
 
-    resource = resources.files("agentscope") / "examples" / "g_triage.sqlite"
-    with resources.as_file(resource) as path:
-        threads = read_threads(path)
-        log = read_log(path, thread=thread)
+    code = "usage"
+
+
+# ---------------------------------------------------------------------------------------------
+# Output helpers
+
+
+class _Out:
+    """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
+
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
+        from rich.console import Console
+
+        self.as_json = as_json
+        self.stdout = stdout
+        self.console = Console(file=stdout, highlight=False, soft_wrap=True)
+        self.err = Console(file=stderr, highlight=False, soft_wrap=True)
+
+    @property
+    def interactive(self) -> bool:
+        return bool(self.console.is_terminal)
+
+    def json(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default) + "\n")
+        self.stdout.flush()
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        self.console.print(*objects, **kwargs)
+
+    def note(self, text: str) -> None:
+        self.err.print(text, markup=False)
+
+    @contextmanager
+    def progress(self, description: str, total: int) -> Iterator[Callable[[int, int], None]]:
+        """A transient progress bar on stderr, shown only when stdout is a terminal."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        show = self.interactive and not self.as_json
+        if not show:
+            yield lambda done, total: None
+            return
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task(description, total=total)
+
+            def update(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            yield update
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+def _cell(value: Any) -> Any:
+    """A JSON-friendly scalar from a pandas cell (NA -> None, numpy -> Python)."""
+    try:
+        import pandas as pd
+
+        if value is None or (not isinstance(value, list | tuple | dict) and pd.isna(value)):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _records(df: Any) -> list[dict[str, Any]]:
+    return [{str(k): _cell(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _existing(path_text: str) -> Path:
+    path = Path(path_text).expanduser()
+    if not path.exists():
+        raise LogFormatError("no such file", source=path_text)
+    if path.is_dir():
+        raise LogFormatError("is a directory, not a log file", source=path_text)
+    return path
+
+
+def _split_thread(text: str) -> tuple[str, str | None]:
+    """``STORE#THREAD`` -> (STORE, THREAD); a path that exists as written is never split."""
+    if Path(text).expanduser().exists() or "#" not in text:
+        return text, None
+    path, _, thread = text.rpartition("#")
+    return path, thread or None
+
+
+def _read(source: str, thread: str | None) -> EventLog:
+    from agentscope.log import read_log
+
+    path = _existing(source)
+    return read_log(path, thread=thread)
+
+
+def _spec(text: str) -> MachineSpec:
+    from agentscope.bulk import MachineSpec
+
+    return MachineSpec.parse(text)
+
+
+def _machines_option(text: str) -> dict[str, MachineSpec]:
+    """Parse ``v1=M1,v2=M2``."""
+    out: dict[str, MachineSpec] = {}
+    for part in [p for p in text.split(",") if p.strip()]:
+        version, sep, spec = part.partition("=")
+        if not sep or not version.strip() or not spec.strip():
+            raise UsageError(f"--machines expects VERSION=MACHINE[,VERSION=MACHINE...], got {part!r}")
+        out[version.strip()] = _spec(spec.strip())
+    if not out:
+        raise UsageError("--machines is empty")
+    return out
+
+
+class _Machines:
+    """The machines a command replays with: loaded on demand, closed on exit."""
+
+    def __init__(self, machine: str | None, machines: str | None) -> None:
+        if machine is not None and machines is not None:
+            raise UsageError("give either --machine or --machines, not both")
+        self.spec = _spec(machine) if machine is not None else None
+        self.by_version = _machines_option(machines) if machines is not None else {}
+        self._open: list[Machine] = []
+
+    @property
+    def given(self) -> bool:
+        return self.spec is not None or bool(self.by_version)
+
+    def _load(self, spec: MachineSpec) -> Machine:
+        m = spec.load()
+        self._open.append(m)
+        return m
+
+    def load(self) -> tuple[Machine | None, dict[str, Machine] | None]:
+        primary = self._load(self.spec) if self.spec is not None else None
+        extra = {v: self._load(s) for v, s in self.by_version.items()} or None
+        return primary, extra
+
+    def close(self) -> None:
+        for m in self._open:
+            with suppress(AgentscopeError):
+                m.close()
+        self._open.clear()
+
+    def __enter__(self) -> _Machines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Subcommands
+
+
+def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
+    from agentscope.log import read_threads
+
+    path = _existing(args.store)
+    df = read_threads(path)
+    records = _records(df)
+    if out.as_json:
+        out.json({"store": str(path), "threads": records})
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(title=f"{path.name}: {len(records)} thread(s)", title_justify="left")
+    cols = [("thread_id", "thread"), ("length", "entries"), ("machine_id", "machine"),
+            ("machine_version", "version"), ("first_recorded_at", "first entry (UTC)"),
+            ("last_recorded_at", "last entry (UTC)")]
+    cols = [(c, h) for c, h in cols if c in df.columns]
+    for c, h in cols:
+        table.add_column(h, justify="right" if c == "length" else "left", overflow="fold")
+    for rec in records:
+        table.add_row(*[_short(rec.get(c), 40) for c, _ in cols])
+    out.print(table)
+    return EXIT_OK
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    if value is None:
+        return ""
+    text = str(value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]) if hasattr(value, "strftime") else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_line(text: Any, limit: int = 240) -> str:
+    """The first line of a message, shortened: engine errors can carry a whole JS stack."""
+    if text is None:
+        return ""
+    return _short(str(text).strip().splitlines()[0] if str(text).strip() else "", limit)
+
+
+def _verify_one(log: EventLog, ms: _Machines, strict: bool) -> Any:
+    from agentscope.replay import verify
+
+    primary, extra = ms.load()
+    return verify(primary, log, machines=extra, strict=strict)
+
+
+def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, Any]:
+    counts = report.counts()
+    first = report.first_mismatch
+    problems = _records(report.mismatches[[
+        "index", "id", "event_type", "recorded_hash", "computed_hash", "verdict", "reason", "explanation",
+    ]])
+    return {
+        "source": log.source,
+        "thread": log.thread,
+        "machine": machine,
+        "entries": len(log),
+        "ok": bool(report.ok),
+        "counts": counts,
+        "first_mismatch": None if first is None else _cell(first["index"]),
+        "first_mismatch_id": None if first is None else first["id"],
+        "problems": problems,
+        "log_problems": [
+            {"kind": k, "detail": d, "fatal": bool(f)} for k, d, f in report.log_problems
+        ],
+        "summary": report.summary(),
+    }
+
+
+def _print_report(out: _Out, report: Any, log: EventLog) -> None:
+    from rich.table import Table
+
+    where = log.source or "log"
+    if log.thread is not None:
+        where += f" (thread {log.thread})"
+    counts = report.counts()
+    status = "[green]verified[/green]" if report.ok else "[red]FAILED[/red]"
+    out.print(f"{where}: {status}, {len(log)} entries ({log.machine_id})")
+    parts = [f"{counts[k]} {k}" for k in ("verified", "explained", "mismatch", "missing", "unchecked")
+             if counts.get(k)]
+    if parts:
+        out.print("  " + ", ".join(parts))
+    first = report.first_mismatch
+    if first is not None:
+        out.print(
+            f"  first failure: entry {first['index']} ({first['id']}, {first['event_type']}): "
+            f"{_first_line(first['reason'])}",
+            markup=False,
+        )
+    for kind, detail, fatal in report.log_problems:
+        out.print(f"  {'error' if fatal else 'note'}: {kind}: {detail}", markup=False)
+    probs = report.mismatches
+    if len(probs):
+        shown = probs.head(_PROBLEM_ROWS)
+        table = Table(title="entries with problems", title_justify="left")
+        for c in ("index", "id", "event", "recorded", "computed", "verdict"):
+            table.add_column(c, justify="right" if c == "index" else "left", overflow="fold")
+        for rec in _records(shown):
+            table.add_row(
+                str(rec["index"]), _short(rec["id"], 24), _short(rec["event_type"], 28),
+                _short(rec["recorded_hash"]), _short(rec["computed_hash"]), _short(rec["verdict"]),
+            )
+        out.print(table)
+        if len(probs) > _PROBLEM_ROWS:
+            out.print(f"  … {len(probs) - _PROBLEM_ROWS} more (--json lists them all)", markup=False)
+
+
+def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
+    source, thread = _split_thread(args.log)
+    thread = args.thread or thread
+    path = _existing(source)
+    with _Machines(args.machine, args.machines) as ms:
+        if not ms.given:
+            raise UsageError("verify needs a machine: --machine M or --machines v1=M1,v2=M2")
+        if _is_sqlite(path) and thread is None:
+            return _verify_store(path, ms, args, out)
+        log = _read(source, thread)
+        report = _verify_one(log, ms, args.strict)
+        if out.as_json:
+            out.json(_report_json(report, log, args.machine or args.machines))
+        else:
+            _print_report(out, report, log)
+        return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
+    from agentscope.bulk import verify_store
+    from agentscope.log import read_threads
+
+    threads = [str(t) for t in read_threads(path)["thread_id"]]
+    primary = ms.spec
+    extra = dict(ms.by_version)
+    if primary is None:
+        # --machines only: the primary machine is the last one listed (the newest version)
+        primary = list(extra.values())[-1]
+    with out.progress(f"verifying {len(threads)} threads", len(threads)) as progress:
+        df = verify_store(
+            path, primary, threads=threads, machines=extra or None, strict=args.strict,
+            max_workers=args.workers, progress=progress,
+        )
+    rows = _records(df)
+    errors = [r for r in rows if _is_bad_input(r)]
+    failed = [r for r in rows if not r["verified"]]
+    ok = not failed
+    if out.as_json:
+        out.json({"store": str(path), "machine": args.machine or args.machines, "ok": ok,
+                  "threads": len(rows), "failed": len(failed), "results": rows})
+    else:
+        from rich.table import Table
+
+        status = "[green]verified[/green]" if ok else "[red]FAILED[/red]"
+        out.print(f"{path}: {status} - {len(rows) - len(failed)}/{len(rows)} threads verified")
+        table = Table(title_justify="left")
+        show_error = any(r["error"] for r in rows)
+        heads = [("thread", "left"), ("entries", "right"), ("ok", "left"), ("first failure", "right"),
+                 ("explained", "right"), ("unexplained", "right"), ("missing", "right"), ("s", "right")]
+        if show_error:
+            heads.append(("error", "left"))
+        for c, j in heads:
+            table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
+        for r in rows:
+            cells = [
+                _short(r["thread"]), str(r["length"]), "yes" if r["verified"] else "NO",
+                "" if r["first_mismatch"] is None else str(r["first_mismatch"]),
+                str(r["explained"]), str(r["unexplained"]), str(r["missing"]), f"{r['seconds']:.2f}",
+            ]
+            if show_error:
+                cells.append(_short(r["error"], 80))
+            table.add_row(*cells)
+        out.print(table)
+    if errors:
+        return EXIT_BAD_INPUT
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+_BAD_INPUT_ERRORS = ("invalid-entry", "LogFormatError", "EntryValidationError", "NonSerializableError",
+                     "ThreadNotFoundError", "MachineLoadError")
+
+
+def _is_bad_input(row: Mapping[str, Any]) -> bool:
+    """A row whose thread could not be checked because its input is broken (exit code 2)."""
+    error = row.get("error")
+    return isinstance(error, str) and error.startswith(_BAD_INPUT_ERRORS)
+
+
+def _html_player(machine: Machine | None, log: EventLog, path: Path) -> Path:
+    from agentscope.widgets import TimeTravel
+
+    view = TimeTravel(machine, log) if machine is not None else TimeTravel(log)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    view.to_html(path)
+    return path.resolve()
+
+
+def _log_summary(log: EventLog) -> dict[str, Any]:
     df = log.df
-    print(f"agentscope demo: {path.name} (bundled real log, @statelyai/agent 2.0 alpha, SQLite store)")
-    listing = ", ".join(f"{t} ({n})" for t, n in zip(threads.thread_id, threads.length, strict=True))
-    print(f"threads in the store: {listing}")
-    print()
-    print(f"thread        {log.thread}")
-    print(f"entries       {len(log)}")
-    print(f"machine       {log.machine_id} @ {', '.join(log.machine_versions)}")
-    print(f"execution id  {log.execution_id}")
-    first, last = df["recorded_at"].iloc[0], df["recorded_at"].iloc[-1]
-    print(f"time span     {first.isoformat()} .. {last.isoformat()} ({(last - first).total_seconds():.3f} s)")
-    print("event types:")
-    counts = df["event_type"].value_counts(sort=True)
-    width = max(len(str(t)) for t in counts.index)
-    for event_type, count in counts.items():
-        if count:
-            print(f"  {event_type!s:<{width}}  {count}")
-    hashes = df["state_hash"].dropna()
-    well_formed = hashes.map(lambda h: _HASH_RE.fullmatch(h) is not None)
-    print()
-    print(f"hash status: {len(hashes)} of {len(log)} entries carry verification.stateHash; "
-          f"{int(well_formed.sum())} are 8-hex-digit strings"
-          + ("" if well_formed.all() else f" ({int((~well_formed).sum())} malformed)"))
-    print(f"last recorded state hash: {hashes.iloc[-1] if len(hashes) else '-'}")
-    print("not yet verified: recomputing each hash by replaying the machine (spec §4.1) is not "
-          "part of this command yet.")
-    print()
-    print(df[["index", "recorded_at", "event_type", "state_hash"]].head(8).to_string(index=False))
-    return 0
+    counts = df["event_type"].astype("string").value_counts()
+    recorded = df["recorded_at"].dropna()
+    hashes = df["state_hash"].notna().sum() if "state_hash" in df.columns else 0
+    return {
+        "source": log.source,
+        "thread": log.thread,
+        "entries": len(log),
+        "era": log.era,
+        "machine_id": log.machine_id,
+        "machine_versions": list(log.machine_versions),
+        "execution_id": log.execution_id,
+        "first_recorded_at": recorded.iloc[0] if len(recorded) else None,
+        "last_recorded_at": recorded.iloc[-1] if len(recorded) else None,
+        "hashes": int(hashes),
+        "event_types": {str(k): int(v) for k, v in counts.items() if v},
+    }
+
+
+def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
+    source, thread = _split_thread(args.log)
+    log = _read(source, args.thread or thread)
+    summary = _log_summary(log)
+    report = None
+    with _Machines(args.machine, None) as ms:
+        machine = None
+        if ms.given:
+            machine, _ = ms.load()
+            from agentscope.replay import verify
+
+            report = verify(machine, log)
+            summary["verification"] = report.summary()
+            summary["ok"] = bool(report.ok)
+        if args.html is not None:
+            summary["html"] = str(_html_player(machine, log, Path(args.html)))
+    code = EXIT_OK if report is None or report.ok else EXIT_FAILED
+    if out.as_json:
+        out.json(summary)
+        return code
+    from rich.table import Table
+
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column(overflow="fold")
+    for key in ("source", "thread", "entries", "era", "machine_id", "machine_versions", "execution_id",
+                "first_recorded_at", "last_recorded_at", "hashes"):
+        value = summary[key]
+        if key == "machine_versions":
+            value = ", ".join(value)
+        if key == "hashes":
+            value = f"{value} of {summary['entries']} entries carry verification.stateHash"
+        if value is not None:
+            head.add_row(key.replace("_", " "), _short(value, 200))
+    if report is not None:
+        head.add_row("verification", report.summary())
+    out.print(head)
+    types = Table(title="event types", title_justify="left")
+    types.add_column("type")
+    types.add_column("count", justify="right")
+    for t, n in summary["event_types"].items():
+        types.add_row(t, str(n))
+    out.print(types)
+    if args.limit:
+        df = log.df
+        rows = Table(title=f"entries (first {min(args.limit, len(df))} of {len(df)})", title_justify="left")
+        for c in ("index", "recorded_at", "event_type", "state_hash"):
+            rows.add_column(c.replace("_", " "), justify="right" if c == "index" else "left")
+        for rec in _records(df[["index", "recorded_at", "event_type", "state_hash"]].head(args.limit)):
+            rows.add_row(str(rec["index"]), _short(rec["recorded_at"]), _short(rec["event_type"]),
+                         _short(rec["state_hash"]))
+        out.print(rows)
+    if "html" in summary:
+        out.print(f"player written to {summary['html']}", markup=False)
+    return code
+
+
+def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
+    from agentscope.forks import compare
+
+    a_src, a_thread = _split_thread(args.a)
+    b_src, b_thread = _split_thread(args.b)
+    left = _read(a_src, a_thread)
+    right = _read(b_src, b_thread)
+    with _Machines(args.machine, None) as ms:
+        machine = ms.load()[0] if ms.given else None
+        diff = compare(left, right, machine=machine)
+    same = diff.kind in ("identical", "prefix")
+    data: dict[str, Any] = {
+        "a": args.a,
+        "b": args.b,
+        "kind": diff.kind,
+        "identical": diff.kind == "identical",
+        "common_prefix": diff.common_prefix,
+        "through_event_id": diff.through_event_id,
+        "divergence": diff.divergence,
+        "divergence_fields": list(diff.divergence_fields),
+        "a_length": diff.left_length,
+        "b_length": diff.right_length,
+        "tampered": list(diff.tampered),
+        "a_suffix": [_cell(t) for t in diff.left_suffix["event_type"]] if len(diff.left_suffix) else [],
+        "b_suffix": [_cell(t) for t in diff.right_suffix["event_type"]] if len(diff.right_suffix) else [],
+    }
+    if diff.machine_used:
+        data["reconverged_at"] = diff.reconverged_at
+        data["state_changes"] = (
+            [
+                {
+                    "path": c.path,
+                    "op": c.op,
+                    "left": None if c.op == "add" else c.left,
+                    "right": None if c.op == "remove" else c.right,
+                }
+                for c in diff.state_diffs[0].changes
+            ]
+            if diff.state_diffs
+            else []
+        )
+    if out.as_json:
+        out.json(data)
+        return EXIT_OK if same else EXIT_FAILED
+    out.print(f"{args.a} vs {args.b}: [bold]{diff.kind}[/bold]")
+    out.print(f"  common prefix: {diff.common_prefix} entries"
+              + (f" (through {diff.through_event_id})" if diff.through_event_id else ""), markup=False)
+    if diff.divergence is not None:
+        fields = ", ".join(diff.divergence_fields)
+        out.print(f"  diverge at entry {diff.divergence}" + (f" ({fields} differ)" if fields else ""),
+                  markup=False)
+    if diff.tampered:
+        out.print(f"  altered entries: {', '.join(map(str, diff.tampered[:20]))}", markup=False)
+    out.print(f"  lengths: {diff.left_length} vs {diff.right_length}", markup=False)
+    for label, suffix in (("a", data["a_suffix"]), ("b", data["b_suffix"])):
+        if suffix:
+            shown = ", ".join(str(t) for t in suffix[:8]) + (" …" if len(suffix) > 8 else "")
+            out.print(f"  {label} continues with {len(suffix)}: {shown}", markup=False)
+    if diff.machine_used and data.get("state_changes"):
+        out.print(f"  state at entry {diff.state_diffs[0].index} differs in:", markup=False)
+        for c in data["state_changes"][:12]:
+            out.print(f"    {c['path']}: {_short(json.dumps(c['left'], default=str), 40)} -> "
+                      f"{_short(json.dumps(c['right'], default=str), 40)}", markup=False)
+    return EXIT_OK if same else EXIT_FAILED
+
+
+_EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
+
+
+def export_table(log: EventLog) -> Any:
+    """Return the log as a flat table: one row per entry, scalar cells, nested values as JSON text.
+
+    Columns: ``index`` (int), ``id``, ``timestamp`` (the entry's ``recordedAt`` text),
+    ``machine_id``, ``machine_version``, ``type`` (the event type), ``event`` (the whole event,
+    compact JSON), ``causation_id``, ``metadata`` (compact JSON or empty), ``state_hash``
+    (``verification.stateHash`` or empty). The names are the column-mapping keys of
+    :func:`agentscope.log.read_log` for tables, so ``read_log`` reads the file back with no
+    ``columns=`` (without the hashes, which tabular logs do not carry).
+    """
+    import pandas as pd
+
+    def text(value: Any) -> str | None:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    rows: list[dict[str, Any]] = []
+    for entry in log.entries:
+        event = entry.get("event")
+        verification = entry.get("verification")
+        rows.append({
+            "index": entry.get("index"),
+            "id": entry.get("id"),
+            "timestamp": entry.get("recordedAt"),
+            "machine_id": entry.get("machineId"),
+            "machine_version": entry.get("machineVersion"),
+            "type": event.get("type") if isinstance(event, Mapping) else None,
+            "event": text(event),
+            "causation_id": entry.get("causationId"),
+            "metadata": text(entry.get("metadata")),
+            "state_hash": verification.get("stateHash") if isinstance(verification, Mapping) else None,
+        })
+    columns = ["index", "id", "timestamp", "machine_id", "machine_version", "type", "event",
+               "causation_id", "metadata", "state_hash"]
+    return pd.DataFrame(rows, columns=columns).astype({"index": "int64"})
+
+
+def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
+    source, thread = _split_thread(args.log)
+    log = _read(source, args.thread or thread)
+    src_path = Path(source).resolve()
+    if args.output is None:
+        stem = src_path.name.split(".")[0] + (f".{log.thread}" if log.thread else "")
+        target = Path.cwd() / (stem + _EXPORT_SUFFIX[args.to])
+    else:
+        target = Path(args.output)
+    if target.resolve() == src_path:
+        raise UsageError(f"refusing to overwrite the input log {src_path}; pick another -o")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if args.to == "jsonl":
+        with target.open("w", encoding="utf-8") as fh:
+            for entry in log.entries:
+                fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        table = export_table(log)
+        if args.to == "parquet":
+            table.to_parquet(target, index=False)
+        else:
+            table.to_csv(target, index=False)
+    if out.as_json:
+        out.json({"output": str(target.resolve()), "format": args.to, "entries": len(log)})
+    else:
+        out.print(f"wrote {len(log)} entries to {target.resolve()}", markup=False)
+    return EXIT_OK
+
+
+def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
+    if args.lab:
+        return _open_lab(out)
+    from agentscope.bulk import MachineSpec
+    from agentscope.log import read_log
+    from agentscope.replay import verify
+
+    log = read_log(DEMO_STORE, thread=args.thread)
+    engine = "python" if args.engine == "python" else "node"
+    machine: Machine | None = None
+    if engine == "node":
+        try:
+            machine = MachineSpec("node", str(DEMO_NODE_MACHINE), DEMO_NODE_EXPORT).load()
+        except (MachineLoadError, EngineError) as exc:
+            if args.engine == "node":
+                raise
+            reason = " ".join(str(exc).split())
+            out.note(f"Node engine unavailable ({_short(reason, 160)}); falling back to the Python "
+                     "engine's version of the triage machine (agentscope.examples.python_machines).")
+            engine = "python"
+    if machine is None:
+        machine = MachineSpec.parse(DEMO_PY_MACHINE).load()
+    try:
+        report = verify(machine, log)
+        target = Path(args.output) if args.output else Path.cwd() / "agentscope-demo.html"
+        html = _html_player(machine, log, target)
+    finally:
+        machine.close()
+    if out.as_json:
+        data = _report_json(report, log, str(DEMO_NODE_MACHINE) if engine == "node" else DEMO_PY_MACHINE)
+        data.update(engine=engine, html=str(html))
+        out.json(data)
+    else:
+        out.print(f"agentscope demo: a real support-triage agent run (@statelyai/agent 2.0, XState 6), "
+                  f"thread {log.thread!r} of the bundled store {DEMO_STORE.name}", markup=False)
+        out.print(f"  {len(log)} entries, machine {log.machine_id} @ {', '.join(log.machine_versions)}, "
+                  f"execution {log.execution_id}; replayed with the {engine} engine", markup=False)
+        _print_report(out, report, log)
+        out.print(f"player written to {html}", markup=False)
+        out.print("open it in a browser; `agentscope demo --lab` opens the quickstart notebook instead",
+                  markup=False)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _find_quickstart() -> Path | None:
+    for root in (_PACKAGE.parent / "notebooks", Path.cwd() / "notebooks"):
+        if root.is_dir():
+            found = sorted(root.glob("01*.ipynb"))
+            if found:
+                return found[0]
+    return None
+
+
+def _open_lab(out: _Out) -> int:
+    notebook = _find_quickstart()
+    if notebook is None:
+        raise UsageError("the quickstart notebook (notebooks/01_*.ipynb) is not here; --lab needs a "
+                         "source checkout of agentscope")
+    out.note(f"opening {notebook} in JupyterLab (Ctrl-C to stop)")
+    try:
+        return subprocess.call(
+            [sys.executable, "-m", "jupyterlab", str(notebook)], cwd=notebook.parent.parent
+        )
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser and entry point
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with our prefix on errors (exit code 2, as argparse does)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``agentscope`` argument parser."""
+    machine_help = (
+        "machine: path/to/machine.mjs[:export] (Node engine) or py:module:attr (Python engine)"
+    )
+    top = argparse.ArgumentParser(add_help=False)
+    top.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    top.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    # the same options after the subcommand; SUPPRESS keeps a subparser from resetting them
+    common = _Parser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print machine-readable JSON")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks instead of one-line errors")
+
+    parser = _Parser(
+        prog="agentscope",
+        description="Time-travel debugging for statechart agent event logs "
+        "(@statelyai/agent 2.0 / XState 6).",
+        epilog="Exit codes: 0 verified/ok, 1 mismatch or divergence, 2 bad input or usage.",
+        parents=[top],
+    )
+    parser.add_argument("--version", action="version", version=f"agentscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser(
+        "demo", parents=[common], help="verify the bundled real agent log and write a player",
+        description="Replay the bundled support-triage agent log (thread main) with its real machine, "
+        "print the verification summary and write the static time-travel player.",
+    )
+    p.add_argument("--lab", action="store_true", help="open the quickstart notebook in JupyterLab instead")
+    p.add_argument("--thread", default=DEMO_THREAD, choices=["main", "fork", "second"],
+                   help="thread of the bundled store (default main)")
+    p.add_argument("-o", "--output", help="where to write the player (default ./agentscope-demo.html)")
+    p.add_argument("--engine", choices=["auto", "node", "python"], default="auto",
+                   help="auto (default): real XState through Node, else the Python engine")
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("threads", parents=[common], help="list the threads of a SQLite store")
+    p.add_argument("store", metavar="STORE")
+    p.set_defaults(func=_cmd_threads)
+
+    p = sub.add_parser("show", parents=[common], help="summarise a log; optionally write a static player")
+    p.add_argument("log", metavar="LOG", help="a log file, or STORE[#THREAD]")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
+    p.add_argument("--limit", type=int, default=10, help="entries to list (default 10; 0: none)")
+    p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser("verify", parents=[common],
+                       help="replay a log or every thread of a store and check hashes")
+    p.add_argument("log", metavar="LOG|STORE", help="a log file, a store (every thread), or STORE#THREAD")
+    p.add_argument("--thread", help="verify only this thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
+    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("diff", parents=[common],
+                       help="compare two logs or forks: common prefix and divergence")
+    p.add_argument("a", metavar="A", help="a log file or STORE#THREAD")
+    p.add_argument("b", metavar="B", help="a log file or STORE#THREAD")
+    p.add_argument("--machine", metavar="M", help=machine_help + "; also compares the states")
+    p.set_defaults(func=_cmd_diff)
+
+    p = sub.add_parser("export", parents=[common], help="convert a log to JSON lines, Parquet or CSV")
+    p.add_argument("log", metavar="LOG", help="a log file or STORE#THREAD")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--to", required=True, choices=sorted(_EXPORT_SUFFIX), help="output format")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="output file (default: ./<name>[.<thread>].<format>)")
+    p.set_defaults(func=_cmd_export)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``agentscope`` console script. Returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="agentscope", description="Time-travel debugging for agent event logs."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", help="summarise the bundled real agent log (g_triage.sqlite)")
-    p_demo.add_argument("--thread", default="main", help="thread of the bundled store (main, fork, second)")
+    """Run the ``agentscope`` command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return demo(args.thread)
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it
-    return 2  # pragma: no cover
+    out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json))
+    try:
+        code: int = args.func(args, out)
+        return code
+    except AgentscopeError as exc:
+        if args.debug:
+            raise
+        message = " ".join(str(exc).split("\n")[0].split())
+        print(f"agentscope: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("agentscope: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

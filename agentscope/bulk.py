@@ -1,0 +1,542 @@
+"""Bulk verification: check every thread of a store, split across any ``concurrent.futures.Executor``.
+
+A store (spec §5.2) holds many threads; checking them one by one in a notebook is slow and
+serial. :func:`verify_store` splits the threads into chunks and submits each chunk to an
+executor: a local :class:`~concurrent.futures.ProcessPoolExecutor` by default, or anything that
+implements the :class:`~concurrent.futures.Executor` interface, such as a Dask ``distributed``
+client's ``client.get_executor()`` or Ray's ``ray.util.ThreadPoolExecutor``-style pools. The
+function run on the workers is a plain module-level function, so nothing but picklable data
+crosses the process boundary.
+
+Machines are live objects (the Node engine holds a subprocess), so they are never shipped.
+What is shipped is a :class:`MachineSpec`: *where* to load the machine from. Each worker thread
+loads it once, on first use, and keeps it for every later chunk.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import math
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from agentscope.engines.base import Machine
+
+__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "verify_store"]
+
+ROW_COLUMNS: tuple[str, ...] = (
+    "thread",
+    "length",
+    "verified",
+    "mismatches",
+    "first_mismatch",
+    "explained",
+    "unexplained",
+    "missing",
+    "seconds",
+    "error",
+)
+"""Columns of the DataFrame :func:`verify_store` returns, in order."""
+
+_JS_SUFFIXES = (".mjs", ".js", ".cjs", ".ts", ".mts", ".cts")
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine specs
+
+
+@dataclass(frozen=True, slots=True)
+class MachineSpec:
+    """Where to load a machine from: a picklable recipe each worker turns into a live machine.
+
+    Two kinds exist, one per engine:
+
+    - ``kind="node"``: a JavaScript/TypeScript module run by real XState in Node
+      (:func:`agentscope.engines.xstate.load_machine`). ``module`` is the absolute path of the
+      ``.mjs``/``.js``/``.ts`` file and ``export`` the export name (``None``: let the engine pick
+      the module's only machine export).
+    - ``kind="python"``: a Python object. ``module`` is a dotted module name and ``export`` an
+      attribute path in it. The attribute is either a machine (anything implementing
+      :class:`~agentscope.engines.base.Machine`) or a zero-argument factory returning one, e.g.
+      ``agentscope.examples.python_machines:counter_machine``.
+
+    Build one with :meth:`parse` from the text form the CLI accepts, or directly.
+
+    Attributes
+    ----------
+    kind : {"node", "python"}
+    module : str
+        Absolute file path (node) or dotted module name (python).
+    export : str | None
+        Export (node) or attribute path (python; required).
+    node : str
+        The Node executable, for ``kind="node"``.
+    """
+
+    kind: Literal["node", "python"]
+    module: str
+    export: str | None = None
+    node: str = "node"
+
+    @classmethod
+    def parse(cls, text: str, *, base: str | os.PathLike[str] | None = None) -> MachineSpec:
+        """Parse the text form of a machine spec.
+
+        Accepted forms:
+
+        - ``path/to/machine.mjs`` or ``path/to/machine.mjs:exportName`` (any of ``.mjs``, ``.js``,
+          ``.cjs``, ``.ts``, ``.mts``, ``.cts``): the Node engine. Relative paths are resolved
+          against ``base`` (default: the current directory) and made absolute, so the spec means
+          the same file on every worker.
+        - ``py:package.module:attr``: the Python engine.
+        - ``package.module:attr`` (no path separator, no JS suffix): also the Python engine.
+
+        Raises
+        ------
+        MachineLoadError
+            The text matches none of the forms, or a Node module file does not exist.
+        """
+        raw = text.strip()
+        if not raw:
+            raise MachineLoadError(
+                "empty machine spec; expected 'path/to/machine.mjs[:export]' or 'py:module:attr'"
+            )
+        if raw.startswith("py:"):
+            return cls._python(raw[3:], raw)
+        path_part, export = raw, None
+        head, sep, tail = raw.rpartition(":")
+        if sep and head and not tail.startswith(("/", "\\")) and head.lower().endswith(_JS_SUFFIXES):
+            path_part, export = head, tail or None
+        if path_part.lower().endswith(_JS_SUFFIXES):
+            path = Path(path_part).expanduser()
+            if not path.is_absolute():
+                path = Path(base or Path.cwd()) / path
+            path = path.resolve()
+            if not path.is_file():
+                raise MachineLoadError(f"machine module not found: {path}")
+            return cls("node", str(path), export)
+        if ":" in raw and "/" not in raw and "\\" not in raw:
+            return cls._python(raw, raw)
+        raise MachineLoadError(
+            f"cannot read machine spec {raw!r}; expected a .mjs/.js/.ts module path with an optional "
+            "':export', or 'py:package.module:attr'"
+        )
+
+    @classmethod
+    def _python(cls, body: str, raw: str) -> MachineSpec:
+        module, sep, attr = body.partition(":")
+        if not sep or not module or not attr:
+            raise MachineLoadError(
+                f"cannot read Python machine spec {raw!r}; expected 'py:package.module:attr'"
+            )
+        return cls("python", module, attr)
+
+    def __str__(self) -> str:
+        if self.kind == "python":
+            return f"py:{self.module}:{self.export}"
+        return f"{self.module}:{self.export}" if self.export else self.module
+
+    def load(self) -> Machine:
+        """Load and return a live machine; the caller owns it (call ``close()`` when done).
+
+        Raises
+        ------
+        MachineLoadError
+            The module cannot be imported or found, the attribute does not exist, or it is not a
+            machine (nor a factory returning one).
+        EngineError
+            The Node engine failed to start.
+        """
+        if self.kind == "node":
+            from agentscope.engines.xstate import load_machine
+
+            return load_machine(self.module, self.export, node=self.node)
+        if not self.export:
+            raise MachineLoadError(f"Python machine spec {self} names no attribute")
+        try:
+            obj: Any = importlib.import_module(self.module)
+        except ImportError as exc:
+            raise MachineLoadError(
+                f"cannot import module {self.module!r} for machine spec {self}: {exc}"
+            ) from exc
+        for part in self.export.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                raise MachineLoadError(f"module {self.module!r} has no attribute {self.export!r}") from None
+        if _looks_like_machine(obj):
+            return obj  # type: ignore[no-any-return]
+        if callable(obj):
+            made = obj()
+            if _looks_like_machine(made):
+                return made  # type: ignore[no-any-return]
+            raise MachineLoadError(
+                f"{self} is a factory but returned {type(made).__name__}, not a machine"
+            )
+        raise MachineLoadError(f"{self} is a {type(obj).__name__}, not a machine or a machine factory")
+
+
+def _looks_like_machine(obj: Any) -> bool:
+    if isinstance(obj, type):
+        return False
+    needed = ("machine_id", "version", "initial", "transition", "persist", "fold")
+    return all(hasattr(obj, name) for name in needed)
+
+
+def as_spec(machine: MachineSpec | str | os.PathLike[str]) -> MachineSpec:
+    """Return ``machine`` as a :class:`MachineSpec` (parsing text and paths with :meth:`MachineSpec.parse`).
+
+    Raises
+    ------
+    TypeError
+        ``machine`` is a live machine object: those cannot be shipped to workers; pass a spec.
+    MachineLoadError
+        The text is not a valid spec.
+    """
+    if isinstance(machine, MachineSpec):
+        return machine
+    if isinstance(machine, str | os.PathLike):
+        return MachineSpec.parse(os.fspath(machine))
+    raise TypeError(
+        f"verify_store needs a MachineSpec or its text form, not a live {type(machine).__name__}: "
+        "machines are loaded on each worker. Pass e.g. 'machines/triage.mjs:triageMachine' or "
+        "'py:agentscope.examples.python_machines:triage_machine'."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker side
+
+
+_local = threading.local()
+_opened: list[tuple[threading.Thread, Any]] = []
+_opened_lock = threading.Lock()
+
+
+def _machine_for(spec: MachineSpec) -> Machine:
+    """Return this worker thread's machine for ``spec``, loading it on first use.
+
+    Machines are kept per thread (an engine is not shared between threads). Machines of threads
+    that have ended (a finished ``ThreadPoolExecutor``) are closed the next time one is loaded,
+    so repeated calls in one process do not pile up Node processes.
+    """
+    cache: dict[MachineSpec, Machine] | None = getattr(_local, "machines", None)
+    if cache is None:
+        cache = {}
+        _local.machines = cache
+    machine = cache.get(spec)
+    if machine is None:
+        _close_machines(dead_only=True)
+        machine = spec.load()
+        cache[spec] = machine
+        with _opened_lock:
+            _opened.append((threading.current_thread(), machine))
+    return machine
+
+
+def _close_machines(*, dead_only: bool) -> None:
+    with _opened_lock:
+        closing = [m for t, m in _opened if not (dead_only and t.is_alive())]
+        _opened[:] = [(t, m) for t, m in _opened if dead_only and t.is_alive()]
+    for m in closing:
+        with contextlib.suppress(Exception):
+            m.close()
+
+
+@atexit.register
+def _close_all() -> None:  # pragma: no cover - runs at interpreter exit
+    _close_machines(dead_only=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One unit of work: some threads of one store. Plain data, so it pickles."""
+
+    store: str
+    threads: tuple[str, ...]
+    machine: MachineSpec
+    machines: tuple[tuple[str, MachineSpec], ...] = ()
+    strict: bool = False
+    entries: tuple[Sequence[Mapping[str, Any]], ...] | None = None
+
+
+@dataclass(slots=True)
+class _Failure:
+    """An error that stops the whole run (the machine cannot load), carried back as data."""
+
+    kind: str
+    message: str
+
+
+def _empty_row(thread: str) -> dict[str, Any]:
+    return {
+        "thread": thread,
+        "length": 0,
+        "verified": False,
+        "mismatches": 0,
+        "first_mismatch": None,
+        "explained": 0,
+        "unexplained": 0,
+        "missing": 0,
+        "seconds": 0.0,
+        "error": None,
+    }
+
+
+def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
+    """Verify each thread of ``chunk`` on this worker; returns one row per thread.
+
+    Errors about one thread (unreadable entries, a thread of another machine) become that row's
+    ``error``. Errors that would hit every thread (the machine cannot load) come back as a
+    :class:`_Failure` so the caller can stop. Exceptions never cross the process boundary, since
+    some of ours do not survive pickling.
+    """
+    from agentscope.log import read_log
+    from agentscope.replay import verify
+
+    try:
+        machine = _machine_for(chunk.machine)
+        machines = {v: _machine_for(s) for v, s in chunk.machines} or None
+    except AgentscopeError as exc:
+        return _Failure(type(exc).__name__, str(exc))
+
+    rows: list[dict[str, Any]] = []
+    for i, thread in enumerate(chunk.threads):
+        row = _empty_row(thread)
+        t0 = time.perf_counter()
+        try:
+            log: Any
+            if chunk.entries is not None:
+                log = list(chunk.entries[i])
+            else:
+                log = read_log(chunk.store, thread=thread)
+            row["length"] = len(log)
+            report = verify(machine, log, machines=machines, strict=chunk.strict)
+            row.update(_summarize(report))
+        except EngineError as exc:
+            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+        except AgentscopeError as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
+    return rows
+
+
+_HASH_REASONS = ("state-mismatch", "missing-verification", "explained-mismatch")
+
+
+def _summarize(report: Any) -> dict[str, Any]:
+    """Reduce a :class:`~agentscope.replay.VerifyReport` to the per-thread counts."""
+    df = report.df
+    verdicts = [str(v) for v in df["verdict"]]
+    failed_idx = [int(i) for i, f in zip(df["index"], df["failed"], strict=True) if bool(f)]
+    unexplained = sum(v == "mismatch" for v in verdicts)
+    explained = sum(v == "explained" for v in verdicts)
+    error: str | None = None
+    fatal = [f"{kind}: {detail}" for kind, detail, is_fatal in report.log_problems if is_fatal]
+    if fatal:
+        error = fatal[0]
+    else:
+        for reason, failed in zip(df["reason"], df["failed"], strict=True):
+            if bool(failed) and isinstance(reason, str) and not reason.startswith(_HASH_REASONS):
+                error = reason
+                break
+    return {
+        "mismatches": unexplained + explained,
+        "unexplained": unexplained,
+        "explained": explained,
+        "missing": sum(v == "missing" for v in verdicts),
+        "first_mismatch": failed_idx[0] if failed_idx else None,
+        "verified": bool(report.ok),
+        "error": error,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Caller side
+
+
+def _default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _list_threads(store: str) -> list[str]:
+    from agentscope.log import read_threads
+
+    df = read_threads(store)
+    return [str(t) for t in df["thread_id"]]
+
+
+def verify_store(
+    store: str | os.PathLike[str],
+    machine: MachineSpec | str | os.PathLike[str],
+    *,
+    threads: Iterable[str] | None = None,
+    executor: Executor | None = None,
+    machines: Mapping[str, MachineSpec | str] | None = None,
+    strict: bool = False,
+    max_workers: int | None = None,
+    chunk_size: int | None = None,
+    ship_entries: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Verify every thread of a store against a machine, in parallel (spec §4.1, §5.2).
+
+    Each thread is replayed from its init entry and every recorded
+    ``verification.stateHash`` is compared with the recomputed one
+    (:func:`agentscope.replay.verify`). Threads are grouped into chunks and each chunk is
+    submitted to ``executor``; every worker loads the machine from its spec once and reuses it.
+
+    Parameters
+    ----------
+    store : path
+        A SQLite event-log store (table ``agent_event_log``, spec §5.2) or anything else
+        :func:`agentscope.log.read_threads` lists threads of. Workers open it by this path
+        (read-only), so on a remote cluster it must sit on storage the workers share, or pass
+        ``ship_entries=True``.
+    machine : MachineSpec | str
+        The machine to replay with, as a :class:`MachineSpec` or its text form, e.g.
+        ``"path/to/triage.mjs:triageMachine"`` or
+        ``"py:agentscope.examples.python_machines:counter_machine"``.
+        A live machine object is refused (``TypeError``): it cannot be shipped.
+    threads : iterable of str, optional
+        Only these threads, in this order. Default: every thread of the store.
+    executor : concurrent.futures.Executor, optional
+        Where to run. Default: a private ``ProcessPoolExecutor`` (``max_workers`` processes, the
+        ``spawn`` start method), shut down on return. A passed executor is left running.
+    machines : mapping of version to MachineSpec | str, optional
+        Extra machines by ``machineVersion``, for logs that cross a version bridge (spec §4.2).
+    strict : bool
+        Count entries without a recorded hash as failures (``verify: "strict"``, spec §4.1).
+    max_workers : int, optional
+        Size of the default pool (default: the CPU count, at most 8).
+    chunk_size : int, optional
+        Threads per submitted task. Default: enough chunks for about four per worker.
+    ship_entries : bool
+        Read each thread here and send its entries with the task, instead of letting workers read
+        the store themselves. For clusters without a shared file system.
+    progress : callable(done, total), optional
+        Called after each finished chunk with the number of threads done so far.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per thread, in the order of ``threads`` (or the store), with columns
+        ``thread`` (str), ``length`` (int, entries), ``verified`` (bool: no unexplained mismatch,
+        and in strict mode no missing hash, and no error), ``mismatches`` (int: hash differences,
+        explained or not), ``first_mismatch`` (nullable Int64: index of the first failing entry),
+        ``explained`` (int: differences with a known benign cause, e.g. a live
+        ``timers[*].startedAt``), ``unexplained`` (int), ``missing`` (int: entries with no recorded
+        hash), ``seconds`` (float, wall-clock seconds spent on the thread on its worker) and
+        ``error`` (str or None: why the thread could not be checked at all, e.g. a malformed
+        entry or an entry for another machine).
+
+    Raises
+    ------
+    TypeError
+        ``machine`` is a live machine object.
+    MachineLoadError
+        The spec cannot be parsed, or a worker cannot load the machine.
+    EngineError
+        The engine failed on a worker.
+    ThreadNotFoundError, LogFormatError
+        The store cannot be read, or a requested thread is not in it.
+    """
+    store_path = os.fspath(store)
+    spec = as_spec(machine)
+    extra = tuple((str(v), as_spec(s)) for v, s in (machines or {}).items())
+    if not Path(store_path).exists():
+        raise LogFormatError("no such file", source=store_path)
+
+    available = _list_threads(store_path)
+    if threads is None:
+        wanted = available
+    else:
+        wanted = [str(t) for t in threads]
+        known = set(available)
+        unknown = [t for t in wanted if t not in known]
+        if unknown:
+            from agentscope.errors import ThreadNotFoundError
+
+            raise ThreadNotFoundError(
+                f"thread {unknown[0]!r} is not in the store (threads: {', '.join(available) or 'none'})",
+                source=store_path,
+            )
+
+    if not wanted:
+        return _frame([])
+
+    own_pool = executor is None
+    workers = max_workers or _default_workers()
+    size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
+    groups = [tuple(wanted[i : i + size]) for i in range(0, len(wanted), size)]
+    chunks: list[_Chunk] = []
+    for group in groups:
+        entries = None
+        if ship_entries:
+            from agentscope.log import read_log
+
+            entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
+        chunks.append(_Chunk(store_path, group, spec, extra, strict, entries))
+
+    pool: Executor = executor if executor is not None else ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+    )
+    rows_by_thread: dict[str, dict[str, Any]] = {}
+    try:
+        futures: dict[Future[list[dict[str, Any]] | _Failure], _Chunk] = {
+            pool.submit(_verify_chunk, c): c for c in chunks
+        }
+        done = 0
+        for fut in as_completed(futures):
+            result = fut.result()
+            if isinstance(result, _Failure):
+                for other in futures:
+                    other.cancel()
+                cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
+                raise cls(result.message)
+            for row in result:
+                rows_by_thread[row["thread"]] = row
+            done += len(futures[fut].threads)
+            if progress is not None:
+                progress(done, len(wanted))
+    finally:
+        if own_pool:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    return _frame([rows_by_thread[t] for t in wanted])
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+    return df.astype(
+        {
+            "thread": "string",
+            "length": "int64",
+            "verified": "bool",
+            "mismatches": "int64",
+            "first_mismatch": "Int64",
+            "explained": "int64",
+            "unexplained": "int64",
+            "missing": "int64",
+            "seconds": "float64",
+            "error": "object",
+        }
+    )
+

@@ -1,0 +1,505 @@
+"""The ``agentscope`` command end to end on the real fixtures: results, exit codes, JSON, errors."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope.cli import main
+from tests.conftest import FIXTURES, MACHINES, REPO, load_json, node_ready
+
+STORE = FIXTURES / "g_triage.sqlite"
+FORK_STORE = FIXTURES / "c_fork.sqlite"
+COUNTER_LOG = FIXTURES / "a_counter.log.json"
+TRIAGE = f"{MACHINES / 'triage.mjs'}:triageMachine"
+COUNTER = f"{MACHINES / 'counter.mjs'}:counterMachine"
+TICKET = MACHINES / "ticket.mjs"
+
+needs_node = pytest.mark.skipif(not node_ready(), reason="needs node and `npm ci` (xstate)")
+
+
+def _has_python_machine(name: str) -> bool:
+    try:
+        mod = importlib.import_module("agentscope.examples.python_machines")
+    except ImportError:
+        return False
+    return hasattr(mod, name)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code, out, _ = run(capsys, *argv, "--json")
+    return code, json.loads(out)
+
+
+def one_line_error(err: str, *needles: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines and lines[-1].startswith("agentscope: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[-1], (needle, lines[-1])
+
+
+@pytest.fixture
+def tampered_counter(tmp_path: Path) -> Path:
+    entries = load_json("a_counter.log.json")
+    assert entries[5]["verification"]["stateHash"] != "deadbeef"
+    entries[5]["verification"]["stateHash"] = "deadbeef"
+    path = tmp_path / "tampered.log.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tampered_store(tmp_path: Path) -> Path:
+    path = tmp_path / "tampered.sqlite"
+    shutil.copyfile(STORE, path)
+    con = sqlite3.connect(path)
+    (text,) = con.execute("SELECT entry FROM agent_event_log WHERE thread_id='second' AND idx=30").fetchone()
+    entry = json.loads(text)
+    entry["verification"]["stateHash"] = "deadbeef"
+    con.execute("UPDATE agent_event_log SET entry=? WHERE thread_id='second' AND idx=30",
+                (json.dumps(entry, separators=(",", ":")),))
+    con.commit()
+    con.close()
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# threads
+
+
+def test_threads_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "threads", STORE)
+    assert code == 0
+    got = {t["thread_id"]: t["length"] for t in data["threads"]}
+    assert got == {"main": 91, "fork": 52, "second": 40}
+    assert {t["machine_id"] for t in data["threads"]} == {"supportTriage"}
+
+
+def test_threads_human(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "threads", FORK_STORE)
+    assert code == 0
+    assert "2 thread(s)" in out and "branch" in out and "main" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_threads_on_a_json_log_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "threads", COUNTER_LOG)
+    assert code == 2
+    one_line_error(err, "a_counter.log.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# verify
+
+
+@needs_node
+def test_verify_log_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", COUNTER)
+    assert code == 0
+    assert data["ok"] is True and data["entries"] == 17
+    assert data["counts"]["verified"] == 17 and data["first_mismatch"] is None
+    assert data["problems"] == []
+
+
+@needs_node
+def test_verify_tampered_log_names_the_entry(capsys: pytest.CaptureFixture[str], tampered_counter: Path) -> None:
+    code, out, _ = run(capsys, "verify", tampered_counter, "--machine", COUNTER)
+    assert code == 1
+    assert "FAILED" in out
+    assert "entry 5 (evt_00000005, DEC)" in out and "deadbeef" in out
+    code, data = run_json(capsys, "verify", tampered_counter, "--machine", COUNTER)
+    assert code == 1
+    assert data["ok"] is False and data["first_mismatch"] == 5 and data["first_mismatch_id"] == "evt_00000005"
+    assert [p["index"] for p in data["problems"]] == [5]
+    assert data["problems"][0]["recorded_hash"] == "deadbeef"
+    assert data["counts"]["mismatch"] == 1 and data["counts"]["verified"] == 16
+
+
+@needs_node
+def test_verify_strict_passes_on_fully_hashed_log(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", COUNTER, "--strict")
+    assert code == 0 and data["ok"]
+
+
+@needs_node
+def test_verify_whole_store(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "verify", STORE, "--machine", TRIAGE, "--workers", "2")
+    assert code == 0
+    assert data["ok"] is True and data["threads"] == 3 and data["failed"] == 0
+    assert {r["thread"]: r["length"] for r in data["results"]} == {"main": 91, "fork": 52, "second": 40}
+    assert all(r["verified"] and r["first_mismatch"] is None for r in data["results"])
+
+
+@needs_node
+def test_verify_tampered_store(capsys: pytest.CaptureFixture[str], tampered_store: Path) -> None:
+    code, out, _ = run(capsys, "verify", tampered_store, "--machine", TRIAGE, "--workers", "1")
+    assert code == 1
+    assert "2/3 threads verified" in out
+    code, data = run_json(capsys, "verify", tampered_store, "--machine", TRIAGE, "--workers", "1")
+    rows = {r["thread"]: r for r in data["results"]}
+    assert rows["second"]["first_mismatch"] == 30 and rows["second"]["unexplained"] == 1
+    assert rows["main"]["verified"] and rows["fork"]["verified"]
+    # one thread of the store, two spellings
+    code, data = run_json(capsys, "verify", tampered_store, "--thread", "second", "--machine", TRIAGE)
+    assert code == 1 and data["first_mismatch"] == 30 and data["thread"] == "second"
+    code, data = run_json(capsys, "verify", f"{tampered_store}#main", "--machine", TRIAGE)
+    assert code == 0 and data["thread"] == "main" and data["entries"] == 91
+
+
+@needs_node
+def test_verify_version_bridge_with_machines(capsys: pytest.CaptureFixture[str]) -> None:
+    machines = f"1={TICKET}:ticketV1,2={TICKET}:ticketV2"
+    code, data = run_json(capsys, "verify", FIXTURES / "e_bridge.v2.log.json", "--machines", machines)
+    assert code == 0 and data["ok"] and data["counts"]["verified"] == 7
+    code, data = run_json(capsys, "verify", FIXTURES / "e_bridge.v1.log.json", "--machines", machines)
+    assert code == 0 and data["counts"]["verified"] == 5
+
+
+@needs_node
+def test_verify_with_another_machine_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", TRIAGE)
+    assert code == 1 and not data["ok"] and data["first_mismatch"] == 0
+    assert "machine" in data["problems"][0]["reason"]
+
+
+@pytest.mark.skipif(not _has_python_machine("counter_machine"), reason="no Python counter machine yet")
+def test_verify_with_python_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert code == 0 and data["counts"]["verified"] == 17
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input and usage: one clear line on stderr, exit 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["verify", "{tmp}/missing.json", "--machine", COUNTER], ["missing.json", "no such file"]),
+        (["verify", "{truncated}", "--machine", COUNTER], ["truncated.json", "line"]),
+        (["verify", str(STORE), "--thread", "nope", "--machine", TRIAGE], ["'nope'"]),
+        (["verify", f"{STORE}#nope", "--machine", TRIAGE], ["'nope'"]),
+        (["verify", str(COUNTER_LOG)], ["--machine"]),
+        (["verify", str(COUNTER_LOG), "--machine", "{tmp}/nope.mjs"], ["nope.mjs", "not found"]),
+        (["verify", str(COUNTER_LOG), "--machine", "py:agentscope_no_such_module:m"], ["agentscope_no_such_module"]),
+        (["verify", str(COUNTER_LOG), "--machine", COUNTER, "--machines", f"1={COUNTER}"], ["not both"]),
+        (["verify", str(COUNTER_LOG), "--machines", "no-equals-sign"], ["VERSION=MACHINE"]),
+        (["verify", "{tmp}", "--machine", COUNTER], ["directory"]),
+        (["show", "{truncated}"], ["truncated.json", "line"]),
+        (["show", "{bad_entry}"], ["bad_entry.json", "entry 3"]),
+        (["show", f"{STORE}#nope"], ["'nope'"]),
+        (["show", str(STORE)], ["thread"]),
+        (["diff", str(COUNTER_LOG), "{tmp}/missing.json"], ["missing.json"]),
+        (["export", "{truncated}", "--to", "jsonl"], ["truncated.json"]),
+        (["threads", "{tmp}/missing.sqlite"], ["missing.sqlite"]),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], needles: list[str]
+) -> None:
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(COUNTER_LOG.read_text(encoding="utf-8")[:700], encoding="utf-8")
+    entries = load_json("a_counter.log.json")
+    entries[3]["recordedAt"] = "yesterday"
+    bad_entry = tmp_path / "bad_entry.json"
+    bad_entry.write_text(json.dumps(entries), encoding="utf-8")
+    subst = {"{tmp}": str(tmp_path), "{truncated}": str(truncated), "{bad_entry}": str(bad_entry)}
+    real = []
+    for a in argv:
+        for k, v in subst.items():
+            a = a.replace(k, v)
+        real.append(a)
+    code, out, err = run(capsys, *real)
+    assert code == 2, (out, err)
+    one_line_error(err, *needles)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["verify"],
+        ["export", str(COUNTER_LOG)],
+        ["export", str(COUNTER_LOG), "--to", "xml"],
+        ["show", str(COUNTER_LOG), "--limit", "many"],
+    ],
+)
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: agentscope" in err and "error:" in err
+
+
+def test_debug_shows_the_exception(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="no such file"):
+        main(["show", str(tmp_path / "missing.json"), "--debug"])
+
+
+def test_console_script_exit_codes_and_no_traceback(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentscope.cli", "show", str(tmp_path / "nope.json")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"agentscope: error: {tmp_path / 'nope.json'}: no such file"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentscope.cli", "threads", str(STORE)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode == 0 and "second" in proc.stdout
+    assert "\x1b[" not in proc.stdout  # no colour codes when stdout is not a terminal
+
+
+# ---------------------------------------------------------------------------------------------
+# show
+
+
+def test_show_json_without_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    summary = load_json("g_triage.summary.json")
+    code, data = run_json(capsys, "show", STORE, "--thread", "main")
+    assert code == 0
+    assert data["entries"] == 91 and data["thread"] == "main" and data["era"] == "C"
+    assert data["machine_id"] == "supportTriage" and data["machine_versions"] == ["efe50ed5"]
+    assert data["event_types"] == summary["main"]["eventTypes"]
+    assert data["hashes"] == 91
+    assert "verification" not in data
+
+
+def test_show_human_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "show", f"{STORE}#second", "--limit", "5")
+    assert code == 0
+    assert "TICKETS_RECEIVED" in out and "entries (first 5 of 40)" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+
+
+@needs_node
+def test_show_with_machine_writes_player(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_html = tmp_path / "player" / "fork.html"
+    code, data = run_json(capsys, "show", STORE, "--thread", "fork", "--machine", TRIAGE, "--html", out_html)
+    assert code == 0
+    assert data["ok"] is True and "52 verified" in data["verification"]
+    assert Path(data["html"]) == out_html.resolve()
+    page = out_html.read_text(encoding="utf-8")
+    assert page.lstrip().lower().startswith("<!doctype html") and "supportTriage" in page
+
+
+@needs_node
+def test_show_tampered_with_machine_exits_1(capsys: pytest.CaptureFixture[str], tampered_counter: Path) -> None:
+    code, out, _ = run(capsys, "show", tampered_counter, "--machine", COUNTER)
+    assert code == 1 and "first failure at entry 5" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# diff
+
+
+def test_diff_fork_threads(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "diff", f"{STORE}#main", f"{STORE}#fork")
+    assert code == 1
+    assert data["kind"] == "fork" and data["common_prefix"] == 18 and data["divergence"] == 18
+    assert data["a_length"] == 91 and data["b_length"] == 52
+    assert data["a_suffix"][0] == "APPROVE" and data["b_suffix"][0] == "REJECT"
+    assert len(data["a_suffix"]) == 73 and len(data["b_suffix"]) == 34
+
+
+def test_diff_identical_file_and_store_thread(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "diff", FIXTURES / "c_fork_sqlite.parent.log.json", f"{FORK_STORE}#main")
+    assert code == 0 and "identical" in out
+
+
+def test_diff_tampered(capsys: pytest.CaptureFixture[str], tampered_counter: Path) -> None:
+    code, data = run_json(capsys, "diff", COUNTER_LOG, tampered_counter)
+    assert code == 1
+    assert data["kind"] == "tamper" and data["divergence"] == 5 and data["tampered"] == [5]
+    assert data["divergence_fields"] == ["verification.stateHash"]
+
+
+@needs_node
+def test_diff_with_machine_shows_state_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "diff", f"{STORE}#main", f"{STORE}#fork", "--machine", TRIAGE)
+    assert code == 1
+    paths = {c["path"] for c in data["state_changes"]}
+    assert "/context/current/id" in paths
+    code, out, _ = run(capsys, "diff", f"{STORE}#main", f"{STORE}#fork", "--machine", TRIAGE)
+    assert "diverge at entry 18" in out and "/context/current/id" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def test_export_jsonl_round_trips_exactly(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from agentscope.log import read_log
+
+    target = tmp_path / "second.jsonl"
+    code, data = run_json(capsys, "export", f"{STORE}#second", "--to", "jsonl", "-o", target)
+    assert code == 0 and data["entries"] == 40 and Path(data["output"]) == target.resolve()
+    assert read_log(target).entries == read_log(STORE, thread="second").entries
+    assert len(target.read_text(encoding="utf-8").splitlines()) == 40
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_export_table_reads_back(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: str
+) -> None:
+    import pandas as pd
+
+    from agentscope.log import read_log
+
+    original = read_log(COUNTER_LOG)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "export", COUNTER_LOG, "--to", fmt)
+    target = tmp_path / f"a_counter.{fmt}"
+    assert code == 0 and str(target) in out
+    table = pd.read_parquet(target) if fmt == "parquet" else pd.read_csv(target)
+    assert list(table["index"]) == list(range(17))
+    assert list(table["state_hash"]) == [e["verification"]["stateHash"] for e in original.entries]
+    back = read_log(target)
+    assert [e["event"] for e in back.entries] == [e["event"] for e in original.entries]
+    assert [e["id"] for e in back.entries] == [e["id"] for e in original.entries]
+
+
+def test_export_refuses_to_overwrite_its_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    copy = tmp_path / "log.jsonl"
+    copy.write_text("".join(json.dumps(e) + "\n" for e in load_json("a_counter.log.json")), encoding="utf-8")
+    before = copy.read_bytes()
+    code, _, err = run(capsys, "export", copy, "--to", "jsonl", "-o", copy)
+    assert code == 2
+    one_line_error(err, "overwrite")
+    assert copy.read_bytes() == before
+
+
+# ---------------------------------------------------------------------------------------------
+# demo
+
+
+@needs_node
+def test_demo_verifies_and_writes_the_player(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "demo.html"
+    code, out, err = run(capsys, "demo", "-o", target)
+    assert code == 0, err
+    assert "91 verified" in out and "node engine" in out
+    assert f"player written to {target.resolve()}" in out
+    assert target.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    code, data = run_json(capsys, "demo", "-o", target)
+    assert code == 0 and data["ok"] and data["engine"] == "node" and data["entries"] == 91
+
+
+@needs_node
+def test_demo_header_and_other_thread(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    main_log = load_json("g_triage.main.log.json")
+    code, out, _ = run(capsys, "demo", "-o", tmp_path / "m.html")
+    assert code == 0
+    assert "91 entries, machine supportTriage @ efe50ed5" in out
+    assert main_log[0]["metadata"]["executionId"] in out
+    code, data = run_json(capsys, "demo", "--thread", "second", "-o", tmp_path / "s.html")
+    assert code == 0 and data["thread"] == "second" and data["counts"]["verified"] == 40
+
+
+@pytest.mark.skipif(not _has_python_machine("triage_machine"), reason="no Python triage machine yet")
+def test_demo_falls_back_to_python_without_node(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=str(tmp_path))  # no node on PATH
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentscope.cli", "demo", "-o", str(tmp_path / "d.html")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Node engine unavailable" in proc.stderr and "Python engine" in proc.stderr
+    assert "91 verified" in proc.stdout and (tmp_path / "d.html").is_file()
+
+
+def test_demo_lab_without_notebook_is_bad_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import agentscope.cli as cli
+
+    monkeypatch.setattr(cli, "_find_quickstart", lambda: None)
+    code, _, err = run(capsys, "demo", "--lab")
+    assert code == 2
+    one_line_error(err, "quickstart")
+
+
+def test_demo_lab_starts_jupyterlab_on_the_quickstart(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import agentscope.cli as cli
+
+    nb = tmp_path / "notebooks" / "01_quickstart.ipynb"
+    nb.parent.mkdir()
+    nb.write_text("{}", encoding="utf-8")
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli, "_find_quickstart", lambda: nb)
+    monkeypatch.setattr(cli.subprocess, "call", lambda argv, **kw: calls.append(argv) or 0)
+    code, _, _ = run(capsys, "demo", "--lab")
+    assert code == 0
+    assert calls == [[sys.executable, "-m", "jupyterlab", str(nb)]]
+
+
+# ---------------------------------------------------------------------------------------------
+# progress bar: shown on a terminal, absent otherwise
+
+
+def test_progress_bar_only_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    import agentscope.cli as cli
+
+    out_tty, err_tty = io.StringIO(), io.StringIO()
+    o = cli._Out(out_tty, err_tty, as_json=False)
+    o.console = Console(file=out_tty, force_terminal=True)
+    o.err = Console(file=err_tty, force_terminal=True)
+    with o.progress("verifying 3 threads", 3) as update:
+        update(1, 3)
+        update(3, 3)
+    assert "verifying 3 threads" in err_tty.getvalue()
+    assert out_tty.getvalue() == ""
+
+    out_pipe, err_pipe = io.StringIO(), io.StringIO()
+    o = cli._Out(out_pipe, err_pipe, as_json=False)
+    assert not o.interactive
+    with o.progress("verifying 3 threads", 3) as update:
+        update(3, 3)
+    assert err_pipe.getvalue() == "" and out_pipe.getvalue() == ""
+
+
+@needs_node
+def test_verify_store_with_an_unreadable_thread_is_bad_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "corrupt.sqlite"
+    shutil.copyfile(FORK_STORE, store)
+    con = sqlite3.connect(store)
+    con.execute("UPDATE agent_event_log SET entry=? WHERE thread_id='branch' AND idx=3", ('{"schemaVersion":1,',))
+    con.commit()
+    con.close()
+    code, data = run_json(capsys, "verify", store, "--machine", COUNTER, "--workers", "1")
+    assert code == 2
+    rows = {r["thread"]: r for r in data["results"]}
+    assert rows["main"]["verified"] and rows["main"]["error"] is None
+    assert not rows["branch"]["verified"]
+    assert "entry 3" in rows["branch"]["error"] or "idx 3" in rows["branch"]["error"], rows["branch"]["error"]
+    code, out, _ = run(capsys, "verify", store, "--machine", COUNTER, "--workers", "1")
+    assert code == 2 and "1/2 threads verified" in out
