@@ -210,6 +210,10 @@ def test_snapshot_not_json(faulty: XStateMachine) -> None:
 def test_console_output_does_not_corrupt_the_protocol(faulty: XStateMachine) -> None:
     s = faulty.fold(faulty.initial(), [{"type": "CHATTY"}] * 3)[-1]
     assert s.value == "idle"
+    # stderr is drained by a reader thread, so the reply can arrive before the console text does.
+    deadline = time.monotonic() + 10
+    while "hello from a guard" not in faulty._runner.stderr_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert "hello from a guard" in faulty._runner.stderr_text()
 
 
