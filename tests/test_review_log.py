@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentscope.errors import LogFormatError, NonSerializableError
-from agentscope.log import read_log
+from agentscope.log import read_log, read_threads
 from agentscope.log.fast import FAST_MIN_BYTES
 from agentscope.log.validate import validate_entry
+from tests.conftest import FIXTURES
 from tests.test_log_fast import big_log
 from tests.test_log_validate import COUNTER
 
@@ -79,3 +82,25 @@ def test_deep_nesting_in_memory_is_a_typed_error() -> None:
     with pytest.raises(LogFormatError, match="nest") as info:
         read_log(entries)
     assert info.value.index == 1
+
+
+def test_wal_left_without_shm_is_read_with_its_commits_and_creates_no_files(tmp_path: Path) -> None:
+    # A WAL store copied while its host ran (or left by a crash): "-wal" holds commits, no "-shm".
+    live = tmp_path / "live"
+    live.mkdir()
+    src = live / "store.sqlite"
+    shutil.copy(FIXTURES / "g_triage.sqlite", src)
+    conn = sqlite3.connect(src, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("DELETE FROM agent_event_log WHERE thread_id='second'")  # committed, in -wal only
+    user = tmp_path / "user"
+    user.mkdir()
+    shutil.copy(src, user / "store.sqlite")
+    shutil.copy(live / "store.sqlite-wal", user / "store.sqlite-wal")
+    conn.close()
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in user.iterdir()}
+    assert sorted(read_threads(user / "store.sqlite")["thread_id"]) == ["fork", "main"]
+    assert len(read_log(user / "store.sqlite", thread="main")) == 91
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in user.iterdir()}
+    assert after == before  # no "-shm" created, nothing touched
