@@ -89,6 +89,9 @@ _LOAD_KINDS = {
 _TS_SUFFIXES = {".ts", ".mts", ".cts"}
 _JS_SUFFIXES = {".mjs", ".js", ".cjs"}
 
+_CLOSE_LOCK_WAIT = 1.0
+"""Seconds ``close()`` waits for a call in another thread before killing the runner outright."""
+
 _live_runners: weakref.WeakSet[_Runner] = weakref.WeakSet()
 _process_tokens = itertools.count(1)
 
@@ -247,8 +250,17 @@ class _Runner:
             pass
 
     def close(self) -> None:
-        with self._lock:
-            self._kill()
+        if self._lock.acquire(timeout=_CLOSE_LOCK_WAIT):
+            try:
+                self._kill()
+            finally:
+                self._lock.release()
+        else:
+            # Another thread waits on this runner (a machine stuck in user code): kill the
+            # process group without waiting; that thread then sees EOF and reports it.
+            proc = self.proc
+            if proc is not None:
+                self._signal_group(proc, signal.SIGKILL)
         _live_runners.discard(self)
 
     # -- requests ----------------------------------------------------------------------------
@@ -340,6 +352,11 @@ class _Runner:
             reply_line = proc.stdout.readline()
         except (ValueError, OSError):
             reply_line = b""
+        except BaseException:
+            # e.g. KeyboardInterrupt while the machine is stuck in user code: the reply may
+            # never come, so the runner is stopped and the next call starts a fresh one.
+            self._kill()
+            raise
         if not reply_line:
             self._join_writer()
             raise self._dead(f"'{op}'")
