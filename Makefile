@@ -45,3 +45,7 @@ clean:
 ## The long differential run (>= 10,000 generated machines against real XState).
 test-long: setup
 	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
+
+## The documentation site (strict: warnings fail).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
