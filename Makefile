@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict agentscope
 
 pytest: setup
-	$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	$(VENV)/bin/pytest --nbval-lax tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 bench: setup
