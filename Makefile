@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict agentscope
 
 pytest: setup
-	$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	$(VENV)/bin/pytest --nbval-lax tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 bench: setup
@@ -45,3 +45,7 @@ clean:
 ## The long differential run (>= 10,000 generated machines against real XState).
 test-long: setup
 	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
+
+## The documentation site (strict: warnings fail).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site

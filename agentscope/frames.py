@@ -120,6 +120,17 @@ class Frame:
         """The error once ``status == "error"``."""
         return None if self.persisted is None else self.persisted.get("error")
 
+    def _repr_html_(self) -> str:
+        """The step as escaped HTML (event, hash badge, context tree); no statechart without a layout."""
+        try:
+            from agentscope.render.html import frame_html  # views import the core, lazily here
+
+            return frame_html(self)
+        except Exception as err:  # IPython hides errors raised in repr methods: show them instead
+            import html
+
+            return f"<pre>Frame HTML failed: {html.escape(repr(err))}</pre>"
+
     def __repr__(self) -> str:
         return (
             f"Frame(index={self.index}, event={self.event_type!r}, value={self.value!r}, "

@@ -53,23 +53,23 @@ def djb2_hex_reference(text: str) -> str:
     return f"{h:08x}"
 
 
-_pow_table: np.ndarray[Any, np.dtype[np.uint32]] = np.array([1], dtype=np.uint32)
+_rev_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
 
 
-def _powers(n: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """Return 33**i mod 2**32 for i in [0, n) as uint32, growing the cached table by doubling."""
-    global _pow_table
-    table = _pow_table
-    if len(table) < n:
-        size = max(4096, len(table))
-        if len(table) < 2:
-            table = np.cumprod(np.full(size, 33, dtype=np.uint32), dtype=np.uint32)
-            table = np.concatenate([np.array([1], dtype=np.uint32), table[:-1]])
-        while len(table) < n:
-            step = np.uint32(pow(33, len(table), 1 << 32))
-            table = np.concatenate([table, table * step])
-        _pow_table = table
-    return table[:n]
+def _reversed_powers(n: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """Return ``33**(n-1-i) mod 2**32`` for i in [0, n) as a contiguous uint32 view.
+
+    A cached table holds the powers of the next power of two in descending order, so every
+    length is a contiguous tail slice of it (no copy, no reversal per call).
+    """
+    global _rev_table
+    size = len(_rev_table)
+    if size < n:
+        size = max(4096, 1 << (n - 1).bit_length())
+        ascending = np.cumprod(np.full(size, 33, dtype=np.uint32), dtype=np.uint32)
+        ascending = np.concatenate([np.ones(1, dtype=np.uint32), ascending[:-1]])
+        _rev_table = np.ascontiguousarray(ascending[::-1])
+    return _rev_table[size - n :]
 
 
 _SMALL = 48
@@ -89,8 +89,8 @@ def djb2_hex(text: str) -> str:
         for i in range(0, len(data), 2):
             h = (h * 33 + (data[i] | (data[i + 1] << 8))) & _MASK
         return f"{h:08x}"
-    units = np.frombuffer(data, dtype="<u2").astype(np.uint32)
-    acc = int((units * _powers(n)[::-1]).sum(dtype=np.uint32))
+    units = np.frombuffer(data, dtype="<u2")
+    acc = int((units * _reversed_powers(n)).sum(dtype=np.uint32))  # uint16*uint32 wraps mod 2**32
     h = (acc + 5381 * pow(33, n, 1 << 32)) & _MASK
     return f"{h:08x}"
 

@@ -503,3 +503,12 @@ def test_verify_store_with_an_unreadable_thread_is_bad_input(
     assert "entry 3" in rows["branch"]["error"] or "idx 3" in rows["branch"]["error"], rows["branch"]["error"]
     code, out, _ = run(capsys, "verify", store, "--machine", COUNTER, "--workers", "1")
     assert code == 2 and "1/2 threads verified" in out
+
+
+def test_show_html_without_machine(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "a.html"
+    code, data = run_json(capsys, "show", COUNTER_LOG, "--html", target, "--limit", "0")
+    assert code == 0 and Path(data["html"]) == target.resolve()
+    assert data["entries"] == 17 and data["event_types"]["TOGGLE"] == 5
+    page = target.read_text(encoding="utf-8")
+    assert "evt_00000016" in page or "FINISH" in page

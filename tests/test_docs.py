@@ -29,7 +29,7 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     page = (site / "reference" / "bulk" / "index.html").read_text(encoding="utf-8")
     assert "verify_store" in page and "MachineSpec" in page
     assert "first_mismatch" in page
-    for ref in ("hashing", "errors", "engines", "frames", "log", "xstate", "statechart", "replay", "forks"):
+    for ref in ("hashing", "errors", "engines", "frames", "log", "xstate", "statechart", "replay", "forks", "widgets", "render", "cli"):
         assert (site / "reference" / ref / "index.html").is_file(), ref
     for page_dir in ("tutorial", "explanation", "cli", "how-to/scale-out", "how-to/verify-in-ci"):
         assert (site / page_dir / "index.html").is_file(), page_dir

@@ -272,3 +272,9 @@ def test_counter_log_hashes_from_spec_7_2() -> None:
     for ctx, status, value, expected in states:
         snap = {"children": {}, "context": ctx, "historyValue": {}, "status": status, "timers": {}, "value": value}
         assert state_hash(snap) == expected
+
+
+@pytest.mark.parametrize("length", [49, 4095, 4096, 4097, 70_000])
+def test_djb2_long_strings_across_table_growth(length: int) -> None:
+    text = "".join(chr(0x20 + (i * 7919) % 0xD000) for i in range(length - 1)) + "😀"
+    assert djb2_hex(text) == djb2_hex_reference(text)

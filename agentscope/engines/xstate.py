@@ -771,6 +771,10 @@ def load_machine(
 ) -> XStateMachine:
     """Load an XState machine from a JS/TS module and return it as a :class:`Machine`.
 
+    ``xstate`` is resolved from the module's own location, as Node resolves the module's
+    ``import "xstate"``. One long-lived Node process serves the machine until
+    :meth:`XStateMachine.close` (also a context manager, and closed at interpreter exit).
+
     Parameters
     ----------
     path
@@ -785,10 +789,6 @@ def load_machine(
         Working directory of the Node process (default: inherited).
     reseed_every
         Re-seed interval of folds (see the module docstring); 0 disables it.
-
-    ``xstate`` is resolved from the module's own location, as Node resolves the module's
-    ``import "xstate"``. One long-lived Node process serves the machine until
-    :meth:`XStateMachine.close` (also a context manager, and closed at interpreter exit).
 
     Raises
     ------

@@ -1,2 +1,1 @@
-"""Bundled examples: a real agent log (``g_triage.sqlite``), the machines that wrote the fixtures'
-logs (``machines/*.mjs``) and their Python twins (:mod:`agentscope.examples.python_machines`)."""
+"""Bundled real examples: the support-triage agent store and the fixtures' machines (JS and Python)."""
