@@ -104,3 +104,10 @@ def test_wal_left_without_shm_is_read_with_its_commits_and_creates_no_files(tmp_
     assert len(read_log(user / "store.sqlite", thread="main")) == 91
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in user.iterdir()}
     assert after == before  # no "-shm" created, nothing touched
+
+
+def test_read_threads_on_a_json_log_says_it_is_not_a_sqlite_store() -> None:
+    with pytest.raises(LogFormatError, match="not a SQLite database") as info:
+        read_threads(FIXTURES / "a_counter.log.json")
+    assert info.value.source == str(FIXTURES / "a_counter.log.json")
+    assert "SQLite error" not in str(info.value)

@@ -70,6 +70,14 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
     p = Path(path)
     if not p.is_file():
         raise LogFormatError("no such SQLite file", source=str(path))
+    with p.open("rb") as fh:
+        head = fh.read(16)
+    if head and head != b"SQLite format 3\x00":  # (an empty file is an empty database)
+        raise LogFormatError(
+            "not a SQLite database (a store is a SQLite file with the §5.2 tables; "
+            "read JSON/JSONL logs with read_log)",
+            source=str(path),
+        )
     with contextlib.ExitStack() as stack:
         wal_file = p.with_name(p.name + "-wal")
         if wal_file.exists() and not p.with_name(p.name + "-shm").exists() and _is_wal(p):
