@@ -101,3 +101,20 @@ def test_a_stuck_runner_exits_when_python_is_killed(tmp_path: Path) -> None:
     finally:
         if not gone(pid, zombie_ok=True):
             os.killpg(pid, signal.SIGKILL)  # do not leave a spinning orphan behind a failure
+
+
+def test_payloads_nested_deeper_than_orjson_allows_still_replay() -> None:
+    # read_log accepts them (JSON.parse does): the engine must send and receive them too
+    from agentscope.replay import verify
+    from tests.conftest import MACHINES, load_json
+
+    deep: object = 1
+    for _ in range(400):
+        deep = {"a": deep}
+    log = load_json("a_counter.log.json")
+    log[3]["event"]["deep"] = deep  # ignored by the machine: the recorded hashes still hold
+    log[0]["event"]["input"]["deep"] = deep
+    with load_machine(MACHINES / "counter.mjs") as m:
+        report = verify(m, log)
+        assert report.ok, report.summary()
+

@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import json
 import os
 import re
 import signal
@@ -100,6 +101,17 @@ _process_tokens = itertools.count(1)
 def _close_all_runners() -> None:
     for runner in list(_live_runners):
         runner.close()
+
+
+def _dumps_line(message: dict[str, Any]) -> bytes:
+    """One protocol line. orjson stops at 255 nesting levels, which a valid log may exceed
+    (``JSON.parse`` has no such limit), so deeper messages go through the stdlib encoder."""
+    try:
+        return orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,8 +304,8 @@ class _Runner:
             rid = self._next_id
             op = str(payload.get("op"))
             try:
-                line = orjson.dumps({"id": rid, **payload}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-            except TypeError as exc:
+                line = _dumps_line({"id": rid, **payload})
+            except (TypeError, ValueError, RecursionError) as exc:
                 raise EngineError(f"Cannot send {op!r} to the Node runner: {exc}") from exc
             self._inflight.append((rid, op))
             stdin = proc.stdin
