@@ -118,3 +118,16 @@ def test_payloads_nested_deeper_than_orjson_allows_still_replay() -> None:
         report = verify(m, log)
         assert report.ok, report.summary()
 
+
+
+def test_a_runner_restarted_after_close_is_still_closed_at_exit() -> None:
+    from agentscope.engines import xstate
+    from tests.conftest import MACHINES
+
+    m = load_machine(MACHINES / "counter.mjs")
+    m.close()
+    m.initial()  # a closed machine restarts its runner on use
+    pid = m.pid
+    assert pid is not None
+    xstate._close_all_runners()  # what atexit runs
+    assert _wait_gone(pid)

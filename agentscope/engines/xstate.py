@@ -168,6 +168,7 @@ class _Runner:
         except OSError as exc:
             raise MachineLoadError(f"Cannot start Node.js {self.argv[0]!r}: {exc} ({self.label})") from exc
         self.proc = proc
+        _live_runners.add(self)  # again after a close(): closed at exit like the first one
         self.generation = next(_process_tokens)
         self.pending_release = []
         self._inflight = []
