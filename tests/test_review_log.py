@@ -111,3 +111,17 @@ def test_read_threads_on_a_json_log_says_it_is_not_a_sqlite_store() -> None:
         read_threads(FIXTURES / "a_counter.log.json")
     assert info.value.source == str(FIXTURES / "a_counter.log.json")
     assert "SQLite error" not in str(info.value)
+
+
+def test_fast_path_still_taken_when_strings_look_like_big_numbers(tmp_path: Path) -> None:
+    entries = big_log()
+    for i, e in enumerate(entries):
+        if "verification" in e:
+            e["verification"]["stateHash"] = "a3e7890f"  # hex that reads like 3e789 inside a string
+        if i % 5 == 0:
+            e["event"]["digits"] = "9" * 400
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    log = read_log(path)
+    assert log._entries is None  # fast path taken
+    assert log.entries == entries

@@ -57,7 +57,7 @@ FAST_MIN_BYTES = 1 << 20
 _DISQUALIFY = (
     r"NaN|Infinity|\x22correlationId\x22|\x22effectsHash\x22"
     r"|-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?[ \t\r\n]*[,\]}]|\n[ \t\r]*\n"
-    r"|[0-9][eE]\+?[0-9]{3,}|[0-9]{309}"
+    r"|[0-9](?:[eE]\+?[0-9]{3,}|[0-9]{308}[0-9.eE+-]*)[ \t\r\n]*[,\]}]"
 )
 
 
