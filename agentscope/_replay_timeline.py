@@ -309,11 +309,11 @@ class Timeline:
         size = self._index.n
         if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
             raise TypeError(f"timeline index must be an int; got {type(n).__name__}")
-        n = int(n)
+        asked = n = int(n)
         if n < 0:
             n += size
         if not 0 <= n < size:
-            raise IndexError(f"timeline index {n} out of range for {size} entries")
+            raise IndexError(f"timeline index {asked} out of range for {size} entries")
         hit = self._lru.get(n)
         if hit is not None:
             self._lru.move_to_end(n)

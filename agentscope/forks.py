@@ -808,9 +808,11 @@ def compare(
     ``identical`` or ``prefix``; the first differing pair has the same ``id`` and ``index`` and
     differs only in its state hash, or the logs hold the very same entries again at a later
     aligned index, or it is the last aligned pair and keeps the same ``recordedAt`` →
-    ``tamper``; otherwise ``fork``. Telling a fork from a tamper this way relies on real
-    clocks: logs written with a frozen ``recordedAt`` can only be told apart by
-    the realignment test.
+    ``tamper``; a difference at entry 0 is not a fork (a fork keeps the init entry, §5.1):
+    ``tamper`` with the same id and index there, else ``unrelated`` (except a version-bridge
+    segment, §4.2, reported as a ``fork`` at 0 and named as a bridge); otherwise ``fork``.
+    Telling a fork from a tamper this way relies on real clocks: logs written with a frozen
+    ``recordedAt`` can only be told apart by the realignment test.
     """
     left = _as_side(a, "left")
     right = _as_side(b, "right")
@@ -832,6 +834,8 @@ def compare(
     elif _is_tamper(left, right, divergence, scan.fields):
         kind = "tamper"
         tampered = _altered_indices(left, right, divergence, n)
+    elif divergence == 0 and not _is_bridge(left, right):
+        kind = "unrelated"  # a fork keeps at least the init entry (§5.1)
     else:
         kind = "fork"
 
@@ -892,6 +896,11 @@ def compare(
     )
 
 
+def _is_bridge(left: _Side, right: _Side) -> bool:
+    """Whether either side starts a version-bridge segment (init ``metadata.migratedFrom``, §4.2)."""
+    return _migrated_from(left) is not None or _migrated_from(right) is not None
+
+
 def _migrated_from(side: _Side) -> Any:
     if not side.entries:
         return None
@@ -908,13 +917,16 @@ def _is_tamper(left: _Side, right: _Side, i: int, fields: tuple[str, ...]) -> bo
     """Whether the first difference (at ``i``) is an in-place alteration rather than a fork.
 
     With the same id and index: a hash-only difference (a deterministic machine cannot reach two
-    states from the same prefix and event); or the logs hold the very same entries again at a
+    states from the same prefix and event); or a difference in the init entry (a fork keeps it,
+    §5.1) unless a side is a version-bridge segment; or the logs hold the very same entries again at a
     later aligned index (an edited copy); or, at the last aligned index where nothing later can
     tell, the same ``recordedAt`` (the same recording, altered).
     """
     if "id" in fields or "index" in fields:
         return False
     if "event" not in fields:
+        return True
+    if i == 0 and not _is_bridge(left, right):  # a fork keeps the init entry (§5.1)
         return True
     n = min(len(left.entries), len(right.entries))
     if _realigns(left, right, i + 1, n):

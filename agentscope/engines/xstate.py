@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import json
 import os
 import re
 import signal
@@ -89,6 +90,9 @@ _LOAD_KINDS = {
 _TS_SUFFIXES = {".ts", ".mts", ".cts"}
 _JS_SUFFIXES = {".mjs", ".js", ".cjs"}
 
+_CLOSE_LOCK_WAIT = 1.0
+"""Seconds ``close()`` waits for a call in another thread before killing the runner outright."""
+
 _live_runners: weakref.WeakSet[_Runner] = weakref.WeakSet()
 _process_tokens = itertools.count(1)
 
@@ -97,6 +101,17 @@ _process_tokens = itertools.count(1)
 def _close_all_runners() -> None:
     for runner in list(_live_runners):
         runner.close()
+
+
+def _dumps_line(message: dict[str, Any]) -> bytes:
+    """One protocol line. orjson stops at 255 nesting levels, which a valid log may exceed
+    (``JSON.parse`` has no such limit), so deeper messages go through the stdlib encoder."""
+    try:
+        return orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,6 +168,7 @@ class _Runner:
         except OSError as exc:
             raise MachineLoadError(f"Cannot start Node.js {self.argv[0]!r}: {exc} ({self.label})") from exc
         self.proc = proc
+        _live_runners.add(self)  # again after a close(): closed at exit like the first one
         self.generation = next(_process_tokens)
         self.pending_release = []
         self._inflight = []
@@ -247,8 +263,17 @@ class _Runner:
             pass
 
     def close(self) -> None:
-        with self._lock:
-            self._kill()
+        if self._lock.acquire(timeout=_CLOSE_LOCK_WAIT):
+            try:
+                self._kill()
+            finally:
+                self._lock.release()
+        else:
+            # Another thread waits on this runner (a machine stuck in user code): kill the
+            # process group without waiting; that thread then sees EOF and reports it.
+            proc = self.proc
+            if proc is not None:
+                self._signal_group(proc, signal.SIGKILL)
         _live_runners.discard(self)
 
     # -- requests ----------------------------------------------------------------------------
@@ -280,8 +305,8 @@ class _Runner:
             rid = self._next_id
             op = str(payload.get("op"))
             try:
-                line = orjson.dumps({"id": rid, **payload}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-            except TypeError as exc:
+                line = _dumps_line({"id": rid, **payload})
+            except (TypeError, ValueError, RecursionError) as exc:
                 raise EngineError(f"Cannot send {op!r} to the Node runner: {exc}") from exc
             self._inflight.append((rid, op))
             stdin = proc.stdin
@@ -340,6 +365,11 @@ class _Runner:
             reply_line = proc.stdout.readline()
         except (ValueError, OSError):
             reply_line = b""
+        except BaseException:
+            # e.g. KeyboardInterrupt while the machine is stuck in user code: the reply may
+            # never come, so the runner is stopped and the next call starts a fresh one.
+            self._kill()
+            raise
         if not reply_line:
             self._join_writer()
             raise self._dead(f"'{op}'")

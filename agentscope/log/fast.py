@@ -17,18 +17,22 @@ line-by-line reader runs instead, which finds and reports the problem with its p
 result is the same as the exact reader's, only faster. Entries are parsed with orjson (cyclic GC
 frozen) the first time :attr:`EventLog.entries` is used; :attr:`EventLog.df` is built from the
 Arrow columns, and its ``event``/``metadata`` cells are :class:`LazyPayload` mappings that parse
-their own line on first use.
+their own line on first use. One exception to "only accepts": a line nested deeper than the
+recursion limit allows cannot be seen up front cheaply, so it raises :class:`LogFormatError`
+(with its entry and line) when it is first parsed, not from ``read_log``.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agentscope.errors import LogFormatError
 from agentscope.log.model import DF_COLUMNS, EventLog, Segment, recorded_at_to_datetime
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
@@ -46,11 +50,14 @@ __all__ = ["FAST_MIN_BYTES", "LazyPayload", "try_fast_jsonl"]
 FAST_MIN_BYTES = 1 << 20
 """Below this size the exact reader is fast enough and is used directly."""
 
-# Any match sends the log to the exact reader: NaN/Infinity tokens, a -0 literal, Era-B keys,
-# a blank line (which would upset the row-count check). RE2 syntax, run by pyarrow (no GIL).
+# Any match sends the log to the exact reader: NaN/Infinity tokens, a -0 literal, a literal
+# that may overflow a double (a 3-digit positive exponent or 309+ digits: JSON.parse reads
+# ±Infinity), Era-B keys, a blank line (which would upset the row-count check). RE2 syntax, run
+# by pyarrow (no GIL).
 _DISQUALIFY = (
     r"NaN|Infinity|\x22correlationId\x22|\x22effectsHash\x22"
     r"|-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?[ \t\r\n]*[,\]}]|\n[ \t\r]*\n"
+    r"|[0-9][eE]\+?[0-9]{3,}|[0-9]{309}"
 )
 
 
@@ -109,13 +116,26 @@ class _Lines:
         return self.data[int(self._starts[i]) : int(self._ends[i])]
 
 
-def _parse_line(raw: bytes) -> Any:
+def _parse_line(raw: bytes, i: int = 0, source: str | None = None) -> Any:
+    """Parse line ``i`` (entry ``i``; the fast path has no blank lines).
+
+    Raises
+    ------
+    LogFormatError
+        Only for a line nested deeper than the recursion limit allows (the one thing the fast
+        path's checks cannot see up front), naming the entry and line.
+    """
     import orjson
 
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:  # e.g. a lone surrogate escape, which JSON.parse accepts
-        return loads(raw)
+        try:
+            return loads(raw)
+        except json.JSONDecodeError as exc:
+            raise LogFormatError(
+                f"invalid JSON on this line: {exc.msg}", source=source, index=i, line=i + 1
+            ) from None
 
 
 class _Source:
@@ -145,7 +165,11 @@ class LazyPayload(Mapping[str, Any]):
         if self._value is None:
             entries = self._src.log._entries
             src = self._src
-            entry = entries[self._i] if entries is not None else _parse_line(src.lines.line(self._i))
+            entry = (
+                entries[self._i]
+                if entries is not None
+                else _parse_line(src.lines.line(self._i), self._i, src.log.source)
+            )
             value = entry.get(self._key)
             self._value = value if isinstance(value, dict) else {}
         return self._value
@@ -304,13 +328,13 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
         try:
             out: list[dict[str, Any]] = []
             append = out.append
-            for raw in data.split(b"\n"):
+            for i, raw in enumerate(data.split(b"\n")):
                 if not raw.strip():
                     continue
                 try:
                     append(orjson.loads(raw))
                 except orjson.JSONDecodeError:
-                    append(loads(raw))
+                    append(_parse_line(raw, i, source))
             return out
         finally:
             if frozen:

@@ -17,6 +17,7 @@ from agentscope.errors import LogFormatError, MachineVersionMismatchError
 from agentscope.log.model import PROBLEM_COLUMNS, ErrorsMode, EventLog
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
+    TOO_DEEP,
     Era,
     entry_problem,
     loads,
@@ -217,6 +218,8 @@ def build_log(
 
 
 def _json_error(exc: json.JSONDecodeError, source: str | None, line_offset: int = 0) -> LogFormatError:
+    if exc.msg == TOO_DEEP:  # no meaningful position
+        return LogFormatError(f"invalid JSON: {exc.msg}", source=source)
     return LogFormatError(
         f"invalid JSON: {exc.msg} (line {exc.lineno + line_offset}, column {exc.colno})",
         source=source,
@@ -299,8 +302,9 @@ def read_jsonl(data: bytes, *, source: str | None, errors: ErrorsMode, era: Era 
         try:
             value = loads(stripped)
         except json.JSONDecodeError as exc:
+            where = "" if exc.msg == TOO_DEEP else f" (column {exc.colno})"
             err = LogFormatError(
-                f"invalid JSON on this line: {exc.msg} (column {exc.colno})",
+                f"invalid JSON on this line: {exc.msg}{where}",
                 source=source,
                 index=position,
                 line=number,

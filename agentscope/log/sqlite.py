@@ -14,11 +14,16 @@ How the file is opened (never written, no journal created):
   ``immutable=1`` as well: a read-only connection would otherwise create ``-wal``/``-shm`` files.
   When a ``-wal`` file exists a writer may be live, so ``immutable`` would be wrong (it would
   ignore the writer's commits) and plain ``mode=ro`` is used.
+- a ``-wal`` file with no ``-shm`` next to it (a store copied from a running host, or left by a
+  crash: no writer can be live, since a WAL writer keeps a ``-shm``) still holds commits, but
+  opening it would create the ``-shm``: the database and its ``-wal`` are copied to a private
+  temporary directory and read there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -65,19 +70,34 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
     p = Path(path)
     if not p.is_file():
         raise LogFormatError("no such SQLite file", source=str(path))
-    try:
-        conn = sqlite3.connect(_uri(p), uri=True, isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise LogFormatError(f"cannot open as SQLite: {exc}", source=str(path)) from None
-    try:
-        conn.execute("BEGIN")
-        yield conn
-    except sqlite3.DatabaseError as exc:
-        raise LogFormatError(f"SQLite error: {exc}", source=str(path)) from None
-    finally:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        conn.close()
+    with p.open("rb") as fh:
+        head = fh.read(16)
+    if head and head != b"SQLite format 3\x00":  # (an empty file is an empty database)
+        raise LogFormatError(
+            "not a SQLite database (a store is a SQLite file with the §5.2 tables; "
+            "read JSON/JSONL logs with read_log)",
+            source=str(path),
+        )
+    with contextlib.ExitStack() as stack:
+        wal_file = p.with_name(p.name + "-wal")
+        if wal_file.exists() and not p.with_name(p.name + "-shm").exists() and _is_wal(p):
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentscope-")))
+            shutil.copyfile(p, tmp / "store.sqlite")
+            shutil.copyfile(wal_file, tmp / "store.sqlite-wal")
+            p = tmp / "store.sqlite"
+        try:
+            conn = sqlite3.connect(_uri(p), uri=True, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise LogFormatError(f"cannot open as SQLite: {exc}", source=str(path)) from None
+        try:
+            conn.execute("BEGIN")
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            raise LogFormatError(f"SQLite error: {exc}", source=str(path)) from None
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            conn.close()
 
 
 def _quote_ident(name: str) -> str:

@@ -101,6 +101,10 @@ def _parse_float(text: str) -> float | UnsafeLiteral:
 def _parse_int(text: str) -> int | UnsafeLiteral:
     if text == "-0":
         return UnsafeLiteral("-0", text)
+    if len(text.lstrip("-")) > 308:  # may exceed Number.MAX_VALUE: JSON.parse gives ±Infinity
+        value = float(text)  # correctly rounded, like JSON.parse; no int digit limit
+        if math.isinf(value):
+            return UnsafeLiteral("Infinity" if value > 0 else "-Infinity", text)
     return int(text)
 
 
@@ -118,18 +122,32 @@ def loads(text: str | bytes) -> Any:
     Raises
     ------
     json.JSONDecodeError
-        For text that is not JSON at all.
+        For text that is not JSON at all, or that nests arrays/objects deeper than Python's
+        recursion limit allows (the message then says so).
     """
-    return json.loads(
-        text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
-    )
+    try:
+        return json.loads(
+            text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+        )
+    except RecursionError:
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError(TOO_DEEP, doc, 0) from None
 
 
 _SCALARS = (str, bool, int, type(None))
 
+TOO_DEEP = "arrays/objects nested too deeply to process (beyond Python's recursion limit)"
+"""The message for a value nested deeper than the recursion limit allows (parse or check)."""
+
 
 def _unsafe_value(value: Any, path: str, ancestors: list[int]) -> tuple[str, str] | None:
     """Return ``(path, value_type)`` of the first non-JSON-safe value, or ``None``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1023:
+        try:
+            float(value)
+        except OverflowError:  # beyond Number.MAX_VALUE: a JS number would be ±Infinity
+            return path, "Infinity" if value > 0 else "-Infinity"
+        return None
     if isinstance(value, _SCALARS):
         return None
     if isinstance(value, float):
@@ -234,7 +252,10 @@ def entry_problem(
     if not isinstance(entry, dict):
         return bad("Agent event entry must be an object.")
     # 2. JSON safety of the whole entry
-    unsafe = json_safety_problem(entry)
+    try:
+        unsafe = json_safety_problem(entry)
+    except RecursionError:
+        return bad(f"Agent event entry: {TOO_DEEP}.")
     if unsafe is not None:
         return NonSerializableError(unsafe[0], unsafe[1], source=source, index=index, line=line)
     if era == "A":

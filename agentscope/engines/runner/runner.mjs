@@ -25,6 +25,7 @@
 // carry the session-rebinding cache over the restore).
 
 import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import fs from "node:fs";
 import path from "node:path";
@@ -741,6 +742,16 @@ process.stdin.on("data", (chunk) => {
 process.stdin.on("end", () => {
   queue.then(() => process.exit(0));
 });
+// When the Python process dies, stdin's EOF only reaches a runner that is idle. A machine stuck
+// in user code (a guard looping forever) never reads it again, so a watchdog thread, which runs
+// even while the main thread is busy, kills the runner once it has been orphaned (re-parented).
+const watchdog = new Worker(
+  `const ppid = ${process.ppid};
+   setInterval(() => { if (process.ppid !== ppid) process.kill(${process.pid}, "SIGKILL"); }, 500);`,
+  { eval: true },
+);
+watchdog.unref();
+
 process.on("uncaughtException", (err) => {
   process.stderr.write(`agentscope runner: uncaught ${err && err.stack ? err.stack : err}\n`);
 });
