@@ -20,6 +20,7 @@ __all__ = [
     "MachineLoadError",
     "MachineVersionMismatchError",
     "NonSerializableError",
+    "RecorderError",
     "ReplayDivergenceError",
     "SnapshotDivergedError",
     "StatechartConfigError",
@@ -261,3 +262,10 @@ class MachineExecutionError(EngineError):
         self.event_type = event_type
         self.kind = kind
         super().__init__(message)
+
+
+class RecorderError(AgentscopeError, ValueError):
+    """Misuse of :class:`~agentscope.engines.recorder.Recorder`: a fork index outside ``[1, len]``,
+    an existing output file or store thread, a malformed or reserved event."""
+
+    code = "recorder-error"

@@ -343,3 +343,19 @@ def test_graph_after_event_names() -> None:
         "delay": "slow",
         "stateId": "t.w",
     }
+
+
+def test_a_raising_callable_becomes_machine_execution_error() -> None:
+    from agentscope.errors import MachineExecutionError
+
+    def boom(context: Any, event: Any) -> bool:
+        raise ZeroDivisionError("guard failed")
+
+    machine = StatechartMachine(
+        {"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "guard": boom}}}}}
+    )
+    s = machine.initial()
+    with pytest.raises(MachineExecutionError, match="guard failed") as info:
+        machine.fold(s, [{"type": "Y"}, {"type": "X"}])
+    assert info.value.index == 1 and info.value.event_type == "X"
+    assert isinstance(info.value.__cause__, ZeroDivisionError)

@@ -353,7 +353,7 @@ def _encode(seg: str) -> str:
 
 
 def evaluate_candidate(
-    t: Transition, event: Mapping[str, Any], s: State, results: dict[int, Any] | None
+    t: Transition, event: Mapping[str, Any], s: State, results: dict[Transition, Any] | None
 ) -> bool:
     for k, v in t.matches.items():
         if not _js_is(event.get(k, UNDEFINED), v):
@@ -365,13 +365,13 @@ def evaluate_candidate(
     if t.to is not None:
         res = t.to(s.context, event)
         if results is not None:
-            results[id(t)] = res
+            results[t] = res
         return res is not None
     return True
 
 
 def node_next(
-    node: Node, s: State, event: Mapping[str, Any], results: dict[int, Any] | None
+    node: Node, s: State, event: Mapping[str, Any], results: dict[Transition, Any] | None
 ) -> list[Transition] | None:
     for c in candidates(node, event):
         if evaluate_candidate(c, event, s, results):
@@ -380,7 +380,7 @@ def node_next(
 
 
 def transition_node(
-    node: Node, value: Any, s: State, event: Mapping[str, Any], results: dict[int, Any] | None
+    node: Node, value: Any, s: State, event: Mapping[str, Any], results: dict[Transition, Any] | None
 ) -> list[Transition] | None:
     if isinstance(value, str):
         child = node.states[value]
@@ -427,28 +427,28 @@ class Resolver:
     """``createTransitionResultResolver``: evaluates (and caches) a transition's result."""
 
     def __init__(
-        self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[int, Any]
+        self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[Transition, Any]
     ) -> None:
         self.m = m
         self.s = s
         self.event = event
         self.selection = selection
-        self.cache: dict[int, Result] = {}
+        self.cache: dict[Transition, Result] = {}
 
     def __call__(self, t: Transition) -> Result:
-        r = self.cache.get(id(t))
+        r = self.cache.get(t)
         if r is None:
             r = self._compute(t)
-            self.cache[id(t)] = r
+            self.cache[t] = r
         return r
 
     def _compute(self, t: Transition) -> Result:
         if t.to is not None:
-            if id(t) in self.selection:
-                res = self.selection[id(t)]
+            if t in self.selection:
+                res = self.selection[t]
             else:
                 res = t.to(self.s.context, self.event)
-                self.selection[id(t)] = res
+                self.selection[t] = res
             if res is not None and not isinstance(res, Mapping):
                 raise EngineError(
                     f"function transition of '{t.source.id}' must return a dict or None, "
@@ -473,9 +473,15 @@ class Resolver:
 
 
 def history_default(node: Node, m: CompiledMachine) -> Transition:
-    assert node.parent is not None and node.history_target is not None
-    targets = tuple(get_by_path(m, node.parent, x) for x in node.history_target)
-    return Transition(source=node, descriptor="", kind="history", targets=targets)
+    """The default transition of a history node: one object per node (results are cached by
+    transition identity, so it must not be rebuilt per call)."""
+    t = node.history_default
+    if t is None:
+        assert node.parent is not None and node.history_target is not None
+        targets = tuple(get_by_path(m, node.parent, x) for x in node.history_target)
+        t = Transition(source=node, descriptor="", kind="history", targets=targets)
+        node.history_default = t
+    return t
 
 
 def effective_targets(t: Transition, s: State, rv: Resolver) -> list[Node]:
@@ -546,13 +552,13 @@ def exit_set(ts: list[Transition], nodes: list[Node], s: State, rv: Resolver) ->
 
 def remove_conflicts(ts: list[Transition], nodes: list[Node], s: State, rv: Resolver) -> list[Transition]:
     filtered: list[Transition] = []
-    cache: dict[int, set[int]] = {}
+    cache: dict[Transition, set[int]] = {}
 
     def es(t: Transition) -> set[int]:
-        e = cache.get(id(t))
+        e = cache.get(t)
         if e is None:
             e = {id(n) for n in exit_set([t], nodes, s, rv)}
-            cache[id(t)] = e
+            cache[t] = e
         return e
 
     for t1 in ts:
@@ -615,7 +621,7 @@ def microstep(
     event: Mapping[str, Any],
     is_initial: bool,
     queue: list[Mapping[str, Any]],
-    selection: dict[int, Any],
+    selection: dict[Transition, Any],
 ) -> State:
     if not ts:
         return cur
@@ -963,7 +969,7 @@ def macrostep(
     elif not initial:
         cur_ev = next_event
         is_err = str(cur_ev["type"]).startswith("xstate.error.")
-        selection: dict[int, Any] = {}
+        selection: dict[Transition, Any] = {}
         ts = transition_node(m.root, get_value(m, nxt), nxt, cur_ev, selection) or []
         if is_err and not ts:
             if cur_ev["type"] == "xstate.error.actor" and not session_matches(

@@ -134,6 +134,7 @@ class Node:
     always: list[Transition] | None = None
     afters: tuple[tuple[Any, Any, str], ...] = ()  # (raw delay key, resolved delay ms, timer id)
     history_target: tuple[str, ...] | None = None
+    history_default: Transition | None = None
     children_list: tuple[Node, ...] = ()  # non-history children in order
 
     def __repr__(self) -> str:

@@ -26,18 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
-from agentscope.errors import AgentscopeError, EngineError
+from agentscope.errors import AgentscopeError, EngineError, RecorderError
 from agentscope.hashing import state_hash
 
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class RecorderError(AgentscopeError, ValueError):
-    """Misuse of a :class:`Recorder`: a bad fork index, an existing file or thread, a bad event."""
-
-    code = "recorder-error"
 
 
 class ManualClock:

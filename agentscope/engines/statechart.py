@@ -38,7 +38,7 @@ Callables must be pure and must not mutate their arguments. Anything else raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentscope.engines._statechart_algo import (
@@ -58,8 +58,9 @@ from agentscope.engines.base import (
     Snapshot,
     StateNodeInfo,
     TransitionInfo,
+    rebind_session,
 )
-from agentscope.errors import EngineError, StatechartConfigError
+from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, StatechartConfigError
 from agentscope.hashing import djb2_hex, js_number, structural_string
 
 __all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
@@ -162,7 +163,16 @@ class StatechartMachine(MachineBase):
         ev: dict[str, Any] = {"type": "@xstate.init"}
         if input is not NO_INPUT:
             ev["input"] = input
-        return self._wrap(initial_state(self._cx, context, ev))
+        try:
+            return self._wrap(initial_state(self._cx, context, ev))
+        except AgentscopeError:
+            raise
+        except Exception as exc:
+            raise MachineExecutionError(
+                f"the machine '{self.machine_id}' raised in its initial transition: "
+                f"{type(exc).__name__}: {exc}",
+                kind="machine-error",
+            ) from exc
 
     def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
         """Restore a persisted snapshot (XState ``restoreSnapshot``; runs ``migrate`` on a version change).
@@ -249,10 +259,46 @@ class StatechartMachine(MachineBase):
         state = self._state(snapshot)
         if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
-        nxt = macrostep(self._cx, state, event, [])
+        try:
+            nxt = macrostep(self._cx, state, event, [])
+        except AgentscopeError:
+            raise
+        except Exception as exc:  # a user callable (guard, context function, ...) raised
+            raise MachineExecutionError(
+                f"the machine '{self.machine_id}' raised on event {event['type']!r}: "
+                f"{type(exc).__name__}: {exc}",
+                event_type=event["type"],
+                kind="machine-error",
+            ) from exc
         if nxt is state:
             return snapshot
         return self._wrap(nxt)
+
+    def fold(
+        self,
+        seed: Snapshot,
+        events: Sequence[Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+        *,
+        sessions: dict[str, str] | None = None,
+    ) -> list[Snapshot]:
+        """Apply ``events`` from ``seed`` with session rebinding (spec §4.1); one snapshot each.
+
+        Raises
+        ------
+        MachineExecutionError
+            A user callable raised; ``index`` is the failing event's position in ``events``.
+        """
+        cache: dict[str, str] = {} if sessions is None else sessions
+        out: list[Snapshot] = []
+        s = seed
+        for i, ev in enumerate(events):
+            try:
+                s = self.transition(s, rebind_session(self, s, ev, cache))
+            except MachineExecutionError as exc:
+                exc.index = i
+                raise
+            out.append(s)
+        return out
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
