@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "StatechartMachine": "agentscope.engines.statechart",
     "setup": "agentscope.engines.statechart",
     "Recorder": "agentscope.engines.recorder",
+    "ManualClock": "agentscope.engines.recorder",
     "replay": "agentscope.replay",
     "verify": "agentscope.replay",
     "Timeline": "agentscope.replay",

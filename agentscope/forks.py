@@ -34,6 +34,7 @@ from agentscope.engines.base import Machine
 from agentscope.errors import LogFormatError
 from agentscope.frames import Frame
 from agentscope.hashing import HashVariant, canonical_event_json, canonical_json, state_hash
+from agentscope.log.model import DF_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,19 +54,8 @@ __all__ = [
 
 ForkKind = Literal["identical", "prefix", "fork", "tamper", "unrelated"]
 
-ENTRY_COLUMNS: tuple[str, ...] = (
-    "index",
-    "id",
-    "recorded_at",
-    "machine_id",
-    "machine_version",
-    "event_type",
-    "causation_id",
-    "state_hash",
-    "event",
-    "metadata",
-)
-"""Columns of the suffix DataFrames when they are built here (the ``EventLog.df`` layout)."""
+ENTRY_COLUMNS: tuple[str, ...] = DF_COLUMNS
+"""Columns of the suffix DataFrames (the ``EventLog.df`` layout)."""
 
 CHANGE_COLUMNS: tuple[str, ...] = ("index", "path", "op", "left", "right")
 """Columns of :meth:`ForkDiff.changes_frame`."""

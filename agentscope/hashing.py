@@ -218,6 +218,14 @@ def _js_key_order(keys: list[str]) -> list[str]:
     return other
 
 
+def _string_keyed(value: Mapping[Any, Any]) -> Mapping[str, Any]:
+    """``value`` with its keys as JS property names (``1000`` -> ``"1000"``), as JS objects have."""
+    if all(type(k) is str for k in value):
+        return value
+    return {(js_number(k) if isinstance(k, (int, float)) and not isinstance(k, bool) else str(k)): v
+            for k, v in value.items()}
+
+
 def _utf16_sorted(keys: list[str]) -> list[str]:
     if all(k.isascii() for k in keys):
         return sorted(keys)
@@ -267,7 +275,8 @@ def _write(
         path.append(id(value))
         out.append("{")
         first = True
-        for k in _js_key_order([str(k) for k in value]):
+        members = _string_keyed(value)
+        for k in _js_key_order(list(members)):
             if skip is not None and skip(pos, k):
                 continue
             if not first:
@@ -275,7 +284,7 @@ def _write(
             first = False
             out.append(js_string(k))
             out.append(":")
-            _write(value[k], out, _next_position(pos, k) if skip is not None else _DATA, skip, path)
+            _write(members[k], out, _next_position(pos, k) if skip is not None else _DATA, skip, path)
         out.append("}")
         path.pop()
     elif isinstance(value, (list, tuple)):
@@ -428,8 +437,9 @@ def structural_string(config: Any) -> str:
             path.append(id(v))
             out.append("{")
             first = True
-            for k in _utf16_sorted([str(k) for k in v]):
-                item = v[k]
+            members = _string_keyed(v)
+            for k in _utf16_sorted(list(members)):
+                item = members[k]
                 if callable(item):
                     continue
                 if not first:

@@ -278,3 +278,10 @@ def test_counter_log_hashes_from_spec_7_2() -> None:
 def test_djb2_long_strings_across_table_growth(length: int) -> None:
     text = "".join(chr(0x20 + (i * 7919) % 0xD000) for i in range(length - 1)) + "😀"
     assert djb2_hex(text) == djb2_hex_reference(text)
+
+
+def test_non_string_keys_are_js_property_names() -> None:
+    # A Python config may write `after: {1000: ...}`; in JS that key is the string "1000".
+    config = {"after": {1000: {"target": "b"}}, "id": "m"}
+    assert structural_string(config) == '{"after":{"1000":{"target":"b"}},"id":"m"}'
+    assert canonical_json({2: "x", "a": 1}) == '{"2":"x","a":1}'
