@@ -69,4 +69,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(__all__) | {"__version__", "errors", "hashing", "log", "engines", "forks"})

@@ -7,6 +7,7 @@ Private module: the public names live in :mod:`agentscope.replay`.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_BATCH",
     "Segment",
     "apply_entry",
+    "as_log",
     "entries_of",
     "fold_segment",
     "identity_problem",
@@ -35,6 +37,15 @@ __all__ = [
 AGENT_INIT = "@agent.init"
 DEFAULT_BATCH = 4096
 """Entries per ``Machine.fold`` call: one engine round trip per batch (the Node engine)."""
+
+
+def as_log(log: Any) -> Any:
+    """Read ``log`` with :func:`agentscope.read_log` when it is a path; return anything else as is."""
+    if isinstance(log, (str, os.PathLike)):
+        from agentscope.log import read_log
+
+        return read_log(log)
+    return log
 
 
 def entries_of(log: Any) -> Sequence[Mapping[str, Any]]:

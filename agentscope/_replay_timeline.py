@@ -16,6 +16,7 @@ import pandas as pd
 
 from agentscope._replay_core import (
     DEFAULT_BATCH,
+    as_log,
     entries_of,
     event_type,
     fold_segment,
@@ -190,6 +191,7 @@ class Timeline:
         explain: bool = True,
         batch_size: int = DEFAULT_BATCH,
     ) -> None:
+        log = as_log(log)
         self._log = log
         self._entries: Sequence[Mapping[str, Any]] = entries_of(log)
         if checkpoint_every == "auto":

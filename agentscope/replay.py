@@ -16,11 +16,12 @@ Python statechart engine replay the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentscope._replay_core import (
     DEFAULT_BATCH,
+    as_log,
     basic_validate,
     entries_of,
     fold_segment,
@@ -57,10 +58,17 @@ class ReplayResult:
         Number of entries folded (the init entry included).
     """
 
-    snapshot: Snapshot
-    persisted: Mapping[str, Any]
+    snapshot: Snapshot = field(repr=False)
+    persisted: Mapping[str, Any] = field(repr=False)
     state_hash: str
     length: int
+
+    def __repr__(self) -> str:
+        value = self.persisted.get("value")
+        return (
+            f"ReplayResult(length={self.length}, state_hash={self.state_hash!r}, "
+            f"status={self.persisted.get('status')!r}, value={value!r:.120})"
+        )
 
 
 def replay(
@@ -108,6 +116,7 @@ def replay(
     """
     if verify not in (True, False, "strict"):
         raise ValueError(f"verify must be True, False or 'strict'; got {verify!r}")
+    entries = as_log(entries)
     ents = entries_of(entries)
     source = source_of(entries)
     version = machine_version or machine.version
@@ -186,6 +195,7 @@ def verify(
     """
     if machine is None and not machines:
         raise ValueError("verify needs a machine, or machines={version: machine}")
+    log = as_log(log)
     ents = entries_of(log)
     cached = getattr(log, "cached_snapshot", None)
     idx = build_index(

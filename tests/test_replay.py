@@ -640,3 +640,17 @@ def test_era_b_projection_hash_explained() -> None:
     rep = verify(SpecCounter(), log)
     assert rep.ok and set(rep.df["verdict"]) == {"explained"}
     assert "Era-B" in rep.df.loc[0, "explanation"]
+
+
+def test_replay_verify_and_timeline_accept_a_path() -> None:
+    import agentscope as a
+    from agentscope.examples.python_machines import counter_machine
+    from tests.conftest import FIXTURES
+
+    path = FIXTURES / "a_counter.log.json"
+    m = counter_machine()
+    result = a.replay(m, path)
+    assert result.state_hash == "89cb3948"  # fixtures README: final hash of scenario a
+    assert "89cb3948" in repr(result) and "context" not in repr(result)
+    assert a.verify(m, str(path)).ok
+    assert a.Timeline(m, path)[7].computed_hash == "bd5badab"  # README prefix n=8 -> entry 7
