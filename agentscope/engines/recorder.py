@@ -32,6 +32,7 @@ from agentscope.hashing import state_hash
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class ManualClock:
@@ -313,51 +314,62 @@ class Recorder:
         ------
         RecorderError
             ``thread`` already has entries (a store is append-only and this never touches an
-            existing thread), or ``table`` is not a plain identifier.
+            existing thread), ``table`` is not a plain identifier, or ``path`` is an existing
+            file that is not a SQLite database (it is left unchanged).
         """
         if not _TABLE.match(table):
             raise RecorderError(f"table name {table!r} must match ^[A-Za-z_][A-Za-z0-9_]*$")
         if not isinstance(thread, str) or not thread:
             raise RecorderError("thread must be a non-empty string")
         p = Path(path)
+        if p.is_file() and p.stat().st_size:
+            with p.open("rb") as fh:
+                header = fh.read(len(_SQLITE_HEADER))
+            if header != _SQLITE_HEADER:
+                raise RecorderError(f"{p} is not a SQLite store (§5.2); refusing to write to it")
         con = sqlite3.connect(str(p), isolation_level=None)
         try:
-            con.execute(
-                f'CREATE TABLE IF NOT EXISTS "{table}" (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, '
-                "entry_id TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (thread_id, idx))"
-            )
-            con.execute(
-                f'CREATE UNIQUE INDEX IF NOT EXISTS "{table}_thread_entry_id" '
-                f'ON "{table}" (thread_id, entry_id)'
-            )
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                (count,) = con.execute(
-                    f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
-                ).fetchone()
-                if count:
-                    raise RecorderError(
-                        f"thread {thread!r} already exists in {p} ({count} entries); refusing to touch it"
-                    )
-                con.executemany(
-                    f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
-                    [
-                        (
-                            thread,
-                            e["index"],
-                            e["id"],
-                            json.dumps(e, ensure_ascii=False, separators=(",", ":")),
-                        )
-                        for e in self.entries
-                    ],
-                )
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+            self._sqlite_write(con, p, thread, table)
+        except sqlite3.DatabaseError as exc:
+            raise RecorderError(f"cannot write to the SQLite store {p}: {exc}") from exc
         finally:
             con.close()
         return p
+
+    def _sqlite_write(self, con: sqlite3.Connection, p: Path, thread: str, table: str) -> None:
+        con.execute(
+            f'CREATE TABLE IF NOT EXISTS "{table}" (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, '
+            "entry_id TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (thread_id, idx))"
+        )
+        con.execute(
+            f'CREATE UNIQUE INDEX IF NOT EXISTS "{table}_thread_entry_id" '
+            f'ON "{table}" (thread_id, entry_id)'
+        )
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            (count,) = con.execute(
+                f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
+            ).fetchone()
+            if count:
+                raise RecorderError(
+                    f"thread {thread!r} already exists in {p} ({count} entries); refusing to touch it"
+                )
+            con.executemany(
+                f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
+                [
+                    (
+                        thread,
+                        e["index"],
+                        e["id"],
+                        json.dumps(e, ensure_ascii=False, separators=(",", ":")),
+                    )
+                    for e in self.entries
+                ],
+            )
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
 
     # -- internals --------------------------------------------------------------------
     @staticmethod
