@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
-from agentscope.errors import AgentscopeError, EngineError, RecorderError
+from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, RecorderError
 from agentscope.hashing import state_hash
+from agentscope.log.validate import json_safety_problem
 
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
@@ -392,17 +393,38 @@ class Recorder:
 
     def _step(self, event: dict[str, Any]) -> dict[str, Any]:
         try:
-            self.snapshot = self.machine.transition(self.snapshot, event)
+            snapshot = self.machine.transition(self.snapshot, event)
         except AgentscopeError:
             raise
         except Exception as exc:
             raise EngineError(f"the machine failed on {event.get('type')!r}: {exc}") from exc
-        entry = self._append(event, None)
+        entry = self._append(event, None, snapshot)  # raises before any state changes
+        self.snapshot = snapshot
         self._sync_timers()
         return entry
 
-    def _append(self, event: dict[str, Any], metadata: dict[str, Any] | None) -> dict[str, Any]:
+    def _append(
+        self, event: dict[str, Any], metadata: dict[str, Any] | None, snapshot: Snapshot | None = None
+    ) -> dict[str, Any]:
+        """Journal ``event`` with the state hash of ``snapshot`` (default: the current one).
+
+        Raises :class:`MachineExecutionError` (kind ``"not-serializable"``) without appending
+        when the persisted snapshot holds a value that is not JSON (spec §1.2 step 2, §6).
+        """
         index = len(self.entries)
+        persisted = self.machine.persist(self.snapshot if snapshot is None else snapshot)
+        try:
+            stamp = state_hash(persisted)
+        except (TypeError, ValueError, RecursionError) as exc:
+            where = _non_json_pointer(persisted)
+            detail = f"{where[0]!r} holds a {where[1]}" if where else str(exc)
+            raise MachineExecutionError(
+                f"the machine's snapshot after {event.get('type')!r} (entry {index}) is not JSON: "
+                f"{detail}; nothing was recorded",
+                index=index,
+                event_type=event.get("type"),
+                kind="not-serializable",
+            ) from exc
         entry: dict[str, Any] = {
             "schemaVersion": 1,
             "id": f"evt_{index:08d}",
@@ -414,7 +436,7 @@ class Recorder:
         }
         if metadata is not None:
             entry["metadata"] = metadata
-        entry["verification"] = {"stateHash": state_hash(self.machine.persist(self.snapshot))}
+        entry["verification"] = {"stateHash": stamp}
         self.entries.append(entry)
         return entry
 
@@ -427,6 +449,26 @@ class Recorder:
             if tid not in self._due:
                 delay = timer.get("delay", 0) if isinstance(timer, Mapping) else 0
                 self._due[tid] = self.clock.now_ms + int(delay if isinstance(delay, (int, float)) else 0)
+
+
+def _non_json_pointer(value: Any, pointer: str = "") -> tuple[str, str] | None:
+    """Return ``(JSON Pointer, type label)`` (RFC 6901) of the first non-JSON value, or ``None``."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return pointer, f"non-string key {key!r}"
+            found = _non_json_pointer(item, f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}")
+            if found:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _non_json_pointer(item, f"{pointer}/{i}")
+            if found:
+                return found
+        return None
+    problem = json_safety_problem(value)
+    return (pointer, problem[1]) if problem else None
 
 
 def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list[Snapshot]:
