@@ -124,6 +124,22 @@ class LogIndex:
             self.failures.setdefault(i, []).append(error)
 
 
+def check_machines(machines: Any) -> None:
+    """Raise ``TypeError`` unless ``machines`` is ``None`` or a mapping of version -> Machine."""
+    if machines is None:
+        return
+    if not isinstance(machines, Mapping):
+        raise TypeError(
+            f"machines must be a mapping of machineVersion -> Machine; got {type(machines).__name__}"
+        )
+    for key, m in machines.items():
+        if not isinstance(m, Machine):
+            raise TypeError(
+                f"machines[{key!r}] must be a Machine (e.g. StatechartMachine or load_machine(...)); "
+                f"got {type(m).__name__} {m!r:.80}"
+            )
+
+
 def machine_for_segment(
     seg: Segment,
     machine: Machine | None,
@@ -168,14 +184,15 @@ def _structure_problems(
                 validate_entry(e, index=i, source=src)
             except LogFormatError as exc:
                 idx.add_problem(i, "invalid-entry", str(exc), exc)
-        pos = i - seg.start
-        want = 0 if i == seg.start else (
-            prev_index + 1 if isinstance(prev_index, int) else pos)
+        # §1.3: one log is numbered 0..n-1 across all its segments, so a later segment that
+        # restarts at 0 (a concatenation of separate logs) breaks the numbering, as read_log says
+        want = i if i == seg.start else (
+            prev_index + 1 if isinstance(prev_index, int) else i)
         got = e.get("index")
         if got != want:  # reported where the numbering breaks, not at every later entry
             err = EntryValidationError(
                 f"Event log must be contiguous from index 0; found entry.index "
-                f"{got} at position {pos} (expected {want}).",
+                f"{got} at position {i} (expected {want}).",
                 source=src, index=i, field="index",
             )
             idx.add_problem(i, "non-contiguous", err.detail, err)
@@ -227,6 +244,7 @@ def build_index(
     Never raises for problems in the log: they are recorded (``LogIndex.problems``). Engine
     failures stop that segment's fold at the failing entry and are recorded too.
     """
+    check_machines(machines)
     n = len(entries)
     segs = segments_of(entries) if n else []
     idx = LogIndex(

@@ -22,7 +22,7 @@ from agentscope._replay_core import (
     fold_segment,
     source_of,
 )
-from agentscope._replay_index import _CODE, LogIndex, build_index
+from agentscope._replay_index import _CODE, LogIndex, build_index, check_machines
 from agentscope._replay_report import VerifyReport, report_from_index
 from agentscope.engines.base import Machine, Snapshot
 from agentscope.frames import Frame, Verdict
@@ -191,6 +191,7 @@ class Timeline:
         explain: bool = True,
         batch_size: int = DEFAULT_BATCH,
     ) -> None:
+        check_machines(machines)
         log = as_log(log)
         self._log = log
         self._entries: Sequence[Mapping[str, Any]] = entries_of(log)

@@ -30,7 +30,7 @@ from agentscope._replay_core import (
     source_of,
 )
 from agentscope._replay_core import apply_entry as apply_entry
-from agentscope._replay_index import build_index
+from agentscope._replay_index import build_index, check_machines
 from agentscope._replay_report import VerifyReport, report_from_index
 from agentscope._replay_timeline import Timeline
 from agentscope.engines.base import Machine, Snapshot
@@ -171,7 +171,8 @@ def verify(
     log : EventLog or Sequence[Mapping]
         A log, possibly several ``@agent.init`` segments (a version bridge, spec §1.5: a v2 log
         starts with a bridge init carrying ``snapshot``; a concatenation of the v1 and v2 logs is
-        accepted too). ``log.cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot,
+        replayed segment by segment too, but reported as non-contiguous where indices restart).
+        ``log.cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot,
         §4.2), when present, is checked against the log.
     machines : Mapping[str, Machine], optional
         Machines by ``machineVersion``: each segment replays with the machine for its version.
@@ -191,8 +192,16 @@ def verify(
     -------
     VerifyReport
         ``.df`` one row per entry, ``.mismatches``, ``.first_mismatch``, ``.ok``,
-        ``.summary()``, ``.raise_if_failed()``. Never raises for problems in the log.
+        ``.summary()``, ``.raise_if_failed()``. Never raises for problems in the log; a later
+        segment whose indices restart at 0 (a concatenation of separate logs) is such a problem
+        (§1.3, ``non-contiguous``), though each segment is still replayed.
+
+    Raises
+    ------
+    TypeError
+        ``machines`` is not a mapping of version -> :class:`Machine` (names the bad key).
     """
+    check_machines(machines)
     if machine is None and not machines:
         raise ValueError("verify needs a machine, or machines={version: machine}")
     log = as_log(log)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentscope.errors import (
+    EntryValidationError,
     LogFormatError,
     MachineVersionMismatchError,
     ReplayDivergenceError,
@@ -19,6 +20,7 @@ from agentscope.errors import (
 )
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
+from agentscope.log import read_log
 from agentscope.replay import ReplayResult, Timeline, apply_entry, replay, verify
 from tests.conftest import FIXTURES, load_json
 from tests.test_replay_support import FixtureCounter, Jobber, SpecCounter, iso, write_log
@@ -335,18 +337,29 @@ def _bridge_logs() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return v1, v2
 
 
+def _assert_index_restart_only(rep: Any, at: int) -> None:
+    """The report fails exactly at the restarted index, with read_log's message."""
+    assert not rep.ok
+    assert list(rep.df.index[rep.df["failed"]]) == [at]
+    reason = rep.df["reason"][at]
+    assert reason.startswith("non-contiguous: Event log must be contiguous from index 0; "
+                             f"found entry.index 0 at position {at}")
+
+
 def test_bridge_segments_with_machines_per_version() -> None:
     v1, v2 = _bridge_logs()
     m1, m2 = Jobber(loop=True, version="1"), Jobber(loop=True, version="2")
     assert replay(m2, v2, verify="strict").length == 3
     both = v1 + v2
     rep = verify(None, both, machines={"1": m1, "2": m2}, strict=True)
-    assert rep.ok, rep.summary()
     assert list(rep.df["segment"]) == [0, 0, 0, 1, 1, 1]
+    assert list(rep.df["computed_hash"]) == list(rep.df["recorded_hash"])  # each segment replays
+    # ... but the concatenation restarts its indices at 0: not one §1.3 log (read_log agrees)
+    _assert_index_restart_only(rep, 3)
     assert rep.log_problems == ()  # migratedFrom names segment 0, executionId inherited
     twice = verify(m1, v1 + v1)
-    assert twice.ok  # each segment replays on its own ...
-    assert [k for k, _, _ in twice.log_problems] == ["bridge-link"]  # ... but it is no bridge
+    _assert_index_restart_only(twice, 3)
+    assert [k for k, _, _ in twice.log_problems] == ["bridge-link"]  # ... and it is no bridge
     bad_link = copy.deepcopy(both)
     bad_link[3]["metadata"]["migratedFrom"]["logIndex"] = 9
     notes = verify(None, bad_link, machines={"1": m1, "2": m2}).log_problems
@@ -654,3 +667,32 @@ def test_replay_verify_and_timeline_accept_a_path() -> None:
     assert "89cb3948" in repr(result) and "context" not in repr(result)
     assert a.verify(m, str(path)).ok
     assert a.Timeline(m, path)[7].computed_hash == "bd5badab"  # README prefix n=8 -> entry 7
+
+
+@pytest.mark.parametrize("bad", [42, "counter", dict])
+def test_machines_values_must_be_machines(bad: Any) -> None:
+    v1, _ = _bridge_logs()
+    with pytest.raises(TypeError, match=r"machines\['1'\] must be a Machine.*got (int|str|type)"):
+        verify(None, v1, machines={"1": bad})
+    with pytest.raises(TypeError, match=r"machines\['1'\]"):
+        Timeline(None, v1, machines={"1": bad})
+    with pytest.raises(TypeError, match="mapping of machineVersion"):
+        verify(None, v1, machines=[Jobber(loop=True, version="1")])  # type: ignore[arg-type]
+
+
+def test_concatenation_restarting_indices_is_a_problem_like_read_log() -> None:
+    """Spec §1.3: positions and indices agree across the whole list; read_log rejects the
+    restart at the same position, and verify reports it there (each segment still replays)."""
+    v1, v2 = _bridge_logs()
+    with pytest.raises(EntryValidationError, match=r"found entry\.index 0 at position 3"):
+        read_log(v1 + v2)
+    rep = verify(None, v1 + v2, machines={"1": Jobber(loop=True, version="1"),
+                                           "2": Jobber(loop=True, version="2")})
+    _assert_index_restart_only(rep, 3)
+    assert "FAILED" in rep.summary() and "position 3" in rep.summary()
+    renumbered = copy.deepcopy(v1 + v2)
+    for i, e in enumerate(renumbered):
+        e["index"], e["id"] = i, f"evt_{i:08d}"
+    ok = verify(None, renumbered, machines={"1": Jobber(loop=True, version="1"),
+                                            "2": Jobber(loop=True, version="2")})
+    assert not ok.df["failed"].any(), ok.summary()

@@ -133,7 +133,9 @@ def test_bridge_v1_v2_with_machines_per_version(machines: Any) -> None:
     v2 = load_json("e_bridge.v2.log.json")
     both = v1 + v2
     rep = verify(None, both, machines={"1": v1m, "2": v2m}, strict=True)
-    assert rep.ok, rep.summary()
+    assert list(rep.df.index[rep.df["failed"]]) == [len(v1)]  # index restart (§1.3)
+    assert rep.df["reason"][len(v1)].startswith("non-contiguous")
+    assert list(rep.df["computed_hash"]) == list(rep.df["recorded_hash"])
     assert list(rep.df["segment"]) == [0] * len(v1) + [1] * len(v2)
     lacking = verify(None, both, machines={"1": v1m})
     assert not lacking.ok and lacking.log_problems[0][0] == "no-machine"
