@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from agentscope import __version__
-from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
+from agentscope.errors import (
+    AgentscopeError,
+    EngineError,
+    LogFormatError,
+    MachineLoadError,
+    ThreadNotFoundError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
@@ -172,11 +178,35 @@ def _split_thread(text: str) -> tuple[str, str | None]:
     return path, thread or None
 
 
-def _read(source: str, thread: str | None) -> EventLog:
+def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
+    """Read ``source`` (a thread of it for a store); ``option``: the command has ``--thread``.
+
+    A missing or unnamed thread is re-raised as :class:`ThreadNotFoundError` phrased for the
+    command line (``STORE#THREAD``) instead of the library's ``thread=`` wording.
+    """
     from agentscope.log import read_log
 
     path = _existing(source)
-    return read_log(path, thread=thread)
+    try:
+        return read_log(path, thread=thread)
+    except ThreadNotFoundError as exc:
+        raise _cli_thread_error(source, path, thread, option) from exc
+
+
+def _cli_thread_error(source: str, path: Path, thread: str | None, option: bool) -> ThreadNotFoundError:
+    from agentscope.log import read_threads
+
+    try:
+        names = [str(t) for t in read_threads(path)["thread_id"]]
+    except AgentscopeError:
+        names = []
+    listed = ", ".join(names) or "none"
+    how = "STORE#THREAD" + (" or --thread THREAD" if option else "")
+    if thread is None:
+        text = f"the store holds {len(names)} threads; name one as {how} (threads: {listed})"
+    else:
+        text = f"no thread {thread!r} in the store; name one as {how} (threads: {listed})"
+    return ThreadNotFoundError(text, source=source)
 
 
 def _spec(text: str) -> MachineSpec:
@@ -514,8 +544,8 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
 
     a_src, a_thread = _split_thread(args.a)
     b_src, b_thread = _split_thread(args.b)
-    left = _read(a_src, a_thread)
-    right = _read(b_src, b_thread)
+    left = _read(a_src, a_thread, option=False)
+    right = _read(b_src, b_thread, option=False)
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None
         diff = compare(left, right, machine=machine)

@@ -512,3 +512,30 @@ def test_show_html_without_machine(capsys: pytest.CaptureFixture[str], tmp_path:
     assert data["entries"] == 17 and data["event_types"]["TOGGLE"] == 5
     page = target.read_text(encoding="utf-8")
     assert "evt_00000016" in page or "FINISH" in page
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["diff", STORE, STORE], False),
+        (["show", STORE], True),
+        (["export", STORE, "--to", "csv"], True),
+        (["verify", f"{STORE}#nope", "--machine", "py:agentscope.examples.python_machines:triage_machine"],
+         True),
+    ],
+)
+def test_thread_errors_speak_cli_not_python(
+    capsys: pytest.CaptureFixture[str], argv: list[Any], option: bool
+) -> None:
+    """A store that needs a thread names the CLI form STORE#THREAD, not ``thread=``."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    one_line_error(err, "STORE#THREAD", "(threads: fork, main, second)")
+    assert ("--thread THREAD" in err) is option
+    assert "thread=" not in err
+    assert ("no thread 'nope'" in err) is ("#nope" in str(argv[1]))
+    from agentscope.errors import ThreadNotFoundError
+    from agentscope.log import read_log
+
+    with pytest.raises(ThreadNotFoundError, match="pass thread= one of"):  # the library's wording
+        read_log(STORE)
