@@ -69,6 +69,10 @@ class UsageError(AgentscopeError, ValueError):
 # Output helpers
 
 
+_PIPE_WIDTH = 240
+"""Columns assumed when stdout is not a terminal (the widest table row fits without folding)."""
+
+
 class _Out:
     """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
 
@@ -78,6 +82,12 @@ class _Out:
         self.as_json = as_json
         self.stdout = stdout
         self.console = Console(file=stdout, highlight=False, soft_wrap=True)
+        if not self.console.is_terminal:
+            # piped or redirected: rich would assume 80 columns and fold cells letter by letter;
+            # tables take only their natural width, so a wide console just keeps rows whole
+            self.console = Console(
+                file=stdout, highlight=False, soft_wrap=True, width=max(self.console.width, _PIPE_WIDTH)
+            )
         self.err = Console(file=stderr, highlight=False, soft_wrap=True)
 
     @property

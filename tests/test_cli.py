@@ -539,3 +539,25 @@ def test_thread_errors_speak_cli_not_python(
 
     with pytest.raises(ThreadNotFoundError, match="pass thread= one of"):  # the library's wording
         read_log(STORE)
+
+
+def test_piped_tables_keep_rows_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stdout is not a terminal (capsys): a table wider than 80 columns is not folded cell by
+    cell; every row stays on one line with its words and ids whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, "verify", STORE, "--workers", "1",
+                       "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert code == 1
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) > 80  # the table really is wider than 80 columns
+    header = next(ln for ln in lines if "thread" in ln and "entries" in ln)
+    for word in ("first failure", "explained", "unexplained", "missing", "error"):
+        assert word in header
+    rows = [ln for ln in lines if ln.startswith("│")]
+    assert len(rows) == 3  # one line per thread, no continuation lines
+    for thread, length, row in zip(("fork", "main", "second"), (52, 91, 40), rows, strict=True):
+        cells = [c.strip() for c in row.strip("│").split("│")]
+        assert cells[:3] == [thread, str(length), "NO"]
+        assert cells[-1].startswith("machine-mismatch: Event log entry 'evt_00000000' at index 0")
