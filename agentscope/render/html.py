@@ -168,7 +168,7 @@ def actors_html(frame: Frame) -> str:
             + "</table>"
         )
         if rows
-        else '<span class="as-meta">no actors in flight</span>'
+        else '<div class="as-meta">no actors in flight</div>'
     )
     trows = []
     for tid, timer in list(frame.timers.items())[:50]:
@@ -184,7 +184,7 @@ def actors_html(frame: Frame) -> str:
             + "</table>"
         )
         if trows
-        else '<span class="as-meta">no pending timers</span>'
+        else '<div class="as-meta">no pending timers</div>'
     )
     return f'<div class="as-actors">{actors}{timers}</div>'
 

@@ -114,7 +114,10 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self._slider = ipywidgets.IntSlider(
             min=0, max=self.n - 1, description="step", layout=ipywidgets.Layout(width="520px")
         )
-        ipywidgets.jslink((self._play, "value"), (self._slider, "value"))
+        # slider first: a jslink copies source to target when the front end builds it, and a front
+        # end that builds the widgets after steps were set in the kernel (Voila, a re-opened
+        # notebook) would otherwise reset the step to the Play widget's stale 0
+        ipywidgets.jslink((self._slider, "value"), (self._play, "value"))
         traitlets.link((self._slider, "value"), (self, "step"))
         auto = ipywidgets.Layout(width="auto")
         self._prev = ipywidgets.Button(description="◀", layout=auto)

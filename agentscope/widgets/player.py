@@ -165,10 +165,11 @@ def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) 
         patch: list[dict[str, Any]] | None = None
         if frame.persisted is not None:
             ctx = bound(frame.context)
-            if k % keyframe_every == 0 or prev_ctx is None:
+            if prev_ctx is not None and (k % keyframe_every != 0 or not frame.changed_paths):
+                patch = jsonpatch.make_patch(prev_ctx, ctx).patch
+            if k % keyframe_every == 0 or patch is None:
                 row["k"] = ctx
             else:
-                patch = jsonpatch.make_patch(prev_ctx, ctx).patch
                 row["d"] = patch
             if not frame.changed_paths and patch:  # folded frames: derive from the context patch
                 row["ch"] = list(dict.fromkeys("/context" + op["path"] for op in patch))[:100]

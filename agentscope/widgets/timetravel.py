@@ -161,7 +161,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             continuous_update=True,
             layout=ipywidgets.Layout(width="520px"),
         )
-        ipywidgets.jslink((self._play, "value"), (self._slider, "value"))
+        # slider first: a jslink copies source to target when the front end builds it, and a front
+        # end that builds the widgets after steps were set in the kernel (Voila, a re-opened
+        # notebook) would otherwise reset the step to the Play widget's stale 0
+        ipywidgets.jslink((self._slider, "value"), (self._play, "value"))
         traitlets.link((self._slider, "value"), (self, "step"))
         btn = ipywidgets.Layout(width="auto", flex="0 0 auto")
         self._first = ipywidgets.Button(description="|◀ first", layout=btn, tooltip="jump to entry 0")
