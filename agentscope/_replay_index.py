@@ -124,6 +124,18 @@ class LogIndex:
             self.failures.setdefault(i, []).append(error)
 
 
+def _is_bridge_init(entry: Mapping[str, Any]) -> bool:
+    """An ``@agent.init`` entry carrying ``snapshot`` and ``metadata.migratedFrom`` (spec §1.5)."""
+    ev = entry.get("event")
+    md = entry.get("metadata")
+    return (
+        isinstance(ev, Mapping)
+        and "snapshot" in ev
+        and isinstance(md, Mapping)
+        and isinstance(md.get("migratedFrom"), Mapping)
+    )
+
+
 def check_machines(machines: Any) -> None:
     """Raise ``TypeError`` unless ``machines`` is ``None`` or a mapping of version -> Machine."""
     if machines is None:
@@ -189,6 +201,10 @@ def _structure_problems(
         want = i if i == seg.start else (
             prev_index + 1 if isinstance(prev_index, int) else i)
         got = e.get("index")
+        # ... except at a version-bridge init (§1.5, §4.2 step 3): the bridged run starts a new log
+        # whose own indices restart at 0, so a concatenation of bridged segments is a lineage
+        if i == seg.start and i > 0 and got == 0 and _is_bridge_init(e):
+            want = 0
         if got != want:  # reported where the numbering breaks, not at every later entry
             err = EntryValidationError(
                 f"Event log must be contiguous from index 0; found entry.index "

@@ -170,8 +170,8 @@ def verify(
         The engine for the log; may be ``None`` when ``machines`` covers every segment.
     log : EventLog or Sequence[Mapping]
         A log, possibly several ``@agent.init`` segments (a version bridge, spec §1.5: a v2 log
-        starts with a bridge init carrying ``snapshot``; a concatenation of the v1 and v2 logs is
-        replayed segment by segment too, but reported as non-contiguous where indices restart).
+        starts with a bridge init carrying ``snapshot`` and ``metadata.migratedFrom``; the lineage
+        v1 + v2 is replayed segment by segment, and the bridge may restart its indices at 0).
         ``log.cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot,
         §4.2), when present, is checked against the log.
     machines : Mapping[str, Machine], optional
@@ -193,8 +193,8 @@ def verify(
     VerifyReport
         ``.df`` one row per entry, ``.mismatches``, ``.first_mismatch``, ``.ok``,
         ``.summary()``, ``.raise_if_failed()``. Never raises for problems in the log; a later
-        segment whose indices restart at 0 (a concatenation of separate logs) is such a problem
-        (§1.3, ``non-contiguous``), though each segment is still replayed.
+        segment that restarts its indices at 0 without being a version bridge (a concatenation
+        of unrelated logs) is such a problem (§1.3, ``non-contiguous``), though it still replays.
 
     Raises
     ------

@@ -354,8 +354,8 @@ def test_bridge_segments_with_machines_per_version() -> None:
     rep = verify(None, both, machines={"1": m1, "2": m2}, strict=True)
     assert list(rep.df["segment"]) == [0, 0, 0, 1, 1, 1]
     assert list(rep.df["computed_hash"]) == list(rep.df["recorded_hash"])  # each segment replays
-    # ... but the concatenation restarts its indices at 0: not one §1.3 log (read_log agrees)
-    _assert_index_restart_only(rep, 3)
+    # the v2 segment's bridge init restarts its own numbering at 0 (§1.5, §4.2 step 3)
+    assert rep.ok, rep.summary()
     assert rep.log_problems == ()  # migratedFrom names segment 0, executionId inherited
     twice = verify(m1, v1 + v1)
     _assert_index_restart_only(twice, 3)
@@ -681,13 +681,15 @@ def test_machines_values_must_be_machines(bad: Any) -> None:
 
 
 def test_concatenation_restarting_indices_is_a_problem_like_read_log() -> None:
-    """Spec §1.3: positions and indices agree across the whole list; read_log rejects the
-    restart at the same position, and verify reports it there (each segment still replays)."""
+    """Spec §1.3: positions and indices agree across one log; read_log (one log) rejects the
+    restart, and verify reports it too unless the restarting segment is a version bridge (§1.5)."""
     v1, v2 = _bridge_logs()
     with pytest.raises(EntryValidationError, match=r"found entry\.index 0 at position 3"):
         read_log(v1 + v2)
-    rep = verify(None, v1 + v2, machines={"1": Jobber(loop=True, version="1"),
-                                           "2": Jobber(loop=True, version="2")})
+    plain = copy.deepcopy(v1 + v2)
+    del plain[3]["metadata"]["migratedFrom"]  # a second init that is no bridge
+    rep = verify(None, plain, machines={"1": Jobber(loop=True, version="1"),
+                                         "2": Jobber(loop=True, version="2")})
     _assert_index_restart_only(rep, 3)
     assert "FAILED" in rep.summary() and "position 3" in rep.summary()
     renumbered = copy.deepcopy(v1 + v2)
