@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,20 +17,12 @@ import pytest
 
 from agentscope.engines.xstate import load_machine
 from agentscope.errors import EngineError
+from tests._helpers import gone, run_python, wait_gone
 from tests.conftest import REPO, requires_node
-from tests.test_xstate_faults import gone
 
 pytestmark = [requires_node, pytest.mark.node]
 
 SPINS = REPO / "tests" / "xstate_machines" / "spins.mjs"
-
-
-def _wait_gone(pid: int, *, zombie_ok: bool = False) -> bool:
-    for _ in range(300):  # polling only; no timing is asserted
-        if gone(pid, zombie_ok=zombie_ok):
-            return True
-        time.sleep(0.05)
-    return gone(pid, zombie_ok=zombie_ok)
 
 
 def test_interrupting_a_stuck_call_stops_the_runner_and_the_next_call_works() -> None:
@@ -45,7 +35,7 @@ def test_interrupting_a_stuck_call_stops_the_runner_and_the_next_call_works() ->
         with pytest.raises(KeyboardInterrupt):
             m.transition(s, {"type": "SPIN"})
         timer.join()
-        assert _wait_gone(pid)
+        assert wait_gone(pid)
         # the next call restarts the runner instead of waiting for the stuck reply
         assert m.transition(m.initial(), {"type": "PING"}).persisted["value"] == "idle"
         assert m.pid != pid
@@ -68,7 +58,7 @@ def test_close_from_another_thread_ends_a_stuck_runner() -> None:
     worker.start()
     time.sleep(1.0)  # let the worker block on the runner
     m.close()  # what atexit does at interpreter exit: must not wait for the stuck thread
-    assert _wait_gone(pid)
+    assert wait_gone(pid)
     worker.join(30)
     assert not worker.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], EngineError)
@@ -86,18 +76,11 @@ def test_a_stuck_runner_exits_when_python_is_killed(tmp_path: Path) -> None:
         "time.sleep(1.0)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=False,
-    )
+    out = run_python(script, check=False)
     assert out.returncode == -9
     pid = int(out.stdout.strip())
     try:
-        assert _wait_gone(pid, zombie_ok=True)
+        assert wait_gone(pid, zombie_ok=True)
     finally:
         if not gone(pid, zombie_ok=True):
             os.killpg(pid, signal.SIGKILL)  # do not leave a spinning orphan behind a failure
@@ -130,4 +113,4 @@ def test_a_runner_restarted_after_close_is_still_closed_at_exit() -> None:
     pid = m.pid
     assert pid is not None
     xstate._close_all_runners()  # what atexit runs
-    assert _wait_gone(pid)
+    assert wait_gone(pid)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,27 +15,13 @@ from agentscope.engines.base import Snapshot
 from agentscope.engines.xstate import XStateMachine, _Runner, load_machine
 from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError
 from agentscope.hashing import state_hash
+from tests._helpers import gone, run_python, wait_gone
 from tests.conftest import MACHINES, REPO, requires_node
 
 pytestmark = [requires_node, pytest.mark.node]
 
 TEST_MACHINES = REPO / "tests" / "xstate_machines"
 FAULTY = TEST_MACHINES / "faulty.mjs"
-
-
-def gone(pid: int | None, *, zombie_ok: bool = False) -> bool:
-    """True when no process ``pid`` exists any more (reaped; or, with ``zombie_ok``, exited)."""
-    assert pid is not None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    if zombie_ok:  # an orphan is reaped by whatever init the machine has, not by us
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-        except OSError:
-            return True
-    return False  # still running, or an unreaped zombie of ours
 
 
 def spawned_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -77,14 +62,7 @@ def test_atexit_closes_runners(tmp_path: Path) -> None:
         f"m = load_machine({str(MACHINES / 'counter.mjs')!r})\n"
         "print(m.pid, flush=True)\n"
     )
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=True,
-    )
+    out = run_python(script, check=True)
     pid = int(out.stdout.strip())
     assert gone(pid)
 
@@ -362,18 +340,7 @@ def test_runner_exits_when_python_is_killed(tmp_path: Path) -> None:
         "print(m.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=False,
-    )
+    out = run_python(script, check=False)
     assert out.returncode == -9
     pid = int(out.stdout.strip())
-    for _ in range(200):  # the orphan is reaped by init once it exits; poll, no timing asserted
-        if gone(pid, zombie_ok=True):
-            break
-        time.sleep(0.05)
-    assert gone(pid, zombie_ok=True)
+    assert wait_gone(pid, zombie_ok=True)  # the orphan is reaped by init once it exits
