@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,10 +12,17 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, node_ready
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
+QUICKSTART = REPO / "notebooks" / "01_quickstart.ipynb"
+QUICKSTART_MARKS = [
+    pytest.mark.skipif(not QUICKSTART.exists(), reason="notebooks/01_quickstart.ipynb is not there"),
+    pytest.mark.skipif(
+        not node_ready(), reason="the quickstart replays with the Node engine (node + xstate)"
+    ),
+]
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -51,3 +61,29 @@ def browser_context() -> Iterator[Any]:
             yield ctx
         finally:
             ctx.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def quickstart_sandbox(prefix: str) -> tuple[Path, Path, dict[str, str]]:
+    """A fresh temp dir holding a copy of the quickstart notebook, for a Jupyter server.
+
+    Returns ``(tmp, nbdir, env)``: the dir (the caller removes it), the notebook's dir inside it,
+    and an environment with fresh Jupyter config/runtime/IPython dirs under ``tmp`` and this
+    checkout first on ``PYTHONPATH`` (the kernel imports ``agentscope`` from here).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    nbdir = tmp / "nb"
+    nbdir.mkdir()
+    shutil.copy(QUICKSTART, nbdir / QUICKSTART.name)
+    env = dict(os.environ)
+    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        (tmp / var).mkdir()
+        env[var] = str(tmp / var)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return tmp, nbdir, env

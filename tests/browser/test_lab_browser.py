@@ -8,13 +8,10 @@ the tampered log's widget shows the mismatch badge. Saves a screenshot in ``test
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,24 +21,12 @@ from typing import Any
 import pytest
 
 from agentscope.render import state_element_id
-from tests.browser.conftest import ARTIFACTS
-from tests.conftest import REPO, node_ready
+from tests.browser.conftest import ARTIFACTS, QUICKSTART, QUICKSTART_MARKS, free_port, quickstart_sandbox
 
-NOTEBOOK = REPO / "notebooks" / "01_quickstart.ipynb"
+NOTEBOOK = QUICKSTART
 T = "supportTriage"
 
-pytestmark = [
-    pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebooks/01_quickstart.ipynb is not there"),
-    pytest.mark.skipif(
-        not node_ready(), reason="the quickstart replays with the Node engine (node + xstate)"
-    ),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = QUICKSTART_MARKS
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +34,7 @@ def lab() -> Iterator[tuple[str, str]]:
     jupyter = Path(sys.executable).with_name("jupyter")
     if not jupyter.exists():
         pytest.skip("jupyter is not installed next to this Python")
-    tmp = Path(tempfile.mkdtemp(prefix="as-lab-"))
-    nbdir = tmp / "nb"
-    nbdir.mkdir()
-    shutil.copy(NOTEBOOK, nbdir / NOTEBOOK.name)
-    env = dict(os.environ)
-    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        (tmp / var).mkdir()
-        env[var] = str(tmp / var)
+    tmp, nbdir, env = quickstart_sandbox("as-lab-")
     # user settings: no news / update toasts over the widget
     settings = tmp / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -64,8 +42,7 @@ def lab() -> Iterator[tuple[str, str]]:
         '{"fetchNews": "false", "checkForUpdates": false}', encoding="utf-8"
     )
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp / "lab-settings")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    token, port = secrets.token_hex(16), _free_port()
+    token, port = secrets.token_hex(16), free_port()
     log = (tmp / "lab.log").open("wb")
     proc = subprocess.Popen(
         [

@@ -21,7 +21,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -30,26 +29,15 @@ from typing import Any
 import pytest
 
 from agentscope.render import state_element_id
-from tests.browser.conftest import ARTIFACTS
-from tests.conftest import REPO, load_json, node_ready
+from tests.browser.conftest import ARTIFACTS, QUICKSTART, QUICKSTART_MARKS, free_port, quickstart_sandbox
+from tests.conftest import load_json
 
-NOTEBOOK = REPO / "notebooks" / "01_quickstart.ipynb"
+NOTEBOOK = QUICKSTART
 T = "supportTriage"
 LOG = load_json("g_triage.main.log.json")
 LIVE = {p["n"] - 1: p for p in load_json("g_triage.main.replay.json")["prefixes"]}  # index -> live state
 
-pytestmark = [
-    pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebooks/01_quickstart.ipynb is not there"),
-    pytest.mark.skipif(
-        not node_ready(), reason="the quickstart replays with the Node engine (node + xstate)"
-    ),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = QUICKSTART_MARKS
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -87,16 +75,8 @@ def voila_url() -> Iterator[str]:
     voila = Path(sys.executable).with_name("voila")
     if not voila.exists():
         pytest.skip("voila is not installed next to this Python (pip install 'voila>=0.5,<0.6')")
-    tmp = Path(tempfile.mkdtemp(prefix="as-voila-"))
-    nbdir = tmp / "nb"
-    nbdir.mkdir()
-    shutil.copy(NOTEBOOK, nbdir / NOTEBOOK.name)
-    env = dict(os.environ)
-    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        (tmp / var).mkdir()
-        env[var] = str(tmp / var)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    token, port = secrets.token_hex(16), _free_port()
+    tmp, nbdir, env = quickstart_sandbox("as-voila-")
+    token, port = secrets.token_hex(16), free_port()
     log = (tmp / "voila.log").open("wb")
     proc = subprocess.Popen(
         [
