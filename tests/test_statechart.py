@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentscope.engines.base import NO_INPUT, Machine, Snapshot
+from agentscope.engines.base import Machine
+from agentscope.engines.recorder import fold_entries
 from agentscope.engines.statechart import StatechartMachine, setup
 from agentscope.errors import EngineError, StatechartConfigError
 from agentscope.examples import python_machines as pm
@@ -29,21 +30,11 @@ LOGS: list[tuple[str, Callable[[], StatechartMachine]]] = [
 ]
 
 
-def fold_log(machine: Machine, entries: list[dict[str, Any]]) -> list[Snapshot]:
-    init = entries[0]["event"]
-    seed = (
-        machine.restore(init["snapshot"])
-        if "snapshot" in init
-        else machine.initial(init.get("input", NO_INPUT))
-    )
-    return [seed, *machine.fold(seed, [e["event"] for e in entries[1:]])]
-
-
 @pytest.mark.parametrize(("log", "factory"), LOGS, ids=[name for name, _ in LOGS])
 def test_every_recorded_hash_is_reproduced(log: str, factory: Callable[[], StatechartMachine]) -> None:
     entries = load_json(log)
     machine = factory()
-    snaps = fold_log(machine, entries)
+    snaps = fold_entries(machine, entries)
     computed = [state_hash(machine.persist(s)) for s in snaps]
     recorded = [e["verification"]["stateHash"] for e in entries]
     assert computed == recorded
@@ -68,7 +59,7 @@ def test_persisted_snapshots_equal_xstate_ones(
 ) -> None:
     """The persisted snapshot itself (not only its hash) equals XState's, key order included."""
     machine = factory()
-    snaps = fold_log(machine, load_json(log))
+    snaps = fold_entries(machine, load_json(log))
     prefixes = load_json(replay)["prefixes"]
     assert prefixes
     for p in prefixes:
@@ -150,7 +141,7 @@ def test_children_persist_like_xstate_while_tools_run() -> None:
 def test_migrate_runs_when_the_persisted_version_differs() -> None:
     v1_entries = load_json("e_bridge.v1.log.json")
     v1 = pm.ticket_v1()
-    final_v1 = v1.persist(fold_log(v1, v1_entries)[-1])
+    final_v1 = v1.persist(fold_entries(v1, v1_entries)[-1])
     bridged = pm.ticket_v2().restore(json.loads(json.dumps(final_v1)))
     bridge_init = load_json("e_bridge.v2.log.json")[0]
     assert pm.ticket_v2().persist(bridged) == bridge_init["event"]["snapshot"]
@@ -162,7 +153,7 @@ def test_migrate_runs_when_the_persisted_version_differs() -> None:
 def test_restore_of_every_persisted_snapshot_round_trips() -> None:
     machine = pm.triage_machine()
     entries = load_json("g_triage.main.log.json")
-    snaps = fold_log(machine, entries)
+    snaps = fold_entries(machine, entries)
     for i, s in enumerate(snaps[:-1]):
         p = json.loads(json.dumps(machine.persist(s)))
         restored = machine.restore(p)
