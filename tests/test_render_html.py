@@ -10,6 +10,8 @@ from agentscope.frames import Frame, Verdict
 from agentscope.render import graph_from_config, layout
 from agentscope.render.context import pointer_join
 from agentscope.render.html import (
+    MarkerStrip,
+    Sparkline,
     badge_html,
     fork_diff_html,
     frame_html,
@@ -114,5 +116,20 @@ def test_log_report_and_fork_fragments_escape() -> None:
 def test_sparkline_and_strip_are_bounded() -> None:
     spark = sparkline_svg([float(i) for i in range(100_000)], current=500, width=240)
     assert len(spark) < 20_000 and "as-spark-cur" in spark
+    # the cursor sits at x = 2 + (240 - 4) * 500 / 99_999, y = 36 - 2 - (36 - 4) * 500 / 99_999
+    assert 'cx="3.2" cy="33.8"' in spark and "tokens: 500</span>" in spark
     strip = marker_strip_svg(100_000, {i: "mismatch" for i in range(0, 100_000, 3)}, current=7, width=600)
     assert strip.count("<rect") <= 600 + 2
+    assert strip.count('fill="#e53935"') == 600  # every pixel column holds a mismatch tick
+    assert '<rect x="0" y="0" width="1" height="8" fill="#263238"/>' in strip  # cursor at 7 -> px 0
+
+
+def test_strip_and_sparkline_drawn_once_give_the_same_svg_at_every_cursor() -> None:
+    values = [0.0, 5.0, 5.0, 40.0, 41.5, 90.0, 90.0]
+    marks = {1: "explained", 3: "mismatch", 4: "missing", 6: "divergence"}
+    spark, strip = Sparkline(values, label="cumulative tokens"), MarkerStrip(len(values), marks, width=520)
+    for current in (None, -1, 0, 3, 6, 7):
+        assert spark.svg(current) == sparkline_svg(values, current, label="cumulative tokens")
+        assert strip.svg(current) == marker_strip_svg(len(values), marks, current, width=520)
+    assert 'cy="2.0"' in spark.svg(5) and "cumulative tokens: 90</span>" in spark.svg(5)
+    assert strip.svg(None).count("<rect") == 1 + 4  # background + four ticks, no cursor

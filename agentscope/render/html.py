@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE_CSS",
+    "MarkerStrip",
+    "Sparkline",
     "actors_html",
     "badge_html",
     "event_html",
@@ -233,6 +235,64 @@ def frame_html(
     return "".join(parts)
 
 
+class Sparkline:
+    """A small inline SVG line of ``values`` (e.g. cumulative tokens per step), drawn once.
+
+    The line is computed at construction; :meth:`svg` only adds the cursor, so a widget moving
+    its step does not walk the values again. Points are decimated to at most ``2 * width`` so the
+    SVG size does not grow with the log.
+
+    Parameters
+    ----------
+    values : Sequence[float]
+        One value per step.
+    width, height : int
+        SVG size in pixels.
+    label : str
+        Shown (escaped) after the line with the value at the cursor.
+    """
+
+    def __init__(
+        self, values: Sequence[float], *, width: int = 240, height: int = 36, label: str = "tokens"
+    ) -> None:
+        self.values = list(values)
+        self.width, self.height, self.label = width, height, label
+        n = len(self.values)
+        self._vmax = max(max(self.values), 1e-9) if n else 1e-9
+        step = max(1, n // (2 * width))
+        idx = list(range(0, n, step))
+        if idx and idx[-1] != n - 1:
+            idx.append(n - 1)
+        self._pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in map(self._xy, idx))
+
+    def _xy(self, i: int) -> tuple[float, float]:
+        n, w, h = len(self.values), self.width, self.height
+        return 2 + (w - 4) * (i / max(n - 1, 1)), h - 2 - (h - 4) * (self.values[i] / self._vmax)
+
+    def svg(self, current: int | None = None) -> str:
+        """The SVG (and label); ``current`` marks one index with a dot and a vertical rule.
+
+        Returns ``""`` for no values; an index out of range gets no mark and the last value.
+        """
+        n, width, height = len(self.values), self.width, self.height
+        if n == 0:
+            return ""
+        mark = ""
+        if current is not None and 0 <= current < n:
+            cx, cy = self._xy(current)
+            mark = (
+                f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="0" y2="{height}" stroke="#f9a825"/>'
+                f'<circle class="as-spark-cur" cx="{cx:.1f}" cy="{cy:.1f}" r="3" fill="#d84315"/>'
+            )
+        val = self.values[current] if current is not None and 0 <= current < n else self.values[-1]
+        label = esc(self.label)
+        return (
+            f'<svg class="as-spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-label="{label}"><polyline fill="none" stroke="#1565c0" stroke-width="1.5" '
+            f'points="{self._pts}"/>{mark}</svg> <span class="as-meta">{label}: {val:,.0f}</span>'
+        )
+
+
 def sparkline_svg(
     values: Sequence[float],
     current: int | None = None,
@@ -241,71 +301,60 @@ def sparkline_svg(
     height: int = 36,
     label: str = "tokens",
 ) -> str:
-    """Return a small inline SVG line of ``values`` (e.g. cumulative tokens per step).
+    """Return a small inline SVG line of ``values``; see :class:`Sparkline` (this draws it once).
 
-    ``current`` marks one index with a dot and a vertical rule. Points are decimated to at most
-    ``2 * width`` so the SVG size does not grow with the log.
+    ``current`` marks one index with a dot and a vertical rule.
     """
-    n = len(values)
-    if n == 0:
-        return ""
-    vmax = max(max(values), 1e-9)
-    step = max(1, n // (2 * width))
-    idx = list(range(0, n, step))
-    if idx[-1] != n - 1:
-        idx.append(n - 1)
+    return Sparkline(values, width=width, height=height, label=label).svg(current)
 
-    def xy(i: int) -> tuple[float, float]:
-        x = 2 + (width - 4) * (i / max(n - 1, 1))
-        y = height - 2 - (height - 4) * (values[i] / vmax)
-        return x, y
 
-    pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in map(xy, idx))
-    mark = ""
-    if current is not None and 0 <= current < n:
-        cx, cy = xy(current)
-        mark = (
-            f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="0" y2="{height}" stroke="#f9a825"/>'
-            f'<circle class="as-spark-cur" cx="{cx:.1f}" cy="{cy:.1f}" r="3" fill="#d84315"/>'
+_STRIP_COLORS = {"mismatch": "#e53935", "explained": "#ffb300", "missing": "#90a4ae", "divergence": "#8e24aa"}
+_STRIP_PRIO = {"mismatch": 3, "divergence": 3, "explained": 2, "missing": 1}
+
+
+class MarkerStrip:
+    """A thin SVG strip for under a slider, one tick per marked index, drawn once.
+
+    ``marks`` maps an index to a verdict/kind (``"mismatch"`` red, ``"explained"`` amber,
+    ``"missing"`` grey, ``"divergence"`` purple). Ticks are merged per pixel, so the size is
+    bounded by ``width``. The ticks are computed at construction; :meth:`svg` only adds the
+    cursor.
+    """
+
+    def __init__(self, n: int, marks: Mapping[int, str], *, width: int = 600, height: int = 8) -> None:
+        self.n, self.width, self.height = n, width, height
+        by_px: dict[int, str] = {}
+        for i, kind in marks.items():
+            px = self._px(i)
+            if _STRIP_PRIO.get(kind, 0) >= _STRIP_PRIO.get(by_px.get(px, ""), -1):
+                by_px[px] = kind
+        self._ticks = "".join(
+            f'<rect x="{px}" y="0" width="2" height="{height}" fill="{_STRIP_COLORS.get(k, "#e53935")}">'
+            f"<title>{esc(k)}</title></rect>"
+            for px, k in sorted(by_px.items())
         )
-    val = values[current] if current is not None and 0 <= current < n else values[-1]
-    return (
-        f'<svg class="as-spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{esc(label)}"><polyline fill="none" stroke="#1565c0" stroke-width="1.5" '
-        f'points="{pts}"/>{mark}</svg> <span class="as-meta">{esc(label)}: {val:,.0f}</span>'
-    )
+
+    def _px(self, i: int) -> int:
+        return int((self.width - 1) * (i / max(self.n - 1, 1)))
+
+    def svg(self, current: int | None = None) -> str:
+        """The strip's SVG with a dark cursor rule at index ``current`` (none when ``None``)."""
+        width, height = self.width, self.height
+        cur = ""
+        if current is not None and self.n > 0:
+            cur = f'<rect x="{self._px(current)}" y="0" width="1" height="{height}" fill="#263238"/>'
+        return (
+            f'<svg class="as-strip" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'preserveAspectRatio="none"><rect width="{width}" height="{height}" fill="#f5f5f5"/>'
+            f"{self._ticks}{cur}</svg>"
+        )
 
 
 def marker_strip_svg(
     n: int, marks: Mapping[int, str], current: int | None = None, *, width: int = 600, height: int = 8
 ) -> str:
-    """Return a thin SVG strip for under a slider: one tick per marked index.
-
-    ``marks`` maps an index to a verdict/kind (``"mismatch"`` red, ``"explained"`` amber,
-    ``"missing"`` grey, ``"divergence"`` purple). Ticks are merged per pixel, so the size is
-    bounded by ``width``.
-    """
-    colors = {"mismatch": "#e53935", "explained": "#ffb300", "missing": "#90a4ae", "divergence": "#8e24aa"}
-    prio = {"mismatch": 3, "divergence": 3, "explained": 2, "missing": 1}
-    by_px: dict[int, str] = {}
-    for i, kind in marks.items():
-        px = int((width - 1) * (i / max(n - 1, 1)))
-        if prio.get(kind, 0) >= prio.get(by_px.get(px, ""), -1):
-            by_px[px] = kind
-    ticks = "".join(
-        f'<rect x="{px}" y="0" width="2" height="{height}" fill="{colors.get(k, "#e53935")}">'
-        f"<title>{esc(k)}</title></rect>"
-        for px, k in sorted(by_px.items())
-    )
-    cur = ""
-    if current is not None and n > 0:
-        cx = int((width - 1) * (current / max(n - 1, 1)))
-        cur = f'<rect x="{cx}" y="0" width="1" height="{height}" fill="#263238"/>'
-    return (
-        f'<svg class="as-strip" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'preserveAspectRatio="none"><rect width="{width}" height="{height}" fill="#f5f5f5"/>'
-        f"{ticks}{cur}</svg>"
-    )
+    """Return a thin SVG strip for under a slider; see :class:`MarkerStrip` (this draws it once)."""
+    return MarkerStrip(n, marks, width=width, height=height).svg(current)
 
 
 def table_html(

@@ -12,7 +12,7 @@ from agentscope.frames import Frame
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html, pointer_join
-from agentscope.render.html import badge_html, event_html, marker_strip_svg, style_block
+from agentscope.render.html import MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._source import FrameCache, FrameSource, as_entries, step_info
 from agentscope.widgets.timetravel import _make_timeline
 
@@ -107,6 +107,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         """The :class:`~agentscope.forks.ForkDiff` of the two logs (no replay)."""
         self.common = int(self.diff.common_prefix)
         self.divergence: int | None = self.diff.divergence
+        self._strip_svg = MarkerStrip(
+            self.n, {self.divergence: "divergence"} if self.divergence is not None else {}, width=520
+        )
         base = layout(machine.graph, engine=engine)
         self.layouts: tuple[Layout, Layout] = (base, base.with_prefix("bs"))
 
@@ -209,7 +212,6 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         i = self.step
         fa, fb = self.frames()
         paths = self.diff_paths()
-        marks = {self.divergence: "divergence"} if self.divergence is not None else {}
         if self.divergence is None:
             where = f"{esc(self.diff.kind)}: the logs agree on all {self.common} shared entries"
         elif i < self.divergence:
@@ -218,7 +220,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             kind = esc(self.diff.kind)
             where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
         with self.hold_sync():
-            self._strip.value = marker_strip_svg(self.n, marks, i, width=520)
+            self._strip.value = self._strip_svg.svg(i)
             self._summary.value = (
                 f'<div class="as-root">step {i}: {where}; {len(paths)} differing context path(s)</div>'
             )

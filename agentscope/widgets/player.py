@@ -25,7 +25,7 @@ from agentscope.render._escape import esc, json_for_script
 from agentscope.render.chart import Layout, layout
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
-from agentscope.widgets._source import iter_frames, step_info, usage_series
+from agentscope.widgets._source import iter_frames, step_info
 
 if TYPE_CHECKING:
     from agentscope.widgets.forkview import ForkView
@@ -290,7 +290,7 @@ def timetravel_page(tt: TimeTravel, *, keyframe_every: int = 200) -> str:
         name=str(getattr(tt.event_log, "thread", None) or "log"),
         keyframe_every=keyframe_every,
     )
-    usage = usage_series(tt.entries) if tt.entries else None
+    usage = tt.usage
     marks = dict(tt.marks)
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:

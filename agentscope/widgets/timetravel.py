@@ -16,11 +16,11 @@ from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import (
+    MarkerStrip,
+    Sparkline,
     actors_html,
     badge_html,
     event_html,
-    marker_strip_svg,
-    sparkline_svg,
     style_block,
 )
 from agentscope.widgets._source import (
@@ -151,6 +151,11 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)
         self.table = entries_frame(self.event_log, self.entries) if self.entries else None
         self.usage = usage_series(self.entries) if self.entries else None
+        # drawn once: a step only moves their cursors
+        self._strip_svg = MarkerStrip(n, self.marks, width=520)
+        self._spark_svg = (
+            Sparkline(self.usage.tolist(), label="cumulative tokens") if self.usage is not None else None
+        )
 
         self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play")
         self._slider = ipywidgets.IntSlider(
@@ -325,9 +330,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 if frame.persisted is not None
                 else ""
             )
-            self._strip.value = marker_strip_svg(self.n, self.marks, i, width=520)
-            if self.usage is not None:
-                self._spark.value = sparkline_svg(self.usage.tolist(), i, label="cumulative tokens")
+            self._strip.value = self._strip_svg.svg(i)
+            if self._spark_svg is not None:
+                self._spark.value = self._spark_svg.svg(i)
             self._sync_rows(i)
             if self._jump.value != i:
                 self._jump.value = i
