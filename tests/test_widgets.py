@@ -259,7 +259,6 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
         timelines=(ListTimeline(fa), ListTimeline(fb)),
     )
     assert fv.common == 18 and fv.divergence == 18
-    assert "#8e24aa" not in fv._strip.value or fv.n <= 18
     fv.step = 1
     assert fv.diff_paths() == []  # n=18 on both sides: the shared prefix state
     fv.step = 3
@@ -352,3 +351,20 @@ def test_widget_views_escape_hostile_content(triage_graph: Graph) -> None:
         assert "<script" not in w.value and "<!--" not in w.value
         assert len(w.value) < 300_000
     assert "&lt;script&gt;" in tt._header.value and "&lt;script&gt;" in tt._context.value
+
+
+def test_forkview_strip_ticks_the_divergence_and_follows_the_step() -> None:
+    # the pure-Python triage machine reproduces both real logs (tests/test_statechart.py)
+    from agentscope.examples.python_machines import triage_machine
+
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    fv = ForkView(triage_machine(), main, fork, names=("main", "fork"))
+    assert (fv.n, fv.divergence) == (max(len(main), len(fork)), 18)
+    tick = f'<rect x="{int(519 * 18 / (fv.n - 1))}" y="0" width="2" height="8" fill="#8e24aa">'
+    assert fv._strip.value.count('fill="#8e24aa"') == 1 and tick in fv._strip.value
+    assert '<rect x="0" y="0" width="1" height="8" fill="#263238"/>' in fv._strip.value  # cursor at 0
+    assert fv.jump_to_divergence() == 18 and fv.step == 18
+    assert tick in fv._strip.value
+    assert f'<rect x="{int(519 * 18 / (fv.n - 1))}" y="0" width="1" height="8" fill="#263238"/>' in fv._strip.value
+    assert "past the divergence" in fv._summary.value
