@@ -37,6 +37,7 @@ from agentscope.widgets._source import (
 __all__ = ["TimeTravel"]
 
 _WINDOW = 8
+_ROW_MARKS = {"mismatch": "✗", "explained": "≈"}
 
 
 def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
@@ -339,16 +340,16 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
 
     def _sync_rows(self, i: int) -> None:
         lo, hi = max(0, i - _WINDOW), min(self.n, i + _WINDOW + 1)
+        if self.table is not None:  # one slice for the window, not a Series per row
+            rows = self.table.iloc[lo:hi].itertuples(index=False, name=None)
+            cells = [" ".join(str(v)[:28] for v in row) for row in rows]
+        else:
+            cells = [self._frames.at(k).event_type for k in range(lo, hi)]
         opts = []
-        for k in range(lo, hi):
-            mark = {"mismatch": "✗", "explained": "≈"}.get(self.marks.get(k, ""), " ")
+        for k, text in zip(range(lo, hi), cells, strict=True):
+            mark = _ROW_MARKS.get(self.marks.get(k, ""), " ")
             mark += "∅" if k in self.ignored else " "
-            if self.table is not None:
-                row = self.table.iloc[k]
-                cells = " ".join(str(v)[:28] for v in row.tolist())
-            else:
-                cells = self._frames.at(k).event_type
-            opts.append((f"{mark} {k:>6}  {cells}", k))
+            opts.append((f"{mark} {k:>6}  {text}", k))
         self._syncing = True
         try:
             self._rows.options = opts
