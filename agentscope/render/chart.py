@@ -449,18 +449,11 @@ def frame_svg(
     """
     active = _active_ids(layout.graph, frame_or_active_ids)
     classes: dict[str, list[str]] = {}
-    for s in active:
-        eid = layout.plan.states.get(s)
-        if eid is not None:
-            classes.setdefault(eid, []).append("as-active")
-    for s in entered:
-        eid = layout.plan.states.get(s)
-        if eid is not None:
-            classes.setdefault(eid, []).append("as-entered")
-    for s in exited:
-        eid = layout.plan.states.get(s)
-        if eid is not None:
-            classes.setdefault(eid, []).append("as-exited")
+    for cls, state_ids in (("as-active", active), ("as-entered", entered), ("as-exited", exited)):
+        for s in state_ids:
+            eid = layout.plan.states.get(s)
+            if eid is not None:
+                classes.setdefault(eid, []).append(cls)
     if taken_edge is not None:
         edges = [taken_edge] if isinstance(taken_edge, ObservedEdge | int) else list(taken_edge)
         for e in edges:
