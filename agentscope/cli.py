@@ -722,6 +722,12 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
                   f"thread {log.thread!r} of the bundled store {DEMO_STORE.name}", markup=False)
         out.print(f"  {len(log)} entries, machine {log.machine_id} @ {', '.join(log.machine_versions)}, "
                   f"execution {log.execution_id}; replayed with the {engine} engine", markup=False)
+        df = log.df
+        span = df["recorded_at"].iloc[-1] - df["recorded_at"].iloc[0]
+        out.print(f"  recorded {df['recorded_at'].iloc[0]:%Y-%m-%d %H:%M:%S} UTC over "
+                  f"{span.total_seconds():.3f} s; event types: "
+                  + ", ".join(f"{t} {n}" for t, n in df["event_type"].value_counts().items() if n),
+                  markup=False)
         _print_report(out, report, log)
         out.print(f"player written to {html}", markup=False)
         out.print("open it in a browser; `agentscope demo --lab` opens the quickstart notebook instead",
