@@ -59,6 +59,13 @@ def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int
     return out
 
 
+def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
+    """Context paths where two frames differ (none when a side is missing or not replayed)."""
+    if fa is None or fb is None or fa.persisted is None or fb.persisted is None:
+        return []
+    return differing_paths(fa.context, fb.context)
+
+
 class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     """Compare two logs of one machine (a thread and its fork) step by step.
 
@@ -182,10 +189,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
     def diff_paths(self) -> list[str]:
         """Context paths where the two sides differ at :attr:`step`."""
-        fa, fb = self.frames()
-        if fa is None or fb is None or fa.persisted is None or fb.persisted is None:
-            return []
-        return differing_paths(fa.context, fb.context)
+        return _paths(*self.frames())
 
     def side_html(self, k: int, frame: Frame | None, paths: Sequence[str]) -> str:
         """HTML of one side at the current step."""
@@ -211,7 +215,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     def _render(self) -> None:
         i = self.step
         fa, fb = self.frames()
-        paths = self.diff_paths()
+        paths = _paths(fa, fb)
         if self.divergence is None:
             where = f"{esc(self.diff.kind)}: the logs agree on all {self.common} shared entries"
         elif i < self.divergence:
