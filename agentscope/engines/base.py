@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agentscope.errors import MachineExecutionError
+
 __all__ = [
     "NO_INPUT",
     "Graph",
@@ -263,7 +265,11 @@ def rebind_session(
 
 
 class MachineBase(ABC):
-    """Convenience base: implements :meth:`Machine.fold` with :meth:`transition` and rebinding."""
+    """Convenience base: implements :meth:`Machine.fold` with :meth:`transition` and rebinding.
+
+    A :class:`~agentscope.errors.MachineExecutionError` raised by ``transition`` leaves ``fold``
+    with ``index`` set to the failing event's position in the batch.
+    """
 
     machine_id: str
     version: str
@@ -297,8 +303,12 @@ class MachineBase(ABC):
         cache: dict[str, str] = {} if sessions is None else sessions
         out: list[Snapshot] = []
         s = seed
-        for ev in events:
-            s = self.transition(s, rebind_session(self, s, ev, cache))
+        for i, ev in enumerate(events):
+            try:
+                s = self.transition(s, rebind_session(self, s, ev, cache))
+            except MachineExecutionError as exc:  # say which event of the batch failed
+                exc.index = i
+                raise
             out.append(s)
         return out
 

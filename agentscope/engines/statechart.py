@@ -38,7 +38,7 @@ Callables must be pure and must not mutate their arguments. Anything else raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentscope.engines._statechart_algo import (
@@ -58,7 +58,6 @@ from agentscope.engines.base import (
     Snapshot,
     StateNodeInfo,
     TransitionInfo,
-    rebind_session,
 )
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, StatechartConfigError
 from agentscope.hashing import djb2_hex, js_number, structural_string
@@ -273,32 +272,6 @@ class StatechartMachine(MachineBase):
         if nxt is state:
             return snapshot
         return self._wrap(nxt)
-
-    def fold(
-        self,
-        seed: Snapshot,
-        events: Sequence[Mapping[str, Any]] | Iterable[Mapping[str, Any]],
-        *,
-        sessions: dict[str, str] | None = None,
-    ) -> list[Snapshot]:
-        """Apply ``events`` from ``seed`` with session rebinding (spec §4.1); one snapshot each.
-
-        Raises
-        ------
-        MachineExecutionError
-            A user callable raised; ``index`` is the failing event's position in ``events``.
-        """
-        cache: dict[str, str] = {} if sessions is None else sessions
-        out: list[Snapshot] = []
-        s = seed
-        for i, ev in enumerate(events):
-            try:
-                s = self.transition(s, rebind_session(self, s, ev, cache))
-            except MachineExecutionError as exc:
-                exc.index = i
-                raise
-            out.append(s)
-        return out
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
