@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -87,3 +89,20 @@ def quickstart_sandbox(prefix: str) -> tuple[Path, Path, dict[str, str]]:
         env[var] = str(tmp / var)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return tmp, nbdir, env
+
+
+def wait_until_serving(
+    proc: subprocess.Popen[bytes], ready: Callable[[], bool], log: IO[bytes], log_path: Path, name: str
+) -> None:
+    """Poll ``ready()`` until it is true; fail with the server's log if it exits or takes > 60 s."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            log.flush()
+            pytest.fail(f"{name} did not start:\n" + log_path.read_text(errors="replace")[-3000:])
+        time.sleep(0.3)

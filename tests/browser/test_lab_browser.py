@@ -12,7 +12,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,14 @@ from typing import Any
 import pytest
 
 from agentscope.render import state_element_id
-from tests.browser.conftest import ARTIFACTS, QUICKSTART, QUICKSTART_MARKS, free_port, quickstart_sandbox
+from tests.browser.conftest import (
+    ARTIFACTS,
+    QUICKSTART,
+    QUICKSTART_MARKS,
+    free_port,
+    quickstart_sandbox,
+    wait_until_serving,
+)
 
 NOTEBOOK = QUICKSTART
 T = "supportTriage"
@@ -66,20 +72,11 @@ def lab() -> Iterator[tuple[str, str]]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(
-                    "JupyterLab did not start:\n" + (tmp / "lab.log").read_text(errors="replace")[-3000:]
-                )
-            time.sleep(0.3)
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                return bool(r.status == 200)
+
+        wait_until_serving(proc, ready, log, tmp / "lab.log", "JupyterLab")
         yield url, token
     finally:
         proc.terminate()

@@ -29,7 +29,14 @@ from typing import Any
 import pytest
 
 from agentscope.render import state_element_id
-from tests.browser.conftest import ARTIFACTS, QUICKSTART, QUICKSTART_MARKS, free_port, quickstart_sandbox
+from tests.browser.conftest import (
+    ARTIFACTS,
+    QUICKSTART,
+    QUICKSTART_MARKS,
+    free_port,
+    quickstart_sandbox,
+    wait_until_serving,
+)
 from tests.conftest import load_json
 
 NOTEBOOK = QUICKSTART
@@ -96,19 +103,11 @@ def voila_url() -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:  # no /api/status on a single-notebook Voila, and GET / would run the notebook
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=2).close()
-                break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(
-                    "Voila did not start:\n" + (tmp / "voila.log").read_text(errors="replace")[-3000:]
-                )
-            time.sleep(0.3)
+        def ready() -> bool:  # no /api/status on a single-notebook Voila; GET / would run it
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return True
+
+        wait_until_serving(proc, ready, log, tmp / "voila.log", "Voila")
         yield f"{url}/?token={token}"
     finally:
         _stop(proc)
