@@ -11,6 +11,7 @@ heavy parts (pandas, ipywidgets, the Node runner) load only when used.
 - Forks: :func:`compare`, :func:`fork_tree` (spec §5.1, §6).
 - Views: :class:`TimeTravel`, :class:`ForkView`, :func:`history`.
 - Bulk: :func:`verify_store`.
+- Questions over the one pass: :func:`whatif` (history under a changed machine).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "ForkView": "agentscope.widgets",
     "history": "agentscope.widgets",
     "verify_store": "agentscope.bulk",
+    "whatif": "agentscope.whatif",
+    "WhatIf": "agentscope.whatif",
     "AgentscopeError": "agentscope.errors",
 }
 
@@ -57,6 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # ``agentscope.replay`` is both a submodule and the public function: importing the submodule would
 # bind the package attribute to the module, so the function is bound eagerly here and wins.
 from agentscope.replay import replay as replay  # noqa: E402
+from agentscope.whatif import whatif as whatif  # noqa: E402  (the same: module and function)
 
 
 def __getattr__(name: str) -> Any:
