@@ -14,19 +14,13 @@ import jsonpatch
 import numpy as np
 import pandas as pd
 
-from agentscope._replay_core import (
-    DEFAULT_BATCH,
-    as_log,
-    entries_of,
-    event_type,
-    fold_segment,
-    source_of,
-)
-from agentscope._replay_index import _CODE, LogIndex, build_index, check_machines
-from agentscope._replay_report import VerifyReport, report_from_index
 from agentscope.engines.base import Machine, Snapshot
 from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
+from agentscope.log.entry import as_log, entries_of, event_type, source_of
+from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
+from agentscope.replay.report import VerifyReport, report_from_index
+from agentscope.replay.verdicts import _CODE, LogIndex, build_index, check_machines
 
 __all__ = ["Timeline", "changed_paths", "choose_checkpoint_every", "resolve_pointer"]
 

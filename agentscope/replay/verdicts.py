@@ -18,29 +18,27 @@ from typing import Any
 
 import numpy as np
 
-from agentscope._replay_core import (
-    AGENT_INIT,
-    DEFAULT_BATCH,
-    Segment,
-    fold_segment,
-    identity_problem,
-    load_validators,
-    recorded_at_ms,
-    recorded_hash,
-    segments_of,
-)
-from agentscope._replay_explain import explain_mismatch
 from agentscope.engines.base import Machine, Snapshot
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
-    EntryValidationError,
     LogFormatError,
     ReplayDivergenceError,
     SnapshotDivergedError,
 )
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
+from agentscope.log.entry import (
+    entry_id,
+    execution_id,
+    recorded_at_ms,
+    recorded_hash,
+    session_key,
+)
+from agentscope.log.validate import identity_problem, segment_problems
+from agentscope.replay.explain import explain_mismatch
+from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
+from agentscope.replay.segments import Segment, segments_of
 
 __all__ = ["VERDICTS", "LogIndex", "build_index", "machine_for_segment"]
 
@@ -124,18 +122,6 @@ class LogIndex:
             self.failures.setdefault(i, []).append(error)
 
 
-def _is_bridge_init(entry: Mapping[str, Any]) -> bool:
-    """An ``@agent.init`` entry carrying ``snapshot`` and ``metadata.migratedFrom`` (spec §1.5)."""
-    ev = entry.get("event")
-    md = entry.get("metadata")
-    return (
-        isinstance(ev, Mapping)
-        and "snapshot" in ev
-        and isinstance(md, Mapping)
-        and isinstance(md.get("migratedFrom"), Mapping)
-    )
-
-
 def check_machines(machines: Any) -> None:
     """Raise ``TypeError`` unless ``machines`` is ``None`` or a mapping of version -> Machine."""
     if machines is None:
@@ -174,71 +160,14 @@ def machine_for_segment(
 
 
 def _structure_problems(
-    idx: LogIndex,
-    entries: Sequence[Mapping[str, Any]],
-    seg: Segment,
-    validate_entry: Any,
+    idx: LogIndex, entries: Sequence[Mapping[str, Any]], seg: Segment
 ) -> int:
-    """Record envelope / log-level problems of one segment; return the first position the fold
-    cannot pass (an entry without an event object), or ``seg.stop``."""
-    seen: dict[Any, int] = {}
-    prev_index: int | None = None
-    stop = seg.stop
-    src = idx.source
-    for i in range(seg.start, seg.stop):
-        e = entries[i]
-        if not isinstance(e, Mapping):
-            err = EntryValidationError("Agent event entry must be an object.", source=src, index=i)
-            idx.add_problem(i, "invalid-entry", str(err.detail), err)
-            return min(stop, i)
-        if validate_entry is not None:
-            try:
-                validate_entry(e, index=i, source=src)
-            except LogFormatError as exc:
-                idx.add_problem(i, "invalid-entry", str(exc), exc)
-        # §1.3: one log is numbered 0..n-1 across all its segments, so a later segment that
-        # restarts at 0 (a concatenation of separate logs) breaks the numbering, as read_log says
-        want = i if i == seg.start else (
-            prev_index + 1 if isinstance(prev_index, int) else i)
-        got = e.get("index")
-        # ... except at a version-bridge init (§1.5, §4.2 step 3): the bridged run starts a new log
-        # whose own indices restart at 0, so a concatenation of bridged segments is a lineage
-        if i == seg.start and i > 0 and got == 0 and _is_bridge_init(e):
-            want = 0
-        if got != want:  # reported where the numbering breaks, not at every later entry
-            err = EntryValidationError(
-                f"Event log must be contiguous from index 0; found entry.index "
-                f"{got} at position {i} (expected {want}).",
-                source=src, index=i, field="index",
-            )
-            idx.add_problem(i, "non-contiguous", err.detail, err)
-        prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
-        eid = e.get("id")
-        if isinstance(eid, str) and eid in seen:
-            err = EntryValidationError(
-                f"Event log contains duplicate entry id '{eid}' (first at {seen[eid]}).",
-                source=src, index=i, field="id",
-            )
-            idx.add_problem(i, "duplicate-id", err.detail, err)
-        elif isinstance(eid, str):
-            seen[eid] = i
-        ev = e.get("event")
-        if not isinstance(ev, Mapping) or not isinstance(ev.get("type"), str) or not ev["type"]:
-            if validate_entry is None:
-                err = EntryValidationError(
-                    "Agent event entry.event requires a non-empty string type.",
-                    source=src, index=i, field="event.type",
-                )
-                idx.add_problem(i, "invalid-entry", err.detail, err)
-            stop = min(stop, i)
-        elif i == seg.start and ev["type"] != AGENT_INIT:
-            err = EntryValidationError(
-                "Event log must start with the reserved '@agent.init' entry; found "
-                f"'{ev['type']}'.",
-                source=src, index=i, field="event.type",
-            )
-            idx.add_problem(i, "no-init", err.detail, err)
-            stop = min(stop, i)
+    """Record the structure problems of one segment (rules: :func:`segment_problems`); return the
+    first position the fold cannot pass."""
+    found, stop = segment_problems(entries, seg.start, seg.stop, source=idx.source)
+    for kind, err in found:
+        at = err.index if isinstance(err.index, int) else seg.start
+        idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
     return stop
 
 
@@ -297,13 +226,12 @@ def build_index(
             idx.has_recorded[i] = True
         else:
             idx.odd_recorded[i] = h
-    _, validate_entry = load_validators()
     for seg in segs:
         if seg.number > 0:
             _check_bridge_link(idx, entries, segs[seg.number - 1], seg)
         m, seg_version = machine_for_segment(seg, machine, machines)
         idx.machines.append(m)
-        fold_stop = _structure_problems(idx, entries, seg, validate_entry)
+        fold_stop = _structure_problems(idx, entries, seg)
         if m is not None:
             version = seg_version or machine_version or m.version
             for i in range(seg.start, seg.stop):
@@ -336,7 +264,7 @@ def build_index(
     if strict:
         for i in np.flatnonzero(no_hash).tolist():
             e = entries[i]
-            eid = str(e.get("id", "")) if isinstance(e, Mapping) else ""
+            eid = entry_id(e) if isinstance(e, Mapping) else ""
             idx.add_problem(
                 i, "missing-verification", "no recorded verification hash",
                 ReplayDivergenceError(eid, i, "missing-verification"),
@@ -409,7 +337,7 @@ def _fold_into(
                 idx.verdict[i] = _CODE[Verdict.VERIFIED]
             else:
                 err: AgentscopeError = ReplayDivergenceError(
-                    str(e.get("id", "")), i, "state", rec, h
+                    entry_id(e), i, "state", rec, h
                 )
                 if explain:
                     ex = explain_mismatch(
@@ -440,16 +368,6 @@ def _fold_into(
     idx.replayed_upto[-1] = last + 1
 
 
-def _session_key(entry: Any) -> str | None:
-    ev = entry.get("event") if isinstance(entry, Mapping) else None
-    if not isinstance(ev, Mapping):
-        return None
-    a, sid = ev.get("actorId"), ev.get("sessionId")
-    if isinstance(a, str) and isinstance(sid, str):
-        return a + "\u0000" + sid
-    return None
-
-
 def _recurring_session_keys(
     entries: Sequence[Mapping[str, Any]], start: int, stop: int
 ) -> dict[str, tuple[int, int]]:
@@ -458,7 +376,7 @@ def _recurring_session_keys(
     in a numpy array so a 10^6-entry log needs ~8 MB, not a dict of every key."""
     hashes: list[int] = []
     for i in range(start, stop):
-        key = _session_key(entries[i])
+        key = session_key(entries[i])
         if key is not None:
             hashes.append(hash(key))
     if not hashes:
@@ -469,7 +387,7 @@ def _recurring_session_keys(
         return {}
     spans: dict[str, tuple[int, int]] = {}
     for i in range(start, stop):
-        key = _session_key(entries[i])
+        key = session_key(entries[i])
         if key is not None and hash(key) in repeated:
             first = spans[key][0] if key in spans else i
             spans[key] = (first, i)
@@ -503,8 +421,7 @@ def _check_bridge_link(
         )
 
     def exec_id(i: int) -> Any:
-        meta = entries[i].get("metadata")
-        return meta.get("executionId") if isinstance(meta, Mapping) else None
+        return execution_id(entries[i])
 
     if exec_id(seg.start) != exec_id(prev.start):
         idx.log_problems.append(
