@@ -1,4 +1,12 @@
-"""Structural JSON diff with RFC 6901 JSON-Pointer paths (private helper of :mod:`agentscope.forks`).
+"""The one JSON-diff module: comparing, patching and addressing JSON values (RFC 6901 pointers).
+
+- :func:`diff_json` — the *semantic* diff a person reads (:mod:`agentscope.forks`, spec §6.2);
+- :func:`delta` / :func:`apply_delta` — the *storage* diff: exact ops (key order kept) that turn
+  one persisted snapshot into the next (:mod:`agentscope.replay.snapshots`);
+- :func:`changed_paths` — the pointers a step changed (``Frame.changed_paths``), from :func:`delta`;
+- :func:`resolve_pointer` — read a value by pointer.
+
+The semantic diff:
 
 The rule follows the legacy ``diffJson`` of spec §6.2 with two deliberate refinements for a
 debugger: arrays are not replaced whole but compared after trimming their equal head and tail
@@ -14,7 +22,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["MISSING", "Change", "diff_json", "json_equal", "pointer_escape", "pointer_join"]
+__all__ = [
+    "ABSENT",
+    "MISSING",
+    "Change",
+    "Op",
+    "apply_delta",
+    "changed_paths",
+    "delta",
+    "diff_json",
+    "json_equal",
+    "pointer_escape",
+    "pointer_join",
+    "resolve_pointer",
+]
 
 
 class _Missing:
@@ -173,3 +194,186 @@ def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Chan
         out.append(Change(pointer_join(path, k), la[k], MISSING))
     for k in range(head + paired, head + mid_r):
         out.append(Change(pointer_join(path, k), MISSING, ra[k]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Storage deltas: exact, key-order preserving, cheap (the snapshot store, changed paths)
+
+# an op: (path, kind, value); kind "s" set key/index, "d" delete key, "x" extend list, "t" truncate
+Op = tuple[tuple[Any, ...], str, Any]
+
+
+def _delta(a: Any, b: Any, path: tuple[Any, ...], out: list[Op]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        ka, kb = list(a), list(b)
+        if ka == kb:
+            for k in kb:
+                va, vb = a[k], b[k]
+                if va is not vb and (type(va) is not type(vb) or va != vb):
+                    _delta(va, vb, (*path, k), out)
+            return
+        kept = [k for k in ka if k in b]
+        added = [k for k in kb if k not in a]
+        if kept + added != kb:  # key order changed: replace the whole object
+            out.append((path, "=", b))
+            return
+        for k in ka:
+            if k not in b:
+                out.append(((*path, k), "d", None))
+        for k in kept:
+            va, vb = a[k], b[k]
+            if va is not vb and (type(va) is not type(vb) or va != vb):
+                _delta(va, vb, (*path, k), out)
+        for k in added:
+            out.append(((*path, k), "s", b[k]))
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        na, nb = len(a), len(b)
+        if nb > na and b[:na] == a:
+            out.append((path, "x", b[na:]))
+            return
+        if nb < na and a[:nb] == b:
+            out.append((path, "t", nb))
+            return
+        if na == nb:
+            changed = [i for i in range(na) if type(a[i]) is not type(b[i]) or a[i] != b[i]]
+            if len(changed) * 2 <= na:
+                for i in changed:
+                    _delta(a[i], b[i], (*path, i), out)
+                return
+    out.append((path, "=", b))
+
+
+def delta(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Op]:
+    """The ops that turn ``before`` into ``after`` (both JSON values; ``[]`` when equal).
+
+    Exact for key order: objects whose keys keep their relative order get per-key ops, any other
+    reordering replaces the object. Arrays that grew or shrank at the end get one extend/truncate
+    op; other arrays change element-wise when at most half of them changed, else whole.
+    """
+    out: list[Op] = []
+    if before is not after and (type(before) is not type(after) or before != after):
+        _delta(before, after, (), out)
+    return out
+
+
+def _copy(x: Any) -> Any:
+    return dict(x) if isinstance(x, dict) else list(x)
+
+
+def apply_delta(doc: Any, ops: list[Op], *, in_place: bool = False) -> Any:
+    """Apply :func:`delta` ops to ``doc`` and return the result.
+
+    With ``in_place=False`` (the default) ``doc`` is left alone: the containers along each changed
+    path are copied (shallowly) and everything else is shared with ``doc``, so the result costs
+    O(changed paths), not O(size). Treat both as read-only.
+    """
+    copied: set[int] = set()
+
+    def own(x: Any) -> Any:
+        if in_place or id(x) in copied:
+            return x
+        y = _copy(x)
+        copied.add(id(y))
+        return y
+
+    for path, kind, value in ops:
+        if not path and kind == "=":
+            doc = value
+            if not in_place:
+                copied.clear()
+            continue
+        root = own(doc)
+        doc = root
+        cur = root
+        steps = path if kind in ("x", "t") else path[:-1]
+        for k in steps:
+            child = own(cur[k])
+            cur[k] = child
+            cur = child
+        if kind == "x":
+            cur.extend(value)
+        elif kind == "t":
+            del cur[value:]
+        elif kind == "d":
+            del cur[path[-1]]
+        else:  # "s" or "=" below the root
+            cur[path[-1]] = value
+    return doc
+
+
+
+_VOLATILE_TOP = frozenset({"_nextTimerId", "_nextActorIds", "sessionId", "agentMeta"})
+ABSENT: Any = object()
+"""What :func:`resolve_pointer` returns for a path the document does not have."""
+
+
+def _project(p: Mapping[str, Any] | None) -> dict[str, Any]:
+    if p is None:
+        return {}
+    return {k: v for k, v in p.items() if k not in _VOLATILE_TOP}
+
+
+def changed_paths(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> tuple[str, ...]:
+    """JSON Pointer paths (RFC 6901) that differ between two persisted snapshots.
+
+    Computed with :func:`delta` over the snapshots without their volatile bookkeeping keys
+    (``_nextTimerId``, ``_nextActorIds``, ``sessionId``, ``agentMeta``), so the
+    paths are under ``/value``, ``/context``, ``/children``, ``/timers``, ``/status``,
+    ``/output``, ``/error``, ``/historyValue``. ``before=None`` (a segment's first step) lists
+    every top-level member as added.
+    """
+    a, b = _project(before), _project(after)
+    out: dict[str, None] = {}
+    for path, kind, value in delta(a, b):
+        ptr = "".join("/" + pointer_escape(str(k)) for k in path)
+        if kind == "x":
+            base = len(_resolve_path(a, path))
+            for j in range(len(value)):
+                out[f"{ptr}/{base + j}"] = None
+        elif kind == "t":
+            for j in range(value, len(_resolve_path(a, path))):
+                out[f"{ptr}/{j}"] = None
+        elif not path:  # the whole snapshot was replaced (its keys were reordered)
+            for k in set(a) | set(b):
+                if k not in a or k not in b or a[k] != b[k]:
+                    out["/" + pointer_escape(str(k))] = None
+        else:
+            out[ptr] = None
+    return tuple(out)
+
+
+def _resolve_path(doc: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        doc = doc[k]
+    return doc
+
+
+
+def resolve_pointer(doc: Any, pointer: str) -> Any:
+    """Resolve an RFC 6901 JSON Pointer in ``doc``; return a private sentinel when absent.
+
+    Raises ``ValueError`` for a pointer that is neither ``""`` nor starts with ``"/"``.
+    """
+    if pointer == "":
+        return doc
+    if not pointer.startswith("/"):
+        raise ValueError(f"a JSON Pointer starts with '/': got {pointer!r} (try '/context/…')")
+    cur = doc
+    for raw in pointer[1:].split("/"):
+        tok = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(cur, Mapping):
+            if tok not in cur:
+                return ABSENT
+            cur = cur[tok]
+        elif isinstance(cur, list):
+            if not tok.isdigit() or int(tok) >= len(cur) or (tok != "0" and tok[0] == "0"):
+                return ABSENT
+            cur = cur[int(tok)]
+        else:
+            return ABSENT
+    return cur
+
+

@@ -28,23 +28,29 @@ from agentscope.errors import (
 )
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
+from agentscope.jsondiff import delta
 from agentscope.log.entry import (
+    AGENT_INIT,
     entry_id,
+    event_type,
     execution_id,
     recorded_at_ms,
     recorded_hash,
     session_key,
 )
-from agentscope.log.validate import identity_problem, segment_problems
+from agentscope.log.validate import SegmentChecker, identity_problem
 from agentscope.replay.explain import explain_mismatch
 from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
 from agentscope.replay.segments import Segment, segments_of
+from agentscope.replay.snapshots import SnapshotStore
 
-__all__ = ["VERDICTS", "LogIndex", "build_index", "machine_for_segment"]
+__all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
 
 VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")
+_OVERFLOW_EVERY = 256
+"""Checkpoint interval past a full snapshot store (a seek there folds at most this many entries)."""
 
 
 @dataclass
@@ -76,6 +82,41 @@ class LogIndex:
     replayed_upto: list[int] = field(default_factory=list)
     strict: bool = False
     source: str | None = None
+    stores: dict[int, SnapshotStore] = field(default_factory=dict)
+    """Per segment number: every persisted snapshot of the pass (when it kept them)."""
+
+    @classmethod
+    def empty(cls, *, strict: bool = False, source: str | None = None) -> LogIndex:
+        """An index of no entries; :meth:`grow` makes room."""
+        return cls(
+            n=0, segments=[], machines=[],
+            computed=np.zeros(0, np.uint32), has_computed=np.zeros(0, np.bool_),
+            recorded=np.zeros(0, np.uint32), has_recorded=np.zeros(0, np.bool_),
+            verdict=np.zeros(0, np.uint8), ignored=np.zeros(0, np.bool_),
+            strict=strict, source=source,
+        )
+
+    def grow(self, n: int) -> None:
+        """Make the per-entry arrays ``n`` long (new rows: no hash, ``unchecked``); amortised O(1)
+        per entry (the buffers double)."""
+        if n <= self.n:
+            return
+        names = ("computed", "has_computed", "recorded", "has_recorded", "verdict", "ignored")
+        bufs: dict[str, Any] = getattr(self, "_bufs", {})
+        cap = len(bufs["computed"]) if bufs else 0
+        if n > cap:
+            new_cap = max(n, 2 * cap, 64)
+            for name in names:
+                old = getattr(self, name)
+                buf = np.zeros(new_cap, old.dtype)
+                if name == "verdict":
+                    buf[:] = _CODE[Verdict.UNCHECKED]
+                buf[: self.n] = old[: self.n]
+                bufs[name] = buf
+            object.__setattr__(self, "_bufs", bufs)
+        for name in names:
+            setattr(self, name, bufs[name][:n])
+        self.n = n
 
     def computed_hash(self, i: int) -> str | None:
         return f"{int(self.computed[i]):08x}" if self.has_computed[i] else None
@@ -159,16 +200,257 @@ def machine_for_segment(
     return machine, None
 
 
-def _structure_problems(
-    idx: LogIndex, entries: Sequence[Mapping[str, Any]], seg: Segment
-) -> int:
-    """Record the structure problems of one segment (rules: :func:`segment_problems`); return the
-    first position the fold cannot pass."""
-    found, stop = segment_problems(entries, seg.start, seg.stop, source=idx.source)
-    for kind, err in found:
-        at = err.index if isinstance(err.index, int) else seg.start
-        idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
-    return stop
+class _SegmentPass:
+    """The pass over one segment, resumable: :meth:`run` folds positions ``lo .. hi - 1`` and
+    keeps everything the next call needs (engine snapshot, rebinding cache, explanation state)."""
+
+    def __init__(self, idx: LogIndex, seg: Segment, m: Machine, *, checkpoint_every: int | None,
+                 batch: int, explain: bool, store: SnapshotStore | None) -> None:
+        self.idx, self.seg, self.m = idx, seg, m
+        self.k = checkpoint_every
+        self.batch = batch
+        self.explain = explain
+        self.store = store
+        self.k_base = seg.start  # checkpoints sit at k_base + j * k
+        self.snap: Snapshot | None = None
+        self.cache: dict[str, str] = {}
+        self.prev: Mapping[str, Any] | None = None
+        self.prev_h = ""
+        self.known_starts: dict[str, int] = {}
+        self.appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
+        self.prev_at: int | None = None
+        self.failed = False
+        self.last = seg.start - 1
+
+    def run(self, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
+        if self.failed or lo >= hi:
+            return
+        idx, m = self.idx, self.m
+        k = self.k
+        try:
+            spans = _recurring_session_keys(entries, self.seg.start, hi) if k else {}
+            # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
+            # cache and the engine's snapshot agree there (an engine may move cache entries when it
+            # re-seeds); otherwise large batches (fewer engine round trips)
+            fold_batch = k if (k and spans) else max(self.batch, k or 0)
+            it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
+                              seed=self.snap if lo > self.seg.start else None)
+            for i, snap in it:
+                self.last = i
+                self.snap = snap
+                self._step(entries, i, snap, spans)
+        except Exception as exc:  # an engine failure: report it and stop this segment
+            self.failed = True
+            at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last
+            detail = f"{type(exc).__name__}: {exc}"
+            err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
+            idx.add_problem(at_i, "engine-error", detail, err)
+        idx.replayed_upto[self.seg.number] = self.last + 1
+
+    def _step(self, entries: Sequence[Mapping[str, Any]], i: int, snap: Snapshot,
+              spans: Mapping[str, tuple[int, int]]) -> None:
+        idx, m, k = self.idx, self.m, self.k
+        p = m.persist(snap)
+        prev = self.prev
+        store = self.store
+        if store is not None and not store.full:
+            ops = delta(prev, p) if prev is not None else None
+            same = ops is not None and not ops
+            if not store.add(p, ops) and k is None:
+                # over the byte budget: the rest of the segment keeps sparse checkpoints instead
+                self.k = k = _OVERFLOW_EVERY
+                self.k_base = i
+        else:
+            same = prev is not None and p == prev  # the state did not react ("ignored")
+        h = self.prev_h if same else state_hash(p)
+        idx.computed[i] = int(h, 16)
+        idx.has_computed[i] = True
+        if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
+            idx.checkpoints[i] = p
+            kept = [
+                (key, self.cache[key],
+                 self.cache[key] == m.child_session(snap, key.split("\u0000")[0]))
+                for key, (first_at, last_at) in spans.items()
+                if first_at <= i < last_at and key in self.cache
+            ]
+            if kept:
+                idx.checkpoint_sessions[i] = kept
+        if same:
+            idx.ignored[i] = True
+        e = entries[i]
+        at = recorded_at_ms(e)
+        rec = idx.recorded_hash(i)
+        timers = p.get("timers")
+        timers = timers if isinstance(timers, Mapping) else {}
+        for tid in list(self.known_starts):
+            if tid not in timers:
+                del self.known_starts[tid]
+        for tid in list(self.appeared):
+            if tid not in timers:
+                del self.appeared[tid]
+        for tid in timers:
+            if tid not in self.appeared and at is not None:
+                self.appeared[tid] = at
+        if rec is None:
+            pass
+        elif rec == h:
+            idx.verdict[i] = _CODE[Verdict.VERIFIED]
+        else:
+            err: AgentscopeError = ReplayDivergenceError(entry_id(e), i, "state", rec, h)
+            if self.explain:
+                ex = explain_mismatch(
+                    p, rec, recorded_at=at, previous_recorded_at=self.prev_at,
+                    known_timer_starts=self.known_starts,
+                    timer_appeared_at=min(self.appeared.values()) if self.appeared else None,
+                )
+                idx.explanations[i] = ex.text
+                if ex.confirmed:
+                    self.known_starts.update(ex.timer_starts)
+                    idx.verdict[i] = _CODE[Verdict.EXPLAINED]
+                    idx.problems.setdefault(i, []).append(
+                        ("explained-mismatch", f"expected {rec!r}, got {h!r} ({ex.cause})")
+                    )
+                else:
+                    idx.verdict[i] = _CODE[Verdict.MISMATCH]
+                    idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+            else:
+                idx.verdict[i] = _CODE[Verdict.MISMATCH]
+                idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+        self.prev, self.prev_h = p, h
+        self.prev_at = at
+
+
+class Pass:
+    """The one pass over a log, resumable: :meth:`feed` processes new positions only.
+
+    Folds every segment once (:func:`~agentscope.replay.fold.fold_segment`), recording per entry
+    the recomputed hash, verdict, ``ignored`` flag and problems into :attr:`index`, and, with
+    ``store_budget``, every persisted snapshot in a byte-budgeted
+    :class:`~agentscope.replay.snapshots.SnapshotStore` per segment (so views never fold again).
+    Never raises for problems in the log: they are recorded. Work is O(new entries) per call.
+    """
+
+    def __init__(
+        self,
+        *,
+        machine: Machine | None,
+        machines: Mapping[str, Machine] | None = None,
+        machine_version: str | None = None,
+        strict: bool = False,
+        checkpoint_every: int | None = None,
+        batch: int = DEFAULT_BATCH,
+        explain: bool = True,
+        source: str | None = None,
+        store_budget: int | None = None,
+    ) -> None:
+        check_machines(machines)
+        self.machine, self.machines = machine, machines
+        self.machine_version = machine_version
+        self.checkpoint_every = checkpoint_every
+        self.batch, self.explain = batch, explain
+        self.store_budget = store_budget
+        self.index = LogIndex.empty(strict=strict, source=source)
+        self._seg_pass: _SegmentPass | None = None
+        self._check: SegmentChecker | None = None
+
+    def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
+        """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the
+        new positions. ``entries`` is the whole log so far (earlier positions are not re-read)."""
+        idx = self.index
+        lo = idx.n if lo is None else lo
+        hi = len(entries)
+        if hi <= lo:
+            return range(lo, lo)
+        idx.grow(hi)
+        for i in range(lo, hi):
+            h = recorded_hash(entries[i])
+            if h is None:
+                continue
+            if _HEX8.match(h):
+                idx.recorded[i] = int(h, 16)
+                idx.has_recorded[i] = True
+            else:
+                idx.odd_recorded[i] = h
+        first = lo
+        if idx.segments and not (entries[lo] is not None and event_type(entries[lo]) == AGENT_INIT):
+            # the new entries continue the last segment
+            last = idx.segments[-1]
+            cont = segments_of(entries, lo)
+            head = cont[0]
+            idx.segments[-1] = Segment(last.number, last.start, head.stop, last.machine_id,
+                                       last.version, last.bridge, last.migrated_from)
+            self._run_segment(entries, idx.segments[-1], lo, head.stop, fresh=False)
+            first = head.stop
+        for seg in segments_of(entries, first) if first < hi else []:
+            seg = Segment(len(idx.segments), seg.start, seg.stop, seg.machine_id, seg.version,
+                          seg.bridge, seg.migrated_from)
+            if idx.segments:
+                _check_bridge_link(idx, entries, idx.segments[-1], seg)
+            idx.segments.append(seg)
+            self._run_segment(entries, seg, seg.start, seg.stop, fresh=True)
+        no_hash = ~idx.has_recorded[lo:hi]
+        for i in idx.odd_recorded:
+            if lo <= i < hi:
+                no_hash[i - lo] = False
+        idx.verdict[lo:hi][no_hash] = _CODE[Verdict.MISSING]
+        if idx.strict:
+            for j in np.flatnonzero(no_hash).tolist():
+                i = lo + j
+                idx.add_problem(
+                    i, "missing-verification", "no recorded verification hash",
+                    ReplayDivergenceError(entry_id(entries[i]), i, "missing-verification"),
+                )
+        return range(lo, hi)
+
+    def _run_segment(self, entries: Sequence[Mapping[str, Any]], seg: Segment, lo: int, hi: int,
+                     *, fresh: bool) -> None:
+        idx = self.index
+        if fresh:
+            m, seg_version = machine_for_segment(seg, self.machine, self.machines)
+            idx.machines.append(m)
+            idx.replayed_upto.append(seg.start)
+            self._check = SegmentChecker(seg.start, source=idx.source)
+            self._seg_pass = None
+            if m is not None:
+                self._version = seg_version or self.machine_version or m.version
+            else:
+                have = ", ".join(sorted(self.machines)) if self.machines else "none"
+                detail = (
+                    f"segment {seg.number} (entries {seg.start}..{seg.stop - 1}, machineVersion "
+                    f"{seg.version!r}) has no machine: pass machines={{{seg.version!r}: ...}} "
+                    f"(given: {have})"
+                )
+                idx.log_problems.append(("no-machine", detail, self.machines is not None))
+                if self.machines is not None:
+                    idx.log_failures.append(EngineError(detail))
+        m = idx.machines[seg.number]
+        assert self._check is not None
+        found, fold_stop = self._check.check(entries, lo, hi)
+        for kind, err in found:
+            at = err.index if isinstance(err.index, int) else seg.start
+            idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
+        if m is None:
+            return
+        for i in range(lo, hi):
+            e = entries[i]
+            if not isinstance(e, Mapping):
+                continue
+            bad = identity_problem(e, i - seg.start, m.machine_id, self._version)
+            if bad is not None:
+                bad.index = i
+                bad.source = idx.source
+                idx.add_problem(i, "machine-mismatch", str(bad), bad)
+        if self._check.stopped_at is not None and self._check.stopped_at <= lo:
+            return
+        if self._seg_pass is None:
+            store = (SnapshotStore(seg.start, budget=self.store_budget)
+                     if self.store_budget is not None else None)
+            if store is not None:
+                idx.stores[seg.number] = store
+            self._seg_pass = _SegmentPass(idx, seg, m, checkpoint_every=self.checkpoint_every,
+                                          batch=self.batch, explain=self.explain, store=store)
+        self._seg_pass.seg = seg
+        self._seg_pass.run(entries, lo, fold_stop)
 
 
 def build_index(
@@ -183,29 +465,18 @@ def build_index(
     explain: bool = True,
     cached_snapshot: Mapping[str, Any] | None = None,
     source: str | None = None,
+    store_budget: int | None = None,
 ) -> LogIndex:
-    """Fold every segment of ``entries`` once and record what each entry verified to.
+    """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
 
-    Never raises for problems in the log: they are recorded (``LogIndex.problems``). Engine
-    failures stop that segment's fold at the failing entry and are recorded too.
+    ``cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot, §4.2) is checked against
+    the log at the end.
     """
-    check_machines(machines)
-    n = len(entries)
-    segs = segments_of(entries) if n else []
-    idx = LogIndex(
-        n=n,
-        segments=segs,
-        machines=[],
-        computed=np.zeros(n, np.uint32),
-        has_computed=np.zeros(n, np.bool_),
-        recorded=np.zeros(n, np.uint32),
-        has_recorded=np.zeros(n, np.bool_),
-        verdict=np.full(n, _CODE[Verdict.UNCHECKED], np.uint8),
-        ignored=np.zeros(n, np.bool_),
-        strict=strict,
-        source=source,
-    )
-    if n == 0:
+    p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
+             checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
+             store_budget=store_budget)
+    idx = p.index
+    if not entries:
         idx.log_problems.append(
             ("empty-log", "Cannot replay an empty event log; it must start with a "
              "'@agent.init' entry.", True)
@@ -217,155 +488,10 @@ def build_index(
             )
         )
         return idx
-    for i, e in enumerate(entries):
-        h = recorded_hash(e) if isinstance(e, Mapping) else None
-        if h is None:
-            continue
-        if _HEX8.match(h):
-            idx.recorded[i] = int(h, 16)
-            idx.has_recorded[i] = True
-        else:
-            idx.odd_recorded[i] = h
-    for seg in segs:
-        if seg.number > 0:
-            _check_bridge_link(idx, entries, segs[seg.number - 1], seg)
-        m, seg_version = machine_for_segment(seg, machine, machines)
-        idx.machines.append(m)
-        fold_stop = _structure_problems(idx, entries, seg)
-        if m is not None:
-            version = seg_version or machine_version or m.version
-            for i in range(seg.start, seg.stop):
-                e = entries[i]
-                if not isinstance(e, Mapping):
-                    continue
-                err = identity_problem(e, i - seg.start, m.machine_id, version)
-                if err is not None:
-                    err.index = i
-                    err.source = source
-                    idx.add_problem(i, "machine-mismatch", str(err), err)
-        else:
-            have = ", ".join(sorted(machines)) if machines else "none"
-            detail = (
-                f"segment {seg.number} (entries {seg.start}..{seg.stop - 1}, machineVersion "
-                f"{seg.version!r}) has no machine: pass machines={{{seg.version!r}: ...}} "
-                f"(given: {have})"
-            )
-            idx.log_problems.append(("no-machine", detail, machines is not None))
-            if machines is not None:
-                idx.log_failures.append(EngineError(detail))
-        idx.replayed_upto.append(seg.start)
-        if m is None or fold_stop <= seg.start:
-            continue
-        _fold_into(idx, entries, seg, m, fold_stop, checkpoint_every, batch, explain)
-    no_hash = ~idx.has_recorded
-    if idx.odd_recorded:
-        no_hash[np.fromiter(idx.odd_recorded, dtype=np.int64)] = False
-    idx.verdict[no_hash] = _CODE[Verdict.MISSING]
-    if strict:
-        for i in np.flatnonzero(no_hash).tolist():
-            e = entries[i]
-            eid = entry_id(e) if isinstance(e, Mapping) else ""
-            idx.add_problem(
-                i, "missing-verification", "no recorded verification hash",
-                ReplayDivergenceError(eid, i, "missing-verification"),
-            )
+    p.feed(entries)
     if cached_snapshot is not None:
-        _check_cache(idx, entries, cached_snapshot)
+        check_cache(idx, entries, cached_snapshot)
     return idx
-
-
-def _fold_into(
-    idx: LogIndex,
-    entries: Sequence[Mapping[str, Any]],
-    seg: Segment,
-    m: Machine,
-    stop: int,
-    checkpoint_every: int | None,
-    batch: int,
-    explain: bool,
-) -> None:
-    prev: Mapping[str, Any] | None = None
-    prev_h = ""
-    known_starts: dict[str, int] = {}
-    appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
-    prev_at: int | None = None
-    k = checkpoint_every
-    last = seg.start - 1
-    try:
-        spans = _recurring_session_keys(entries, seg.start, stop) if k else {}
-        # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
-        # cache and the engine's snapshot agree there (an engine may move cache entries when it
-        # re-seeds); otherwise large batches (fewer engine round trips)
-        fold_batch = k if (k and spans) else max(batch, k or 0)
-        cache: dict[str, str] = {}
-        for i, snap in fold_segment(m, entries, seg.start, stop, batch=fold_batch,
-                                    sessions=cache):
-            last = i
-            p = m.persist(snap)
-            same = prev is not None and p == prev  # the state did not react ("ignored")
-            h = prev_h if same else state_hash(p)
-            idx.computed[i] = int(h, 16)
-            idx.has_computed[i] = True
-            if k and (i - seg.start) % k == 0:
-                idx.checkpoints[i] = p
-                kept = [
-                    (key, cache[key], cache[key] == m.child_session(snap, key.split("\u0000")[0]))
-                    for key, (first_at, last_at) in spans.items()
-                    if first_at <= i < last_at and key in cache
-                ]
-                if kept:
-                    idx.checkpoint_sessions[i] = kept
-            if same:
-                idx.ignored[i] = True
-            e = entries[i]
-            at = recorded_at_ms(e)
-            rec = idx.recorded_hash(i)
-            timers = p.get("timers")
-            timers = timers if isinstance(timers, Mapping) else {}
-            for tid in list(known_starts):
-                if tid not in timers:
-                    del known_starts[tid]
-            for tid in list(appeared):
-                if tid not in timers:
-                    del appeared[tid]
-            for tid in timers:
-                if tid not in appeared and at is not None:
-                    appeared[tid] = at
-            if rec is None:
-                pass
-            elif rec == h:
-                idx.verdict[i] = _CODE[Verdict.VERIFIED]
-            else:
-                err: AgentscopeError = ReplayDivergenceError(
-                    entry_id(e), i, "state", rec, h
-                )
-                if explain:
-                    ex = explain_mismatch(
-                        p, rec, recorded_at=at, previous_recorded_at=prev_at,
-                        known_timer_starts=known_starts,
-                        timer_appeared_at=min(appeared.values()) if appeared else None,
-                    )
-                    idx.explanations[i] = ex.text
-                    if ex.confirmed:
-                        known_starts.update(ex.timer_starts)
-                        idx.verdict[i] = _CODE[Verdict.EXPLAINED]
-                        idx.problems.setdefault(i, []).append(
-                            ("explained-mismatch", f"expected {rec!r}, got {h!r} ({ex.cause})")
-                        )
-                    else:
-                        idx.verdict[i] = _CODE[Verdict.MISMATCH]
-                        idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
-                else:
-                    idx.verdict[i] = _CODE[Verdict.MISMATCH]
-                    idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
-            prev, prev_h = p, h
-            prev_at = at
-    except Exception as exc:  # an engine failure: report it and stop this segment
-        at_i = last + 1 if last + 1 < seg.stop else last
-        detail = f"{type(exc).__name__}: {exc}"
-        err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
-        idx.add_problem(at_i, "engine-error", detail, err)
-    idx.replayed_upto[-1] = last + 1
 
 
 def _recurring_session_keys(
@@ -431,7 +557,7 @@ def _check_bridge_link(
         )
 
 
-def _check_cache(
+def check_cache(
     idx: LogIndex, entries: Sequence[Mapping[str, Any]], cached: Mapping[str, Any]
 ) -> None:
     """Spec §4.2: does the cached snapshot (with ``agentMeta``) agree with the log?"""
