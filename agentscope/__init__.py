@@ -57,10 +57,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.hashing import state_hash as state_hash
 
 
-# ``agentscope.replay`` is both a submodule and the public function: importing the submodule would
-# bind the package attribute to the module, so the function is bound eagerly here and wins.
-from agentscope.replay import replay as replay  # noqa: E402
-from agentscope.whatif import whatif as whatif  # noqa: E402  (the same: module and function)
+# ``agentscope.replay`` is both a subpackage and the public function: importing the subpackage binds
+# this attribute to the package, so it is imported here first (cheap: its names load lazily) and
+# the function is bound over it. ``agentscope.replay.fold`` imports no pandas.
+from agentscope.replay.fold import replay as replay  # noqa: E402
+
+# the same for ``agentscope.whatif`` (a module and the function); it imports no pandas either
+from agentscope.whatif import whatif as whatif  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

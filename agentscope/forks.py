@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from agentscope._forks_diff import MISSING, Change, diff_json
 from agentscope.engines.base import Machine
 from agentscope.errors import LogFormatError
 from agentscope.frames import Frame
 from agentscope.hashing import HashVariant, canonical_event_json, canonical_json, state_hash
+from agentscope.jsondiff import MISSING, Change, diff_json
 from agentscope.log.model import DF_COLUMNS
 
 if TYPE_CHECKING:

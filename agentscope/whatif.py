@@ -29,15 +29,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentscope._forks_diff import Change, diff_json
-from agentscope.bulk import MachineSpec, _Failure, _machine_for, as_spec, run_chunks
 from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
 from agentscope.frames import Frame
+from agentscope.jsondiff import Change, diff_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from agentscope.bulk import MachineSpec, _Failure
     from agentscope.replay import Timeline
     from agentscope.widgets import ForkView
 
@@ -58,7 +58,8 @@ _BEHAVIOUR_KEYS = ("status", "value", "context", "children", "timers", "output",
 _HTML_ROWS = 50
 _CELL = 100
 
-MachineLike = Machine | MachineSpec | str | os.PathLike[str]
+MachineLike = Any
+"""A live :class:`Machine`, a :class:`~agentscope.bulk.MachineSpec` or its text form."""
 
 
 def _behaviour(p: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -553,6 +554,8 @@ def _load_log(source: Any, thread: str | None) -> Any:
 
 def _live(m: Any) -> Any:
     """A live machine from a machine, a spec, or a mapping of either (loaded in this process)."""
+    from agentscope.bulk import _machine_for, as_spec
+
     if m is None or isinstance(m, Machine):
         return m
     if isinstance(m, Mapping):
@@ -561,6 +564,8 @@ def _live(m: Any) -> Any:
 
 
 def _name(m: Any) -> str:
+    from agentscope.bulk import as_spec
+
     if m is None:
         return "recorded hashes"
     if isinstance(m, Machine):
@@ -582,6 +587,7 @@ class _Chunk:
 
 def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | _Failure:
     """Worker side: the what-if of each thread of ``chunk`` (machines loaded once per worker)."""
+    from agentscope.bulk import _Failure, _machine_for
     from agentscope.log import read_log
 
     try:
@@ -605,6 +611,8 @@ def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | _Failure:
 
 
 def _specs(m: Mapping[str, Any] | None) -> tuple[tuple[str, MachineSpec], ...]:
+    from agentscope.bulk import as_spec
+
     return tuple((str(v), as_spec(s)) for v, s in (m or {}).items())
 
 
@@ -672,6 +680,8 @@ def whatif(
     fails verification with the machine that wrote it diverges there too: pass that machine as
     ``baseline`` to see only what the change does.
     """
+    from agentscope.bulk import MachineSpec
+
     if not isinstance(machine, Machine | MachineSpec | str | os.PathLike):
         raise TypeError(f"machine must be a Machine or a machine spec; got {type(machine).__name__}")
     holder = (machine, machines, baseline, baseline_machines)
@@ -742,7 +752,7 @@ def _pooled(
 ) -> list[ThreadWhatIf]:
     import math
 
-    from agentscope.bulk import _default_workers
+    from agentscope.bulk import _default_workers, as_spec, run_chunks
 
     machine, machines, baseline, baseline_machines = holder
     spec = as_spec(machine)

@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentscope._replay_core import event_type
-from agentscope._replay_index import VERDICTS, LogIndex
+from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
+from agentscope.log.entry import as_log, entries_of, entry_id, event_type, source_of
+from agentscope.replay.fold import DEFAULT_BATCH
+from agentscope.replay.verdicts import VERDICTS, LogIndex, build_index, check_machines
 
-__all__ = ["COLUMNS", "VerifyReport", "report_from_index"]
+__all__ = ["COLUMNS", "VerifyReport", "report_from_index", "verify"]
 
 COLUMNS = (
     "index",
@@ -192,8 +194,8 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         {
             "index": np.arange(n, dtype=np.int64),
             "segment": seg_col,
-            "id": [str(e.get("id", "")) if isinstance(e, Mapping) else "" for e in entries],
-            "event_type": [event_type(e) if isinstance(e, Mapping) else "" for e in entries],
+            "id": [entry_id(e) for e in entries],
+            "event_type": [event_type(e) for e in entries],
             "recorded_hash": pd.Series(recorded, dtype=object),
             "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
             "verdict": pd.Categorical(
@@ -218,3 +220,73 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         strict=idx.strict,
         source=idx.source,
     )
+
+
+def verify(
+    machine: Machine | None,
+    log: Any,
+    *,
+    machines: Mapping[str, Machine] | None = None,
+    strict: bool = False,
+    machine_version: str | None = None,
+    explain: bool = True,
+    batch_size: int = DEFAULT_BATCH,
+) -> VerifyReport:
+    """Fold a log once and report every problem, not only the first (spec §4.1, §4.2).
+
+    Parameters
+    ----------
+    machine : Machine or None
+        The engine for the log; may be ``None`` when ``machines`` covers every segment.
+    log : EventLog or Sequence[Mapping]
+        A log, possibly several ``@agent.init`` segments (a version bridge, spec §1.5: a v2 log
+        starts with a bridge init carrying ``snapshot`` and ``metadata.migratedFrom``; the lineage
+        v1 + v2 is replayed segment by segment, and the bridge may restart its indices at 0).
+        ``log.cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot,
+        §4.2), when present, is checked against the log.
+    machines : Mapping[str, Machine], optional
+        Machines by ``machineVersion``: each segment replays with the machine for its version.
+        A segment with no machine is reported (``log_problems`` kind ``no-machine``).
+    strict : bool
+        Count entries without ``verification.stateHash`` as failures.
+    machine_version : str, optional
+        Expected version for ``machine`` (default ``machine.version``).
+    explain : bool
+        Try the benign causes of each hash mismatch (older hash variant 8b7f21a0, a pending
+        ``after`` timer's live ``startedAt``, a live ``Error``); a confirmed one gives verdict
+        ``explained``, anything else stays ``mismatch`` with what was tried.
+    batch_size : int
+        Entries per ``Machine.fold`` call.
+
+    Returns
+    -------
+    VerifyReport
+        ``.df`` one row per entry, ``.mismatches``, ``.first_mismatch``, ``.ok``,
+        ``.summary()``, ``.raise_if_failed()``. Never raises for problems in the log; a later
+        segment that restarts its indices at 0 without being a version bridge (a concatenation
+        of unrelated logs) is such a problem (§1.3, ``non-contiguous``), though it still replays.
+
+    Raises
+    ------
+    TypeError
+        ``machines`` is not a mapping of version -> :class:`Machine` (names the bad key).
+    """
+    check_machines(machines)
+    if machine is None and not machines:
+        raise ValueError("verify needs a machine, or machines={version: machine}")
+    log = as_log(log)
+    ents = entries_of(log)
+    cached = getattr(log, "cached_snapshot", None)
+    idx = build_index(
+        ents,
+        machine=machine,
+        machines=machines,
+        machine_version=machine_version,
+        strict=strict,
+        checkpoint_every=None,
+        batch=batch_size,
+        explain=explain,
+        cached_snapshot=cached if isinstance(cached, Mapping) else None,
+        source=source_of(log),
+    )
+    return report_from_index(idx, ents)
