@@ -220,6 +220,26 @@ class Timeline:
         self._ckpts = None
         return added
 
+    def follow(self, source: Any = None, *, thread: str | None = None) -> Any:
+        """Keep this timeline up to date with its source as entries are appended (live follow).
+
+        Returns an :class:`agentscope.follow.Follower` continuing from the last entry: each
+        ``poll()`` reads only what is new (read-only) and extends the timeline (:meth:`extend`).
+        ``source``/``thread`` default to the log's (a log from :func:`agentscope.read_log`).
+        """
+        from agentscope.follow import follow_timeline  # a consumer of Timeline, loaded on use
+
+        return follow_timeline(self, source, thread=thread)
+
+    def fork_at(self, k: int, event: Mapping[str, Any], *, insert: bool = False,
+                keep_rest: bool = True) -> Timeline:
+        """An in-memory what-if fork: entry ``k``'s event replaced by ``event`` (or ``event``
+        inserted after ``k``), folded by the same machine(s); see :func:`agentscope.whatif.fork_at`.
+        The log is not touched."""
+        from agentscope.whatif import fork_at  # a consumer of Timeline, loaded on use
+
+        return fork_at(self, k, event, insert=insert, keep_rest=keep_rest)
+
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
         """The entries (those of the log given, then any :meth:`extend` added)."""
