@@ -676,6 +676,52 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
     return EXIT_OK if result.identical else EXIT_FAILED
 
 
+def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
+    """Follow a store's thread or a JSONL file as it is appended to: one line per entry."""
+    from agentscope.follow import follow
+
+    source, thread = _split_thread(args.log)
+    thread = args.thread or thread
+    path = Path(source)
+    if path.exists() and _is_sqlite(path) and thread is None:
+        raise UsageError(f"watch follows one thread: {source}#THREAD (or --thread)")
+    counts: dict[str, int] = {}
+    seen = 0
+    stopped = "idle" if args.idle_exit is not None else "end"
+    with _Machines(args.machine, args.machines) as ms:
+        machine, extra = ms.load() if ms.given else (None, None)
+        follower = follow(machine, str(path), thread=thread, machines=extra)
+        try:
+            for frame in follower.frames(interval=args.interval, idle_exit=args.idle_exit):
+                seen += 1
+                verdict = frame.verdict.value
+                counts[verdict] = counts.get(verdict, 0) + 1
+                if out.as_json:
+                    out.stdout.write(json.dumps(
+                        {"index": frame.index, "id": frame.event_id, "event_type": frame.event_type,
+                         "verdict": verdict, "value": frame.value},
+                        ensure_ascii=False, default=_json_default) + "\n")
+                    out.stdout.flush()
+                else:
+                    out.print(f"{frame.index:>7}  {_short(frame.event_type, 32):<32}  {verdict:<9}  "
+                              f"{_short(json.dumps(frame.value, default=str), 80)}", markup=False)
+                    out.stdout.flush()
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+    problem = follower.problem
+    if problem is not None:
+        stopped = f"{problem.kind}: {problem}"
+    parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
+    if out.as_json:
+        out.note(summary)
+    else:
+        out.print(summary, markup=False)
+    if problem is not None and problem.kind == "invalid":
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+
+
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
 
 
@@ -917,6 +963,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="machines by machineVersion for the segments of version-bridged logs")
     p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_whatif)
+
+    p = sub.add_parser("watch", parents=[common],
+                       help="follow a store's thread or a JSONL file as it grows, verifying each entry")
+    p.add_argument("log", metavar="STORE#THREAD|LOG.jsonl", help="a store's thread or a JSON Lines file")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+                   help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
+    p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
+                   help="seconds between polls (default 0.2)")
+    p.set_defaults(func=_cmd_watch)
     return parser
 
 
