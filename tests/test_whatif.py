@@ -226,3 +226,60 @@ def test_benign_recorded_mismatches_are_not_behaviour_changes(tmp_path: Path) ->
         assert out[0].explained == 2 and "benign" in out[0].detail
     finally:
         m.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Edited-event what-if: Timeline.fork_at
+
+
+def test_fork_at_replaces_an_event_in_memory_and_compares_as_a_fork() -> None:
+    from agentscope.examples.python_machines import counter_machine
+
+    rec = agentscope.Recorder(counter_machine(), {"start": 0}, execution_id="exec-1")
+    for ev in ({"type": "INC", "by": 2}, {"type": "TOGGLE"}, {"type": "INC", "by": 3},
+               {"type": "TOGGLE"}, {"type": "INC", "by": 1}):
+        rec.send(ev)
+    original = [json.loads(json.dumps(e)) for e in rec.entries]
+    snapshot_of_log = json.dumps(original)
+    tl = agentscope.Timeline(counter_machine(), original)
+    fork = tl.fork_at(3, {"type": "DEC", "by": 10})
+    assert json.dumps(original) == snapshot_of_log  # the user's log is untouched
+    assert len(fork) == len(tl)
+    assert [fork[i].context["count"] for i in range(len(fork))] == [0, 2, 2, -8, -8, -7]
+    assert fork[3].entry["id"] == "evt_00000003~whatif" and "verification" not in fork[3].entry
+    assert [f.entry for f in fork[:3]] == original[:3]  # the prefix is copied verbatim (§5.1)
+    diff = agentscope.compare(original, fork.log, machine=counter_machine())
+    assert (diff.kind, diff.divergence) == ("fork", 3)
+    assert {c.path: (c.left, c.right) for c in diff.changes}["/context/count"] == (5, -8)
+    # insert after k: the rest shifts by one and is renumbered
+    ins = tl.fork_at(1, {"type": "RESET"}, insert=True)
+    assert len(ins) == len(tl) + 1
+    assert [e["index"] for e in ins.log] == list(range(len(tl) + 1))
+    assert ins[2].context["count"] == 0 and ins[-1].context["count"] == 4
+    # end the fork at the edit
+    short = tl.fork_at(2, {"type": "INC", "by": 100}, keep_rest=False)
+    assert len(short) == 3 and short[2].context["count"] == 102
+    with pytest.raises(IndexError):
+        tl.fork_at(0, {"type": "INC"})
+    with pytest.raises(ValueError, match="reserved"):
+        tl.fork_at(2, {"type": "@agent.usage"})
+
+
+def test_fork_at_shows_in_forkview_against_the_original() -> None:
+    pytest.importorskip("ipywidgets")
+    from agentscope.examples.python_machines import counter_machine
+
+    rec = agentscope.Recorder(counter_machine(), {"start": 0})
+    for i in range(6):
+        rec.send({"type": "INC", "by": i})
+    m = counter_machine()
+    tl = agentscope.Timeline(m, rec.entries)
+    fork = tl.fork_at(4, {"type": "RESET"})
+    view = agentscope.ForkView(m, tl.log, fork.log, names=("recorded", "what-if"),
+                               timelines=(tl, fork))
+    assert view.divergence == 4
+    view.jump_to_divergence()
+    a, b = view.frames()
+    assert a is not None and b is not None
+    assert (a.context["count"], b.context["count"]) == (0 + 1 + 2 + 3, 0)
+    assert "/context/count" in view.diff_paths()
