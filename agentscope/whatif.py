@@ -227,7 +227,8 @@ class WhatIf:
     def _repr_html_(self) -> str:
         esc = html.escape
         parts = [f"<div class='agentscope-whatif'><p><b>{esc(self.summary())}</b></p>"]
-        table = self.df.head(_HTML_ROWS)
+        table = self.df.head(_HTML_ROWS).astype(object)
+        table = table.where(table.notna(), None)
         parts.append(table.to_html(index=False, escape=True, na_rep="—"))
         for t in self.threads[:_HTML_ROWS]:
             if not t.changes:
@@ -569,7 +570,9 @@ def _name(m: Any) -> str:
     if m is None:
         return "recorded hashes"
     if isinstance(m, Machine):
-        return f"{type(m).__name__}({m.machine_id!r}, version {m.version!r})"
+        where = getattr(m, "path", None)
+        label = Path(str(where)).name if where else type(m).__name__
+        return f"{label} ({m.machine_id!r}, version {m.version!r})"
     return str(as_spec(m))
 
 

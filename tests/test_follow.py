@@ -251,3 +251,33 @@ def test_watch_prints_one_json_object_per_entry_and_exits_1_on_a_mismatch(
     capsys.readouterr()
     db = _make_store(tmp_path, wal=True)
     assert main(["watch", str(db), "--idle-exit", "0"]) == 2  # a store needs #THREAD
+
+
+def test_timetravel_follow_grows_the_slider_and_scrubbing_back_stops_following(tmp_path: Path) -> None:
+    pytest.importorskip("ipywidgets")
+    path = tmp_path / "run.jsonl"
+    entries = _recorded(tmp_path)[:30]
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries[:10]), encoding="utf-8")
+    view = agentscope.TimeTravel(counter_machine(), str(path), follow=True)
+    assert view.n == 10 and view._slider.max == 9 and view._tail.value
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(e) + "\n" for e in entries[10:20]))
+    assert view.poll() == range(10, 20)
+    assert (view.n, view._slider.max, view.step) == (20, 19, 19)  # follows the tail
+    assert view.frame.entry == entries[19] and view.frame.verdict.value == "verified"
+    view.go(5)  # scrub back: following stops
+    assert not view._tail.value
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(e) + "\n" for e in entries[20:25]))
+    assert view.poll() == range(20, 25)
+    assert (view.n, view._slider.max, view.step) == (25, 24, 5)
+    view._tail.value = True  # re-enabled: the next entries are shown as they come
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(e) + "\n" for e in entries[25:30]))
+    view.poll()
+    assert view.step == 29
+    tampered = dict(entries[29], id="evt_x", index=30, verification={"stateHash": "00000000"})
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(tampered) + "\n")
+    view.poll()
+    assert view.mismatch_indices == [30] and view.marks[30] == "mismatch"
