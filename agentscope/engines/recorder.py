@@ -342,7 +342,8 @@ class Recorder:
                 header = fh.read(len(_SQLITE_HEADER))
             if header != _SQLITE_HEADER:
                 raise RecorderError(f"{p} is not a SQLite store (§5.2); refusing to write to it")
-        con = sqlite3.connect(str(p), isolation_level=None)
+        # a live store may be fed from another thread than the one that attached it
+        con = sqlite3.connect(str(p), isolation_level=None, check_same_thread=not live)
         try:
             if wal:
                 con.execute("PRAGMA journal_mode=WAL")
