@@ -737,15 +737,19 @@ def _side_frames(
     """Return each side's frames, in order, for indices ``[max(divergence-1, 0), stop)``.
 
     Each side is an :class:`agentscope.replay.Timeline` (spec §4.1 fold with session
-    rebinding, verdicts with their explanations, checkpointed seeks) read sequentially, so
-    consecutive frames continue one fold.
+    rebinding, verdicts with their explanations) of the one pass, with the shared prefix folded
+    once for both (:func:`~agentscope.replay.timeline.fork_timelines`), read in order.
     """
-    from agentscope.replay import Timeline  # lazy: replay pulls in numpy/pandas
+    from agentscope.replay.timeline import fork_timelines  # lazy: replay pulls in numpy/pandas
 
     lo = max(divergence - 1, 0)
-    tl = Timeline(machine, left.log if left.log is not None else list(left.entries))
-    tr = Timeline(machine, right.log if right.log is not None else list(right.entries))
-    return (tl[i] for i in range(lo, stop)), (tr[i] for i in range(lo, stop))
+    tl, tr = fork_timelines(
+        machine,
+        left.log if left.log is not None else list(left.entries),
+        right.log if right.log is not None else list(right.entries),
+        shared=divergence,
+    )
+    return tl.iter_frames(lo, stop), tr.iter_frames(lo, stop)
 
 
 # ---------------------------------------------------------------------------------------------

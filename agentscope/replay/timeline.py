@@ -5,6 +5,7 @@ Private module: the public name is :class:`agentscope.replay.Timeline`.
 
 from __future__ import annotations
 
+import copy
 import time
 from bisect import bisect_right
 from collections import OrderedDict
@@ -25,7 +26,7 @@ from agentscope.replay.report import VerifyReport, report_from_index
 from agentscope.replay.snapshots import DEFAULT_BUDGET, SnapshotStore
 from agentscope.replay.verdicts import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 
-__all__ = ["Timeline", "choose_checkpoint_every"]
+__all__ = ["Timeline", "choose_checkpoint_every", "fork_timelines"]
 
 def choose_checkpoint_every(
     machine: Machine,
@@ -220,6 +221,68 @@ class Timeline:
         self._ckpts = None
         return added
 
+    def fork(self, log: Any) -> Timeline:
+        """A timeline of ``log``, a log that starts with this timeline's entries: the shared
+        prefix is not folded again (its pass state is copied), only ``log``'s remaining entries.
+
+        ``log[:len(self)]`` must equal this timeline's entries (``ValueError`` otherwise). Use
+        :func:`fork_timelines` for two logs that share a prefix.
+        """
+        log = as_log(log)
+        entries = entries_of(log)
+        k = len(self)
+        if len(entries) < k or any(
+            x is not y and x != y for x, y in zip(entries[:k], self._entries, strict=True)
+        ):
+            raise ValueError(f"Timeline.fork: the log does not start with this timeline's {k} entries")
+        out = copy.copy(self)
+        out._log = log
+        out._entries = entries
+        out._own_entries = False
+        out._pass = self._pass.copy()
+        out._index = out._pass.index
+        out._lru = OrderedDict()
+        out._cursor = None
+        out._report = None
+        out._ckpts = None
+        out.seek_fallbacks = 0
+        if len(entries) > k:
+            out._pass.feed(entries)
+        cached = getattr(log, "cached_snapshot", None)
+        if isinstance(cached, Mapping) and entries:
+            check_cache(out._index, entries, cached)
+        return out
+
+    def iter_frames(self, start: int = 0, stop: int | None = None) -> Iterator[Frame]:
+        """Yield the frames ``start .. stop - 1`` in order.
+
+        From the snapshot store where it holds the states (decoding deltas one by one: O(changes)
+        per frame, no engine call), else by seeking (:meth:`at`).
+        """
+        n = len(self)
+        stop = n if stop is None else min(stop, n)
+        i = max(0, start)
+        idx = self._index
+        while i < stop:
+            seg_no = idx.segment_of(i)
+            seg = idx.segments[seg_no]
+            st = self._store(seg_no, i)
+            m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
+            if st is None or m is None:
+                yield self.at(i)
+                i += 1
+                continue
+            hi = min(stop, st.stop, idx.replayed_upto[seg_no])
+            if hi <= i:
+                yield self.at(i)
+                i += 1
+                continue
+            prev: Mapping[str, Any] | None = st.get(i - 1) if i > seg.start else None
+            for j, p in st.iter_from(i, hi):
+                yield self._frame(j, p, prev)
+                prev = p
+            i = hi
+
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
         """The entries (those of the log given, then any :meth:`extend` added)."""
@@ -375,11 +438,15 @@ class Timeline:
                 explanation=why,
             )
         prev_p, p = self._states(n, seg_no, m)
+        return self._frame(n, p, prev_p)
+
+    def _frame(self, n: int, p: Mapping[str, Any], prev_p: Mapping[str, Any] | None) -> Frame:
+        idx = self._index
         return Frame(
             index=n,
-            entry=entry,
+            entry=self._entries[n],
             persisted=p,
-            recorded_hash=rec,
+            recorded_hash=idx.recorded_hash(n),
             computed_hash=idx.computed_hash(n),
             verdict=idx.verdict_of(n),
             explanation=self._explanation(n),
@@ -546,3 +613,36 @@ class Timeline:
         for i, snap in it:
             if i >= lo:
                 yield i, m.persist(snap)
+
+
+def fork_timelines(
+    machine: Machine | None, a: Any, b: Any, *, shared: int | None = None, **options: Any
+) -> tuple[Timeline, Timeline]:
+    """Timelines of two logs that share a prefix, folding that prefix **once**.
+
+    Parameters
+    ----------
+    machine : Machine or None
+    a, b : EventLog or Sequence[Mapping] or path
+    shared : int, optional
+        At most this many leading entries are shared (e.g. ``compare(a, b).common_prefix``); the
+        entries actually shared are the leading ones equal on both sides (``==``), so a prefix
+        that differs in ``recordedAt`` or a hash is verified on each side separately.
+    **options
+        Passed to :class:`Timeline` (``checkpoint_every``, ``machines``, ``strict``, …).
+
+    Returns
+    -------
+    (Timeline, Timeline)
+        Folding work: ``shared + (len(a) - shared) + (len(b) - shared)`` entries.
+    """
+    a, b = as_log(a), as_log(b)
+    ea, eb = entries_of(a), entries_of(b)
+    limit = min(len(ea), len(eb)) if shared is None else min(shared, len(ea), len(eb))
+    k = 0
+    while k < limit and (ea[k] is eb[k] or ea[k] == eb[k]):
+        k += 1
+    if k == 0:
+        return Timeline(machine, a, **options), Timeline(machine, b, **options)
+    base = Timeline(machine, list(ea[:k]), **options)
+    return base.fork(a), base.fork(b)

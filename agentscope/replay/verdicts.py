@@ -11,6 +11,7 @@ Private module.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,6 +96,26 @@ class LogIndex:
             verdict=np.zeros(0, np.uint8), ignored=np.zeros(0, np.bool_),
             strict=strict, source=source,
         )
+
+    def copy(self) -> LogIndex:
+        """An independent copy (arrays, problem lists and stores copied; errors and snapshots
+        shared: they are never mutated)."""
+        out = LogIndex(
+            n=self.n, segments=list(self.segments), machines=list(self.machines),
+            computed=self.computed.copy(), has_computed=self.has_computed.copy(),
+            recorded=self.recorded.copy(), has_recorded=self.has_recorded.copy(),
+            verdict=self.verdict.copy(), ignored=self.ignored.copy(),
+            odd_recorded=dict(self.odd_recorded),
+            problems={i: list(v) for i, v in self.problems.items()},
+            failures={i: list(v) for i, v in self.failures.items()},
+            explanations=dict(self.explanations),
+            log_problems=list(self.log_problems), log_failures=list(self.log_failures),
+            checkpoints=dict(self.checkpoints),
+            checkpoint_sessions=dict(self.checkpoint_sessions),
+            replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
+            stores={k: v.copy() for k, v in self.stores.items()},
+        )
+        return out
 
     def grow(self, n: int) -> None:
         """Make the per-entry arrays ``n`` long (new rows: no hash, ``unchecked``); amortised O(1)
@@ -320,6 +341,16 @@ class _SegmentPass:
         self.prev_at = at
 
 
+def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
+    out = copy.copy(sp)
+    out.idx = idx
+    out.cache = dict(sp.cache)
+    out.known_starts = dict(sp.known_starts)
+    out.appeared = dict(sp.appeared)
+    out.store = idx.stores.get(sp.seg.number)
+    return out
+
+
 class Pass:
     """The one pass over a log, resumable: :meth:`feed` processes new positions only.
 
@@ -352,6 +383,18 @@ class Pass:
         self.index = LogIndex.empty(strict=strict, source=source)
         self._seg_pass: _SegmentPass | None = None
         self._check: SegmentChecker | None = None
+
+    def copy(self) -> Pass:
+        """An independent continuation of this pass (e.g. two forks of one shared prefix): the
+        engine snapshot is shared (folds are pure), everything mutable is copied."""
+        out = copy.copy(self)
+        out.index = self.index.copy()
+        if self._seg_pass is not None:
+            out._seg_pass = _copy_segment_pass(self._seg_pass, out.index)
+        if self._check is not None:
+            out._check = copy.copy(self._check)
+            out._check.seen = dict(self._check.seen)
+        return out
 
     def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
         """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the

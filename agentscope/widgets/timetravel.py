@@ -30,6 +30,7 @@ from agentscope.widgets._source import (
     as_entries,
     entries_frame,
     iter_frames,
+    make_timeline,
     step_info,
     usage_series,
 )
@@ -38,16 +39,6 @@ __all__ = ["TimeTravel"]
 
 _WINDOW = 8
 _ROW_MARKS = {"mismatch": "✗", "explained": "≈"}
-
-
-def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
-    from agentscope.replay import Timeline
-
-    # "auto": the Timeline times a short probe fold and picks k so that a seek stays interactive
-    tl: FrameSource = Timeline(
-        machine, log, checkpoint_every="auto" if checkpoint_every is None else checkpoint_every
-    )
-    return tl
 
 
 def _ignored(source: Any) -> set[int]:
@@ -89,8 +80,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
         use instead of building one.
     checkpoint_every : int, optional
-        Passed to ``Timeline`` (default ``"auto"``: sized from a timed probe so a seek stays
-        interactive).
+        Passed to ``Timeline`` (default ``None``: every state kept in its byte-budgeted store, so
+        the log is folded once for the widget, its steps and :meth:`to_html`).
     engine : str, optional
         Force a layout engine (see :func:`agentscope.render.chart`).
     observed : bool, optional
@@ -130,7 +121,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             timeline = (
                 EntriesOnly(self.event_log)
                 if machine is None
-                else _make_timeline(machine, self.event_log, checkpoint_every)
+                else make_timeline(machine, self.event_log, checkpoint_every)
             )
         self.timeline = timeline
         self._frames = FrameCache(timeline)
@@ -361,11 +352,19 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     def to_html(self, path: Any = None, *, keyframe_every: int = 200) -> str:
         """Write (when ``path`` is given) and return a self-contained static player page.
 
-        See :func:`agentscope.widgets.player.timetravel_page`.
+        See :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold).
         """
-        from agentscope.widgets.player import timetravel_page
+        from agentscope.widgets.player import timeline_page
 
-        page = timetravel_page(self, keyframe_every=keyframe_every)
+        page = timeline_page(
+            self.timeline,
+            self.machine.graph if self.machine is not None else None,
+            log=self.event_log,
+            n=self.n,
+            marks=self.marks,
+            usage=self.usage,
+            keyframe_every=keyframe_every,
+        )
         if path is not None:
             from pathlib import Path
 
