@@ -4,7 +4,6 @@
 - :func:`delta` / :func:`apply_delta` — the *storage* diff: exact ops (key order kept) that turn
   one persisted snapshot into the next (:mod:`agentscope.replay.snapshots`);
 - :func:`changed_paths` — the pointers a step changed (``Frame.changed_paths``), from :func:`delta`;
-- :func:`differing_paths` — the pointers where two values differ (the fork view highlights them);
 - :func:`resolve_pointer` — read a value by pointer.
 
 The semantic diff:
@@ -32,7 +31,6 @@ __all__ = [
     "changed_paths",
     "delta",
     "diff_json",
-    "differing_paths",
     "json_equal",
     "pointer_escape",
     "pointer_join",
@@ -377,35 +375,3 @@ def resolve_pointer(doc: Any, pointer: str) -> Any:
         else:
             return ABSENT
     return cur
-
-
-
-
-def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int = 500) -> list[str]:
-    """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, leaves first-found.
-
-    A key present on one side only, a changed scalar, or a type change each give one path; at
-    most ``limit`` paths are returned.
-    """
-    out: list[str] = []
-
-    def walk(x: Any, y: Any, path: str, depth: int) -> None:
-        if len(out) >= limit:
-            return
-        if isinstance(x, Mapping) and isinstance(y, Mapping) and depth < 64:
-            for k in list(x.keys()) + [k for k in y if k not in x]:
-                if k not in x or k not in y:
-                    out.append(pointer_join(path, str(k)))
-                else:
-                    walk(x[k], y[k], pointer_join(path, str(k)), depth + 1)
-        elif isinstance(x, list) and isinstance(y, list) and depth < 64:
-            for i in range(max(len(x), len(y))):
-                if i >= len(x) or i >= len(y):
-                    out.append(pointer_join(path, i))
-                else:
-                    walk(x[i], y[i], pointer_join(path, i), depth + 1)
-        elif type(x) is not type(y) or x != y:
-            out.append(path)
-
-    walk(left, right, base, 0)
-    return out

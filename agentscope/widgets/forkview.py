@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ipywidgets
 import traitlets
 
 from agentscope.frames import Frame
-from agentscope.jsondiff import differing_paths
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
-from agentscope.render.context import context_html
+from agentscope.render.context import context_html, pointer_join
 from agentscope.render.html import MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._source import FrameCache, FrameSource, as_entries, make_fork_timelines, step_info
 
-__all__ = ["ForkView", "common_prefix", "differing_paths"]  # differing_paths: from agentscope.jsondiff
+__all__ = ["ForkView", "common_prefix", "differing_paths"]
 
 
 def common_prefix(a: Any, b: Any) -> int:
@@ -27,6 +26,36 @@ def common_prefix(a: Any, b: Any) -> int:
     from agentscope.forks import compare
 
     return int(compare(a, b).common_prefix)
+
+
+def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int = 500) -> list[str]:
+    """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, leaves first-found.
+
+    A key present on one side only, a changed scalar, or a type change each give one path; at
+    most ``limit`` paths are returned.
+    """
+    out: list[str] = []
+
+    def walk(x: Any, y: Any, path: str, depth: int) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(x, Mapping) and isinstance(y, Mapping) and depth < 64:
+            for k in list(x.keys()) + [k for k in y if k not in x]:
+                if k not in x or k not in y:
+                    out.append(pointer_join(path, str(k)))
+                else:
+                    walk(x[k], y[k], pointer_join(path, str(k)), depth + 1)
+        elif isinstance(x, list) and isinstance(y, list) and depth < 64:
+            for i in range(max(len(x), len(y))):
+                if i >= len(x) or i >= len(y):
+                    out.append(pointer_join(path, i))
+                else:
+                    walk(x[i], y[i], pointer_join(path, i), depth + 1)
+        elif type(x) is not type(y) or x != y:
+            out.append(path)
+
+    walk(left, right, base, 0)
+    return out
 
 
 def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
@@ -203,10 +232,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
     def to_html(self, path: Any = None, *, keyframe_every: int = 200) -> str:
         """Write (when ``path`` is given) and return a self-contained static player of both logs."""
-        from agentscope.widgets.player import fork_page
+        from agentscope.widgets.player import forkview_page
 
-        page = fork_page(self.timelines, self.diff, self.machine.graph, names=self.names,
-                         keyframe_every=keyframe_every)
+        page = forkview_page(self, keyframe_every=keyframe_every)
         if path is not None:
             from pathlib import Path
 

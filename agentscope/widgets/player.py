@@ -21,17 +21,17 @@ import jsonpatch
 
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame
-from agentscope.jsondiff import differing_paths
 from agentscope.render._escape import esc, json_for_script
 from agentscope.render.chart import Layout, layout
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
-from agentscope.widgets._source import FrameSource, iter_frames, step_info
+from agentscope.widgets._source import iter_frames, step_info
 
 if TYPE_CHECKING:
-    from agentscope.forks import ForkDiff
+    from agentscope.widgets.forkview import ForkView
+    from agentscope.widgets.timetravel import TimeTravel
 
-__all__ = ["bound", "fork_page", "pane_data", "timeline_page"]
+__all__ = ["bound", "forkview_page", "pane_data", "timetravel_page"]
 
 MAX_STRING = 10_000
 MAX_DEPTH = 32
@@ -281,108 +281,76 @@ def _player_js() -> str:
     return files("agentscope.widgets").joinpath("player.js").read_text(encoding="utf-8")
 
 
-def timeline_page(
-    source: FrameSource,
-    graph: Graph | None,
-    *,
-    log: Any = None,
-    n: int | None = None,
-    marks: Mapping[int, str] | None = None,
-    usage: Any = None,
-    keyframe_every: int = 200,
-) -> str:
-    """Return the static player page of one log, built from its timeline (one read of its frames).
-
-    Parameters
-    ----------
-    source : FrameSource
-        A :class:`~agentscope.replay.Timeline` (its one pass is read in order, no fold) or any
-        object with ``len`` and ``at``.
-    graph : Graph or None
-        The statechart to draw (``None``: entries and hashes only).
-    log : optional
-        The log, for the title and pane name (``source``, ``thread``).
-    n : int, optional
-        Steps (default ``len(source)``).
-    marks : Mapping[int, str], optional
-        Verdict marks for the track; every mismatch the frames show is added.
-    usage : array-like, optional
-        Cumulative tokens after each entry (a sparkline).
-    """
-    n = len(source) if n is None else n
+def timetravel_page(tt: TimeTravel, *, keyframe_every: int = 200) -> str:
+    """Return the static player page of a :class:`~agentscope.widgets.TimeTravel`."""
+    graph = tt.machine.graph if tt.machine is not None else None
     pane, lay = pane_data(
-        iter_frames(source),
+        iter_frames(tt.timeline),
         graph,
-        name=str(getattr(log, "thread", None) or "log"),
+        name=str(getattr(tt.event_log, "thread", None) or "log"),
         keyframe_every=keyframe_every,
     )
-    marks = dict(marks or {})
+    usage = tt.usage
+    marks = dict(tt.marks)
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:
             marks[i] = f["v"]
     data = {
         "kind": "timetravel",
-        "n": n,
+        "n": tt.n,
         "K": keyframe_every,
         "panes": [pane],
         "marks": {str(i): k for i, k in marks.items()},
         "divergence": None,
         "usage": [round(float(x), 3) for x in usage.tolist()] if usage is not None else None,
         "note": None
-        if graph is not None
+        if tt.machine is not None
         else "No machine: entries and recorded hashes only. "
         "Replay (states, context, verification) needs a machine.",
     }
-    title = f"agentscope — {getattr(log, 'source', None) or 'log'} ({n} entries)"
+    title = f"agentscope — {getattr(tt.event_log, 'source', None) or 'log'} ({tt.n} entries)"
     svg = lay.svg if lay is not None else ""
-    return _page(title, data, [svg], marker_strip_svg(n, marks, None, width=520))
+    return _page(title, data, [svg], marker_strip_svg(tt.n, marks, None, width=520))
 
 
-def fork_page(
-    timelines: tuple[FrameSource, FrameSource],
-    diff: ForkDiff,
-    graph: Graph,
-    *,
-    names: tuple[str, str] = ("a", "b"),
-    keyframe_every: int = 200,
-) -> str:
-    """Return the static player page of two forks (two panes), from their timelines and
-    :class:`~agentscope.forks.ForkDiff` (each timeline's frames are read once, in order)."""
-    frames_a = list(iter_frames(timelines[0]))
-    frames_b = list(iter_frames(timelines[1]))
+def forkview_page(fv: ForkView, *, keyframe_every: int = 200) -> str:
+    """Return the static player page of a :class:`~agentscope.widgets.ForkView` (two panes)."""
+    from agentscope.widgets.forkview import differing_paths
+
+    graph = fv.machine.graph
+    frames_a = list(iter_frames(fv.timelines[0]))
+    frames_b = list(iter_frames(fv.timelines[1]))
     got_a = _collect(frames_a, graph, keyframe_every)
     got_b = _collect(frames_b, graph, keyframe_every)
     # one layout for both sides (the union of their observed moves), so the charts line up
     la = layout(graph, observed_edges=dict.fromkeys(got_a.observed() + got_b.observed()), prefix="as")
     lb = la.with_prefix("bs")
-    pa, pb = _finish(got_a, la, names[0]), _finish(got_b, lb, names[1])
-    n = max(len(frames_a), len(frames_b))
+    pa, pb = _finish(got_a, la, fv.names[0]), _finish(got_b, lb, fv.names[1])
     diffs = []
-    for i in range(n):
+    for i in range(fv.n):
         fa = frames_a[i] if i < len(frames_a) else None
         fb = frames_b[i] if i < len(frames_b) else None
         if fa is not None and fb is not None and fa.persisted is not None and fb.persisted is not None:
             diffs.append(differing_paths(fa.context, fb.context, limit=100))
         else:
             diffs.append([])
-    divergence = diff.divergence
-    marks = {divergence: "divergence"} if divergence is not None else {}
+    marks = {fv.divergence: "divergence"} if fv.divergence is not None else {}
     data = {
         "kind": "fork",
-        "n": n,
+        "n": fv.n,
         "K": keyframe_every,
         "panes": [pa, pb],
         "marks": {str(k): v for k, v in marks.items()},
-        "divergence": divergence,
-        "common": int(diff.common_prefix),
+        "divergence": fv.divergence,
+        "common": fv.common,
         "diffs": diffs,
         "usage": None,
         "note": None,
     }
-    title = f"agentscope — fork: {names[0]} vs {names[1]}"
+    title = f"agentscope — fork: {fv.names[0]} vs {fv.names[1]}"
     return _page(
         title,
         data,
         [la.svg if la else "", lb.svg if lb else ""],
-        marker_strip_svg(n, marks, None, width=520),
+        marker_strip_svg(fv.n, marks, None, width=520),
     )

@@ -41,6 +41,12 @@ _WINDOW = 8
 _ROW_MARKS = {"mismatch": "✗", "explained": "≈"}
 
 
+def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
+    # default: every state kept in the Timeline's byte-budgeted store, so the widget, its steps
+    # and to_html() read the one pass and never fold again
+    return make_timeline(machine, log, checkpoint_every)
+
+
 def _ignored(source: Any) -> set[int]:
     """Entries the state did not react to, from the timeline's report (empty without one)."""
     df = getattr(getattr(source, "report", None), "df", None)
@@ -80,8 +86,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
         use instead of building one.
     checkpoint_every : int, optional
-        Passed to ``Timeline`` (default ``None``: every state kept in its byte-budgeted store, so
-        the log is folded once for the widget, its steps and :meth:`to_html`).
+        Passed to ``Timeline`` (default: every state kept in its byte-budgeted store; the log is
+        folded once for the widget, its steps and :meth:`to_html`).
     engine : str, optional
         Force a layout engine (see :func:`agentscope.render.chart`).
     observed : bool, optional
@@ -121,7 +127,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             timeline = (
                 EntriesOnly(self.event_log)
                 if machine is None
-                else make_timeline(machine, self.event_log, checkpoint_every)
+                else _make_timeline(machine, self.event_log, checkpoint_every)
             )
         self.timeline = timeline
         self._frames = FrameCache(timeline)
@@ -352,19 +358,11 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     def to_html(self, path: Any = None, *, keyframe_every: int = 200) -> str:
         """Write (when ``path`` is given) and return a self-contained static player page.
 
-        See :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold).
+        See :func:`agentscope.widgets.player.timetravel_page`.
         """
-        from agentscope.widgets.player import timeline_page
+        from agentscope.widgets.player import timetravel_page
 
-        page = timeline_page(
-            self.timeline,
-            self.machine.graph if self.machine is not None else None,
-            log=self.event_log,
-            n=self.n,
-            marks=self.marks,
-            usage=self.usage,
-            keyframe_every=keyframe_every,
-        )
+        page = timetravel_page(self, keyframe_every=keyframe_every)
         if path is not None:
             from pathlib import Path
 
