@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import EngineError, EntryValidationError, LogFormatError, ReplayDivergenceError
-from agentscope.hashing import state_hash
 from agentscope.log.entry import (
     AGENT_INIT,
     as_log,
@@ -241,6 +240,8 @@ def replay(
     EngineError
         The engine failed; the exception's notes name the entry.
     """
+    from agentscope.hashing import state_hash  # here: ``import agentscope`` binds replay, cheaply
+
     if verify not in (True, False, "strict"):
         raise ValueError(f"verify must be True, False or 'strict'; got {verify!r}")
     entries = as_log(entries)
