@@ -85,6 +85,8 @@ class LogIndex:
     source: str | None = None
     stores: dict[int, SnapshotStore] = field(default_factory=dict)
     """Per segment number: every persisted snapshot of the pass (when it kept them)."""
+    rows: list[tuple[int, str, str, str | None, str | None, str | None]] = field(default_factory=list)
+    """Every entry problem as ``(index, kind, message, field, expected, actual)``, in the order found."""
 
     @classmethod
     def empty(cls, *, strict: bool = False, source: str | None = None) -> LogIndex:
@@ -113,7 +115,7 @@ class LogIndex:
             checkpoints=dict(self.checkpoints),
             checkpoint_sessions=dict(self.checkpoint_sessions),
             replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
-            stores={k: v.copy() for k, v in self.stores.items()},
+            stores={k: v.copy() for k, v in self.stores.items()}, rows=list(self.rows),
         )
         return out
 
@@ -178,10 +180,29 @@ class LogIndex:
                 cache[key] = value
         return cache
 
-    def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None) -> None:
+    def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None,
+                    *, expected: str | None = None, actual: str | None = None,
+                    fails: bool = True) -> None:
+        """Record a problem of entry ``i`` (``kind`` a :class:`~agentscope.log.problems.ProblemKind`
+        code); ``error`` makes the entry fail unless ``fails=False``. ``expected``/``actual``
+        default to the error's own (a hash, a machine identity)."""
         self.problems.setdefault(i, []).append((kind, detail))
-        if error is not None:
+        if expected is None and actual is None and error is not None:
+            expected, actual = _side(getattr(error, "expected", None)), _side(getattr(error, "actual", None))
+        field_ = getattr(error, "field", None)
+        self.rows.append((i, kind, detail, field_ if isinstance(field_, str) else None, expected, actual))
+        if error is not None and fails:
             self.failures.setdefault(i, []).append(error)
+
+
+def _side(value: Any) -> str | None:
+    """An error's ``expected``/``actual`` as the problems table's string: a hash as is, a machine
+    identity as ``id@version``."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and "machineId" in value:
+        return f"{value.get('machineId')}@{value.get('machineVersion')}"
+    return str(value)
 
 
 def check_machines(machines: Any) -> None:
@@ -328,9 +349,9 @@ class _SegmentPass:
                 if ex.confirmed:
                     self.known_starts.update(ex.timer_starts)
                     idx.verdict[i] = _CODE[Verdict.EXPLAINED]
-                    idx.problems.setdefault(i, []).append(
-                        ("explained-mismatch", f"expected {rec!r}, got {h!r} ({ex.cause})")
-                    )
+                    idx.add_problem(i, "explained-mismatch",
+                                    f"expected {rec!r}, got {h!r} ({ex.cause})", None,
+                                    expected=rec, actual=h)
                 else:
                     idx.verdict[i] = _CODE[Verdict.MISMATCH]
                     idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
