@@ -275,14 +275,7 @@ class Recorder:
         child.machine_version = self.machine_version
         child.execution_id = self.execution_id
         child.entries = copy.deepcopy(self.entries[:up_to_index])
-        init = child.entries[0]["event"]
-        seed = (
-            self.machine.restore(init["snapshot"])
-            if "snapshot" in init
-            else self.machine.initial(init.get("input", NO_INPUT))
-        )
-        states = self.machine.fold(seed, [e["event"] for e in child.entries[1:]])
-        child.snapshot = states[-1] if states else seed
+        child.snapshot = fold_entries(self.machine, child.entries)[-1]  # the one fold
         child._completed = set()
         child._due = {}
         child._sync_timers()
@@ -472,11 +465,11 @@ def _non_json_pointer(value: Any, pointer: str = "") -> tuple[str, str] | None:
 
 
 def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list[Snapshot]:
-    """Fold a log's entries with ``machine`` (spec §4.1 seed + ``fold``); one snapshot per entry."""
-    init = entries[0]["event"]
-    seed = (
-        machine.restore(init["snapshot"])
-        if "snapshot" in init
-        else machine.initial(init.get("input", NO_INPUT))
-    )
-    return [seed, *machine.fold(seed, [e["event"] for e in entries[1:]])]
+    """Fold one segment of entries with ``machine``: one snapshot per entry (spec §4.1).
+
+    The library's one fold (:func:`agentscope.replay.fold.fold_segment`: seed, batched ``fold``
+    with session rebinding, the failing entry named).
+    """
+    from agentscope.replay.fold import fold_segment  # the host sits above the fold
+
+    return [snap for _, snap in fold_segment(machine, entries, 0, len(entries))]
