@@ -208,3 +208,34 @@ def test_fork_timelines_share_only_equal_entries() -> None:
     assert [f.computed_hash for f in ta.iter_frames()] == [f.computed_hash for f in tb.iter_frames()]
     with pytest.raises(ValueError, match="does not start"):
         ta.fork(list(reversed(a)))
+
+
+def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_log validated every entry; replay, verify and Timeline check only what it could not
+    (the machine's identity), and Timeline.extend checks the entries it adds."""
+    import agentscope.log.validate as validate
+    from agentscope.examples import python_machines as pm
+    from agentscope.log import read_log
+    from agentscope.replay import replay
+    from tests.conftest import FIXTURES
+
+    log = read_log(FIXTURES / "a_counter.log.json")
+    assert validate.is_validated(log) and not validate.is_validated(list(log.entries))
+    calls: list[int] = []
+    real = validate.entry_problem
+
+    def counting(entry: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(entry, **kw)
+
+    monkeypatch.setattr(validate, "entry_problem", counting)
+    m = pm.counter_machine()
+    assert verify(m, log).ok and replay(m, log).length == len(log)
+    tl = Timeline(m, log)
+    assert tl.report.ok and calls == []
+    verify(m, list(log.entries))  # a plain list was never validated: checked once, here
+    assert len(calls) == len(log)
+    calls.clear()
+    bad = dict(log.entries[-1], index=len(log), id="new", schemaVersion=2)
+    tl.extend([bad])
+    assert len(calls) == 1 and tl.report.df.loc[len(log), "kind"] == "invalid-entry"

@@ -38,6 +38,7 @@ __all__ = [
     "UnsafeLiteral",
     "identity_problem",
     "is_recorded_at",
+    "is_validated",
     "loads",
     "segment_problems",
     "validate_entries",
@@ -582,9 +583,10 @@ class SegmentChecker:
     or has no event type, a segment that does not start with ``@agent.init``), or ``None``.
     """
 
-    def __init__(self, start: int, *, source: str | None = None) -> None:
+    def __init__(self, start: int, *, source: str | None = None, envelope: bool = True) -> None:
         self.start = start
         self.source = source
+        self.envelope = envelope  # False: the entries already passed §1.2 (a validated EventLog)
         self.seen: dict[Any, int] = {}
         self.prev_index: int | None = None
         self.stopped_at: int | None = None
@@ -604,7 +606,7 @@ class SegmentChecker:
                 fold_stop = min(fold_stop, i)
                 self.prev_index = None
                 continue
-            problem = entry_problem(e, index=i, source=source)
+            problem = entry_problem(e, index=i, source=source) if self.envelope else None
             if problem is not None:
                 out.append(("invalid-entry", problem))
             prev = self.prev_index
@@ -656,3 +658,9 @@ def segment_problems(
     position a fold cannot pass, else ``stop``.
     """
     return SegmentChecker(start, source=source).check(entries, start, stop)
+
+
+def is_validated(log: Any) -> bool:
+    """Whether ``log`` is an ``EventLog`` whose reader validated every entry (§1.2) and the log
+    (§1.3, without a machine) when it was read, so replay checks only the machine identity."""
+    return getattr(log, "validated", False) is True

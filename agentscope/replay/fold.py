@@ -30,7 +30,7 @@ from agentscope.log.entry import (
     recorded_hash,
     source_of,
 )
-from agentscope.log.validate import validate_entries
+from agentscope.log.validate import is_validated, log_problems
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -248,7 +248,10 @@ def replay(
     ents = entries_of(entries)
     source = source_of(entries)
     version = machine_version or machine.version
-    validate_entries(ents, machine_id=machine.machine_id, machine_version=version, source=source)
+    # validate once: a validated EventLog is checked for the machine's identity only
+    for problem in log_problems(ents, machine_id=machine.machine_id, machine_version=version,
+                                source=source, check_entries=not is_validated(entries)):
+        raise problem
     if not ents:
         raise LogFormatError(
             "Cannot replay an empty event log; it must start with a '@agent.init' entry.",

@@ -18,6 +18,7 @@ from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
 from agentscope.log.entry import as_log, entries_of, entry_id, event_type, source_of
 from agentscope.log.problems import problems_frame
+from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH
 from agentscope.replay.verdicts import VERDICTS, LogIndex, build_index, check_machines
 
@@ -318,5 +319,6 @@ def verify(
         explain=explain,
         cached_snapshot=cached if isinstance(cached, Mapping) else None,
         source=source_of(log),
+        validated=is_validated(log),
     )
     return report_from_index(idx, ents)

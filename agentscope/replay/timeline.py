@@ -21,6 +21,7 @@ from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
 from agentscope.log.entry import as_log, entries_of, event_type, source_of
+from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
 from agentscope.replay.report import VerifyReport, report_from_index
 from agentscope.replay.snapshots import DEFAULT_BUDGET, SnapshotStore
@@ -174,6 +175,7 @@ class Timeline:
             explain=explain,
             source=source_of(log),
             store_budget=memory_budget if checkpoint_every is None else None,
+            validated=is_validated(log),
         )
         self._index: LogIndex = self._pass.index
         if self._entries:
@@ -216,6 +218,7 @@ class Timeline:
             if self._index.log_failures:
                 self._index.log_failures.pop(0)
         self._entries.extend(new)
+        self._pass.validated = False  # the new entries were not read by a validating reader
         added = self._pass.feed(self._entries)
         self._report = None
         self._ckpts = None

@@ -394,8 +394,10 @@ class Pass:
         explain: bool = True,
         source: str | None = None,
         store_budget: int | None = None,
+        validated: bool = False,
     ) -> None:
         check_machines(machines)
+        self.validated = validated  # the entries passed §1.2 when read: not checked again
         self.machine, self.machines = machine, machines
         self.machine_version = machine_version
         self.checkpoint_every = checkpoint_every
@@ -473,7 +475,7 @@ class Pass:
             m, seg_version = machine_for_segment(seg, self.machine, self.machines)
             idx.machines.append(m)
             idx.replayed_upto.append(seg.start)
-            self._check = SegmentChecker(seg.start, source=idx.source)
+            self._check = SegmentChecker(seg.start, source=idx.source, envelope=not self.validated)
             self._seg_pass = None
             if m is not None:
                 self._version = seg_version or self.machine_version or m.version
@@ -489,6 +491,7 @@ class Pass:
                     idx.log_failures.append(EngineError(detail))
         m = idx.machines[seg.number]
         assert self._check is not None
+        self._check.envelope = not self.validated
         found, fold_stop = self._check.check(entries, lo, hi)
         for kind, err in found:
             at = err.index if isinstance(err.index, int) else seg.start
@@ -530,6 +533,7 @@ def build_index(
     cached_snapshot: Mapping[str, Any] | None = None,
     source: str | None = None,
     store_budget: int | None = None,
+    validated: bool = False,
 ) -> LogIndex:
     """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
 
@@ -538,7 +542,7 @@ def build_index(
     """
     p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
              checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
-             store_budget=store_budget)
+             store_budget=store_budget, validated=validated)
     idx = p.index
     if not entries:
         idx.log_problems.append(
