@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from agentscope.log.entry import event_of
+
 __all__ = ["Frame", "Verdict", "set_html_view"]
 
 _HTML_VIEW: list[Callable[[Frame], str] | None] = [None]
@@ -70,8 +72,7 @@ class Frame:
     @property
     def event(self) -> Mapping[str, Any]:
         """The entry's event payload (``{"type": …, …}``)."""
-        ev = self.entry.get("event")
-        return ev if isinstance(ev, Mapping) else {}
+        return event_of(self.entry)
 
     @property
     def event_type(self) -> str:
