@@ -68,3 +68,25 @@ def test_accessors_are_total() -> None:
               "metadata": {"migratedFrom": {"machineVersion": "1", "logIndex": 3}}}
     assert init_has_snapshot(bridge) and is_bridge_init(bridge)
     assert not is_bridge_init({"event": {"type": "@agent.init", "snapshot": {}}})
+
+
+def test_writers_write_json_as_v8_does(tmp_path: object) -> None:
+    """log.writers.js_json is JSON.stringify over parsed values: numbers, lone surrogates, key order."""
+    import json
+    from pathlib import Path
+
+    from agentscope.errors import NonSerializableError
+    from agentscope.log.writers import js_json, write_jsonl
+
+    assert js_json({"b": 1.0, "a": -0.0, "2": 5e-7, "10": 1e21, "1": "x"}) == (
+        '{"1":"x","2":5e-7,"10":1e+21,"b":1,"a":0}'
+    )
+    assert js_json(["\ud800", "\ud83d\ude00", "é\u2028", "\x07"]) == '["\\ud800","😀","é\u2028","\\u0007"]'
+    assert js_json({"a": [1, {"b": None}]}, indent=2) == '{\n  "a": [\n    1,\n    {\n      "b": null\n    }\n  ]\n}'
+    assert js_json({}) == "{}" and js_json([]) == "[]" and js_json(2**53) == "9007199254740992"
+    with pytest.raises(NonSerializableError, match=r"entry\.event\.x"):
+        js_json({"event": {"x": float("nan")}})
+    p = write_jsonl([{"event": {"type": "A", "s": "\udc00"}}], Path(str(tmp_path)) / "x.jsonl")
+    assert json.loads(p.read_text(encoding="utf-8")) == {"event": {"type": "A", "s": "\udc00"}}
+    with pytest.raises(FileExistsError):
+        write_jsonl([], p)

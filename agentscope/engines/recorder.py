@@ -283,17 +283,18 @@ class Recorder:
 
     # -- writing ----------------------------------------------------------------------
     def to_json(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the entries as one JSON array (UTF-8). Refuses an existing file unless ``overwrite``."""
-        p = self._target(path, overwrite)
-        p.write_text(json.dumps(self.entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        return p
+        """Write the entries as one JSON array (UTF-8, as ``JSON.stringify`` writes it:
+        :func:`agentscope.log.writers.write_json`). Refuses an existing file unless ``overwrite``."""
+        from agentscope.log.writers import write_json
+
+        return write_json(self.entries, self._target(path, overwrite), overwrite=True)
 
     def to_jsonl(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write one compact JSON entry per line (UTF-8). Refuses an existing file unless ``overwrite``."""
-        p = self._target(path, overwrite)
-        lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in self.entries]
-        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return p
+        """Write one compact JSON entry per line (UTF-8, :func:`agentscope.log.writers.write_jsonl`).
+        Refuses an existing file unless ``overwrite``."""
+        from agentscope.log.writers import write_jsonl
+
+        return write_jsonl(self.entries, self._target(path, overwrite), overwrite=True)
 
     def to_sqlite(
         self, path: str | os.PathLike[str], thread: str = "main", *, table: str = "agent_event_log"
