@@ -375,5 +375,3 @@ def resolve_pointer(doc: Any, pointer: str) -> Any:
         else:
             return ABSENT
     return cur
-
-

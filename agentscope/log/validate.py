@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from agentscope.errors import (
     EntryValidationError,
@@ -38,7 +38,9 @@ __all__ = [
     "UnsafeLiteral",
     "identity_problem",
     "is_recorded_at",
+    "is_validated",
     "loads",
+    "problem_kind",
     "segment_problems",
     "validate_entries",
     "validate_entry",
@@ -451,22 +453,22 @@ def log_problems(
     for i in good:
         entry = entries[i]
 
-        def bad(detail: str, field: str, i: int = i) -> EntryValidationError:
-            return EntryValidationError(
+        def bad(detail: str, field: str, kind: str, i: int = i) -> EntryValidationError:
+            return _kinded(EntryValidationError(
                 detail, source=source, index=pos[i], line=line_of[i], field=field
-            )
+            ), kind)
 
         if entry.get("index") != pos[i]:
             yield bad(
                 "Event log must be contiguous from index 0; "
                 f"found entry.index {_js_repr(entry.get('index'))} at position {pos[i]}.",
-                "index",
+                "index", "non-contiguous",
             )
         if era == "A":
             continue
         entry_id = entry["id"]
         if entry_id in seen:
-            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id")
+            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id", "duplicate-id")
         seen.add(entry_id)
         event_type = entry["event"]["type"]
         if era == "C":
@@ -474,12 +476,12 @@ def log_problems(
                 yield bad(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
                     f"found '{event_type}'.",
-                    "event.type",
+                    "event.type", "no-init",
                 )
             elif pos[i] > 0 and event_type == AGENT_INIT_EVENT_TYPE:
                 yield bad(
                     f"Event log has a second '{AGENT_INIT_EVENT_TYPE}' entry at index {pos[i]}.",
-                    "event.type",
+                    "event.type", "invalid-entry",
                 )
         bridge = era == "C" and _is_snapshot_init(entry)
         if entry["machineId"] != expected_id or (
@@ -582,9 +584,10 @@ class SegmentChecker:
     or has no event type, a segment that does not start with ``@agent.init``), or ``None``.
     """
 
-    def __init__(self, start: int, *, source: str | None = None) -> None:
+    def __init__(self, start: int, *, source: str | None = None, envelope: bool = True) -> None:
         self.start = start
         self.source = source
+        self.envelope = envelope  # False: the entries already passed §1.2 (a validated EventLog)
         self.seen: dict[Any, int] = {}
         self.prev_index: int | None = None
         self.stopped_at: int | None = None
@@ -604,7 +607,7 @@ class SegmentChecker:
                 fold_stop = min(fold_stop, i)
                 self.prev_index = None
                 continue
-            problem = entry_problem(e, index=i, source=source)
+            problem = entry_problem(e, index=i, source=source) if self.envelope else None
             if problem is not None:
                 out.append(("invalid-entry", problem))
             prev = self.prev_index
@@ -639,7 +642,7 @@ class SegmentChecker:
                 fold_stop = min(fold_stop, i)
         if fold_stop < hi and self.stopped_at is None:
             self.stopped_at = fold_stop
-        return out, fold_stop
+        return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop
 
 
 def segment_problems(
@@ -656,3 +659,33 @@ def segment_problems(
     position a fold cannot pass, else ``stop``.
     """
     return SegmentChecker(start, source=source).check(entries, start, stop)
+
+
+def is_validated(log: Any) -> bool:
+    """Whether ``log`` is an ``EventLog`` whose reader validated every entry (§1.2) and the log
+    (§1.3, without a machine) when it was read, so replay checks only the machine identity."""
+    return getattr(log, "validated", False) is True
+
+
+_E = TypeVar("_E", bound=LogFormatError)
+
+
+def _kinded(err: _E, kind: str) -> _E:
+    """Tag ``err`` with the :class:`~agentscope.log.problems.ProblemKind` code of the rule it
+    breaks (read back with :func:`problem_kind`)."""
+    err.problem_kind = kind  # type: ignore[attr-defined]
+    return err
+
+
+def problem_kind(err: BaseException) -> str:
+    """The :class:`~agentscope.log.problems.ProblemKind` code of a validation error: the rule that
+    raised it (set here, where the rules live), else by type (``machine-mismatch``,
+    ``non-serializable-event``, ``invalid-entry``)."""
+    kind = getattr(err, "problem_kind", None)
+    if isinstance(kind, str):
+        return kind
+    if isinstance(err, MachineVersionMismatchError):
+        return "machine-mismatch"
+    if isinstance(err, NonSerializableError):
+        return "non-serializable-event"
+    return "invalid-entry"

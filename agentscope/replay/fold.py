@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import EngineError, EntryValidationError, LogFormatError, ReplayDivergenceError
-from agentscope.hashing import state_hash
 from agentscope.log.entry import (
     AGENT_INIT,
     as_log,
@@ -31,7 +30,7 @@ from agentscope.log.entry import (
     recorded_hash,
     source_of,
 )
-from agentscope.log.validate import validate_entries
+from agentscope.log.validate import is_validated, log_problems
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -241,13 +240,18 @@ def replay(
     EngineError
         The engine failed; the exception's notes name the entry.
     """
+    from agentscope.hashing import state_hash  # here: ``import agentscope`` binds replay, cheaply
+
     if verify not in (True, False, "strict"):
         raise ValueError(f"verify must be True, False or 'strict'; got {verify!r}")
     entries = as_log(entries)
     ents = entries_of(entries)
     source = source_of(entries)
     version = machine_version or machine.version
-    validate_entries(ents, machine_id=machine.machine_id, machine_version=version, source=source)
+    # validate once: a validated EventLog is checked for the machine's identity only
+    for problem in log_problems(ents, machine_id=machine.machine_id, machine_version=version,
+                                source=source, check_entries=not is_validated(entries)):
+        raise problem
     if not ents:
         raise LogFormatError(
             "Cannot replay an empty event log; it must start with a '@agent.init' entry.",

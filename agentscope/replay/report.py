@@ -17,6 +17,8 @@ from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
 from agentscope.log.entry import as_log, entries_of, entry_id, event_type, source_of
+from agentscope.log.problems import problems_frame
+from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH
 from agentscope.replay.verdicts import VERDICTS, LogIndex, build_index, check_machines
 
@@ -30,6 +32,7 @@ COLUMNS = (
     "recorded_hash",
     "computed_hash",
     "verdict",
+    "kind",
     "reason",
     "explanation",
     "ignored",
@@ -48,12 +51,21 @@ class VerifyReport:
         One row per entry, in log order, columns ``index`` (position in the given sequence),
         ``segment`` (0-based ``@agent.init`` segment), ``id``, ``event_type``,
         ``recorded_hash`` / ``computed_hash`` (8 hex digits or ``None``), ``verdict`` (a
-        :class:`~agentscope.frames.Verdict` value), ``reason`` (``"<kind>: <detail>"`` items
-        joined with ``"; "``, e.g. ``state-mismatch``, ``machine-mismatch``,
+        :class:`~agentscope.frames.Verdict` value), ``kind`` (the
+        :class:`~agentscope.log.problems.ProblemKind` code of the entry's first problem, or
+        ``None``), ``reason`` (a readable summary of the entry's rows in :attr:`problems`:
+        ``"<kind>: <detail>"`` items joined with ``"; "``, e.g. ``state-mismatch``, ``machine-mismatch``,
         ``missing-verification`` (strict), ``invalid-entry``, ``engine-error``,
         ``explained-mismatch``), ``explanation`` (for a hash mismatch: the benign cause confirmed,
         or every cause tried), ``ignored`` (the state did not react: the persisted snapshot
         equals the previous one) and ``failed`` (the row makes the log fail).
+    problems : pandas.DataFrame
+        The shared problems table (:data:`~agentscope.log.problems.PROBLEM_COLUMNS`: ``index``,
+        ``id``, ``field``, ``kind``, ``message``, ``expected``, ``actual``, ``source``): one row
+        per problem, entry problems in log order (e.g. ``state-mismatch`` with the recorded hash
+        as ``expected`` and the recomputed one as ``actual``; ``machine-mismatch`` with
+        ``id@version`` on both sides), then the log-level ones (``index`` ``<NA>``). The same
+        columns and kinds as :attr:`agentscope.EventLog.problems`.
     log_problems : tuple of (kind, detail, fatal)
         Problems not tied to one entry: a segment without a machine (``no-machine``), a cached
         snapshot that disagrees with the log (``cache-diverged``) or is stale (``cache-stale``,
@@ -67,6 +79,7 @@ class VerifyReport:
     """
 
     df: pd.DataFrame
+    problems: pd.DataFrame = field(default_factory=lambda: problems_frame([]), repr=False)
     log_problems: tuple[tuple[str, str, bool], ...] = ()
     errors: tuple[AgentscopeError, ...] = field(default=(), repr=False)
     strict: bool = False
@@ -182,8 +195,10 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
     for i, h in idx.odd_recorded.items():
         recorded[i] = h
     reasons: list[str | None] = [None] * n
+    kinds: list[str | None] = [None] * n
     for i, items in idx.problems.items():
         reasons[i] = "; ".join(f"{k}: {d}" for k, d in items)
+        kinds[i] = items[0][0]
     expl: list[str | None] = [None] * n
     for i, t in idx.explanations.items():
         expl[i] = t
@@ -202,6 +217,7 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
                 [VERDICTS[c].value for c in idx.verdict.tolist()],
                 categories=[v.value for v in Verdict],
             ),
+            "kind": pd.Series(kinds, dtype=object),
             "reason": pd.Series(reasons, dtype=object),
             "explanation": pd.Series(expl, dtype=object),
             "ignored": idx.ignored.copy(),
@@ -213,8 +229,23 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
     for i in sorted(idx.failures):
         errors.extend(idx.failures[i])
     errors.extend(idx.log_failures)
+    src = idx.source or "<memory>"
+    ids = df["id"].tolist()
+    rows: list[dict[str, Any]] = [
+        {"index": i, "id": ids[i] if 0 <= i < n else None, "field": fld, "kind": kind,
+         "message": msg, "expected": exp, "actual": act, "source": src}
+        for i, kind, msg, fld, exp, act in sorted(idx.rows, key=lambda r: r[0])
+    ]
+    for kind, detail, _fatal in idx.log_problems:
+        exp = act = None
+        for err in idx.log_failures:
+            if str(err) == detail and hasattr(err, "expected"):
+                exp, act = str(getattr(err, "expected", None)), str(getattr(err, "actual", None))
+        rows.append({"index": None, "id": None, "field": None, "kind": kind, "message": detail,
+                     "expected": exp, "actual": act, "source": src})
     return VerifyReport(
         df=df,
+        problems=problems_frame(rows),
         log_problems=tuple(idx.log_problems),
         errors=tuple(errors),
         strict=idx.strict,
@@ -288,5 +319,6 @@ def verify(
         explain=explain,
         cached_snapshot=cached if isinstance(cached, Mapping) else None,
         source=source_of(log),
+        validated=is_validated(log),
     )
     return report_from_index(idx, ents)

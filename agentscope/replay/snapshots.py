@@ -70,6 +70,15 @@ class SnapshotStore:
     def __len__(self) -> int:
         return self.stop - self.start
 
+    def copy(self) -> SnapshotStore:
+        """An independent store with the same contents (the stored bytes are shared: immutable)."""
+        out = SnapshotStore(self.start, budget=self.budget, max_chain=self.max_chain)
+        out.__dict__.update(self.__dict__)
+        out._key_pos = list(self._key_pos)
+        out._key_blob = list(self._key_blob)
+        out._deltas = list(self._deltas)
+        return out
+
     @property
     def keyframes(self) -> list[int]:
         """Positions stored whole."""

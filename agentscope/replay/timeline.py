@@ -5,6 +5,7 @@ Private module: the public name is :class:`agentscope.replay.Timeline`.
 
 from __future__ import annotations
 
+import copy
 import time
 from bisect import bisect_right
 from collections import OrderedDict
@@ -20,12 +21,13 @@ from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
 from agentscope.log.entry import as_log, entries_of, event_type, source_of
+from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
 from agentscope.replay.report import VerifyReport, report_from_index
 from agentscope.replay.snapshots import DEFAULT_BUDGET, SnapshotStore
 from agentscope.replay.verdicts import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 
-__all__ = ["Timeline", "choose_checkpoint_every"]
+__all__ = ["Timeline", "choose_checkpoint_every", "fork_timelines"]
 
 def choose_checkpoint_every(
     machine: Machine,
@@ -173,6 +175,7 @@ class Timeline:
             explain=explain,
             source=source_of(log),
             store_budget=memory_budget if checkpoint_every is None else None,
+            validated=is_validated(log),
         )
         self._index: LogIndex = self._pass.index
         if self._entries:
@@ -215,10 +218,73 @@ class Timeline:
             if self._index.log_failures:
                 self._index.log_failures.pop(0)
         self._entries.extend(new)
+        self._pass.validated = False  # the new entries were not read by a validating reader
         added = self._pass.feed(self._entries)
         self._report = None
         self._ckpts = None
         return added
+
+    def fork(self, log: Any) -> Timeline:
+        """A timeline of ``log``, a log that starts with this timeline's entries: the shared
+        prefix is not folded again (its pass state is copied), only ``log``'s remaining entries.
+
+        ``log[:len(self)]`` must equal this timeline's entries (``ValueError`` otherwise). Use
+        :func:`fork_timelines` for two logs that share a prefix.
+        """
+        log = as_log(log)
+        entries = entries_of(log)
+        k = len(self)
+        if len(entries) < k or any(
+            x is not y and x != y for x, y in zip(entries[:k], self._entries, strict=True)
+        ):
+            raise ValueError(f"Timeline.fork: the log does not start with this timeline's {k} entries")
+        out = copy.copy(self)
+        out._log = log
+        out._entries = entries
+        out._own_entries = False
+        out._pass = self._pass.copy()
+        out._index = out._pass.index
+        out._lru = OrderedDict()
+        out._cursor = None
+        out._report = None
+        out._ckpts = None
+        out.seek_fallbacks = 0
+        if len(entries) > k:
+            out._pass.feed(entries)
+        cached = getattr(log, "cached_snapshot", None)
+        if isinstance(cached, Mapping) and entries:
+            check_cache(out._index, entries, cached)
+        return out
+
+    def iter_frames(self, start: int = 0, stop: int | None = None) -> Iterator[Frame]:
+        """Yield the frames ``start .. stop - 1`` in order.
+
+        From the snapshot store where it holds the states (decoding deltas one by one: O(changes)
+        per frame, no engine call), else by seeking (:meth:`at`).
+        """
+        n = len(self)
+        stop = n if stop is None else min(stop, n)
+        i = max(0, start)
+        idx = self._index
+        while i < stop:
+            seg_no = idx.segment_of(i)
+            seg = idx.segments[seg_no]
+            st = self._store(seg_no, i)
+            m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
+            if st is None or m is None:
+                yield self.at(i)
+                i += 1
+                continue
+            hi = min(stop, st.stop, idx.replayed_upto[seg_no])
+            if hi <= i:
+                yield self.at(i)
+                i += 1
+                continue
+            prev: Mapping[str, Any] | None = st.get(i - 1) if i > seg.start else None
+            for j, p in st.iter_from(i, hi):
+                yield self._frame(j, p, prev)
+                prev = p
+            i = hi
 
     def follow(self, source: Any = None, *, thread: str | None = None) -> Any:
         """Keep this timeline up to date with its source as entries are appended (live follow).
@@ -227,18 +293,76 @@ class Timeline:
         ``poll()`` reads only what is new (read-only) and extends the timeline (:meth:`extend`).
         ``source``/``thread`` default to the log's (a log from :func:`agentscope.read_log`).
         """
-        from agentscope.follow import follow_timeline  # a consumer of Timeline, loaded on use
+        from agentscope.log.tail import follow_timeline  # the reading half; no import upward
 
         return follow_timeline(self, source, thread=thread)
 
     def fork_at(self, k: int, event: Mapping[str, Any], *, insert: bool = False,
                 keep_rest: bool = True) -> Timeline:
-        """An in-memory what-if fork: entry ``k``'s event replaced by ``event`` (or ``event``
-        inserted after ``k``), folded by the same machine(s); see :func:`agentscope.whatif.fork_at`.
-        The log is not touched."""
-        from agentscope.whatif import fork_at  # a consumer of Timeline, loaded on use
+        """An in-memory fork of this timeline's log with one event edited: what if entry ``k`` had
+        been ``event``?
 
-        return fork_at(self, k, event, insert=insert, keep_rest=keep_rest)
+        Parameters
+        ----------
+        k : int
+            The entry to replace (``1 <= k < len``; the init entry stays), or with ``insert=True`` the
+            entry after which ``event`` is inserted (``0 <= k < len``).
+        event : Mapping
+            The event payload (``{"type": ..., ...}``); ``@agent.*`` types are reserved.
+        insert : bool
+            Insert after ``k`` instead of replacing ``k``.
+        keep_rest : bool
+            Re-apply the recorded events after ``k`` to the fork (default), or end the fork at the
+            edited entry.
+
+        Returns
+        -------
+        Timeline
+            Over the fork's entries (``.log``, a new list): entries before the edit verbatim (spec
+            §5.1: a fork copies the prefix), the edited entry with id ``<id>~whatif``, then the rest
+            renumbered after an insert. Entries from the edit on carry no ``verification`` (they were
+            never recorded). Replay is pure (no side effects); compare with the original in
+            ``ForkView(machine, self.log, fork.log, timelines=(self, fork))`` or
+            :func:`agentscope.compare`. The original log is not touched.
+
+        Raises
+        ------
+        IndexError
+            ``k`` out of range.
+        ValueError, TypeError
+            ``event`` is not an object with a non-reserved string ``type``.
+        """
+        entries = list(self._entries)
+        n = len(entries)
+        lo = 0 if insert else 1
+        if isinstance(k, bool) or not isinstance(k, int) or not lo <= k < n:
+            how = "insert after" if insert else "replace"
+            raise IndexError(f"fork_at: k must be an int in [{lo}, {n - 1}] ({how}); got {k!r}")
+        if not isinstance(event, Mapping):
+            raise TypeError(f"fork_at: event must be a mapping with a 'type'; got {type(event).__name__}")
+        etype = event.get("type")
+        if not isinstance(etype, str) or not etype:
+            raise ValueError("fork_at: event needs a non-empty string 'type'")
+        if etype.startswith("@agent."):
+            raise ValueError(f"fork_at: {etype!r} is a reserved @agent. type (spec §1.5)")
+
+        def unverified(e: Mapping[str, Any], index: int) -> dict[str, Any]:
+            out = {key: v for key, v in e.items() if key != "verification"}
+            out["index"] = index
+            return out
+
+        base = entries[k]
+        at = k + 1 if insert else k
+        edited = unverified(base, at)
+        edited["id"] = f"{base.get('id')}~whatif"
+        edited["event"] = dict(event)
+        edited.pop("causationId", None)
+        head = entries[: k + 1] if insert else entries[:k]
+        rest = entries[k + 1 :] if keep_rest else []
+        shift = 1 if insert else 0
+        fork = [*head, edited, *(unverified(e, int(e.get("index", i + k + 1)) + shift)
+                                 for i, e in enumerate(rest))]
+        return Timeline(self._machine, fork, machines=self._machines)
 
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
@@ -395,11 +519,15 @@ class Timeline:
                 explanation=why,
             )
         prev_p, p = self._states(n, seg_no, m)
+        return self._frame(n, p, prev_p)
+
+    def _frame(self, n: int, p: Mapping[str, Any], prev_p: Mapping[str, Any] | None) -> Frame:
+        idx = self._index
         return Frame(
             index=n,
-            entry=entry,
+            entry=self._entries[n],
             persisted=p,
-            recorded_hash=rec,
+            recorded_hash=idx.recorded_hash(n),
             computed_hash=idx.computed_hash(n),
             verdict=idx.verdict_of(n),
             explanation=self._explanation(n),
@@ -566,3 +694,36 @@ class Timeline:
         for i, snap in it:
             if i >= lo:
                 yield i, m.persist(snap)
+
+
+def fork_timelines(
+    machine: Machine | None, a: Any, b: Any, *, shared: int | None = None, **options: Any
+) -> tuple[Timeline, Timeline]:
+    """Timelines of two logs that share a prefix, folding that prefix **once**.
+
+    Parameters
+    ----------
+    machine : Machine or None
+    a, b : EventLog or Sequence[Mapping] or path
+    shared : int, optional
+        At most this many leading entries are shared (e.g. ``compare(a, b).common_prefix``); the
+        entries actually shared are the leading ones equal on both sides (``==``), so a prefix
+        that differs in ``recordedAt`` or a hash is verified on each side separately.
+    **options
+        Passed to :class:`Timeline` (``checkpoint_every``, ``machines``, ``strict``, …).
+
+    Returns
+    -------
+    (Timeline, Timeline)
+        Folding work: ``shared + (len(a) - shared) + (len(b) - shared)`` entries.
+    """
+    a, b = as_log(a), as_log(b)
+    ea, eb = entries_of(a), entries_of(b)
+    limit = min(len(ea), len(eb)) if shared is None else min(shared, len(ea), len(eb))
+    k = 0
+    while k < limit and (ea[k] is eb[k] or ea[k] == eb[k]):
+        k += 1
+    if k == 0:
+        return Timeline(machine, a, **options), Timeline(machine, b, **options)
+    base = Timeline(machine, list(ea[:k]), **options)
+    return base.fork(a), base.fork(b)

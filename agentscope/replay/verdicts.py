@@ -11,6 +11,7 @@ Private module.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,8 @@ class LogIndex:
     source: str | None = None
     stores: dict[int, SnapshotStore] = field(default_factory=dict)
     """Per segment number: every persisted snapshot of the pass (when it kept them)."""
+    rows: list[tuple[int, str, str, str | None, str | None, str | None]] = field(default_factory=list)
+    """Every entry problem as ``(index, kind, message, field, expected, actual)``, in the order found."""
 
     @classmethod
     def empty(cls, *, strict: bool = False, source: str | None = None) -> LogIndex:
@@ -95,6 +98,26 @@ class LogIndex:
             verdict=np.zeros(0, np.uint8), ignored=np.zeros(0, np.bool_),
             strict=strict, source=source,
         )
+
+    def copy(self) -> LogIndex:
+        """An independent copy (arrays, problem lists and stores copied; errors and snapshots
+        shared: they are never mutated)."""
+        out = LogIndex(
+            n=self.n, segments=list(self.segments), machines=list(self.machines),
+            computed=self.computed.copy(), has_computed=self.has_computed.copy(),
+            recorded=self.recorded.copy(), has_recorded=self.has_recorded.copy(),
+            verdict=self.verdict.copy(), ignored=self.ignored.copy(),
+            odd_recorded=dict(self.odd_recorded),
+            problems={i: list(v) for i, v in self.problems.items()},
+            failures={i: list(v) for i, v in self.failures.items()},
+            explanations=dict(self.explanations),
+            log_problems=list(self.log_problems), log_failures=list(self.log_failures),
+            checkpoints=dict(self.checkpoints),
+            checkpoint_sessions=dict(self.checkpoint_sessions),
+            replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
+            stores={k: v.copy() for k, v in self.stores.items()}, rows=list(self.rows),
+        )
+        return out
 
     def grow(self, n: int) -> None:
         """Make the per-entry arrays ``n`` long (new rows: no hash, ``unchecked``); amortised O(1)
@@ -157,10 +180,29 @@ class LogIndex:
                 cache[key] = value
         return cache
 
-    def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None) -> None:
+    def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None,
+                    *, expected: str | None = None, actual: str | None = None,
+                    fails: bool = True) -> None:
+        """Record a problem of entry ``i`` (``kind`` a :class:`~agentscope.log.problems.ProblemKind`
+        code); ``error`` makes the entry fail unless ``fails=False``. ``expected``/``actual``
+        default to the error's own (a hash, a machine identity)."""
         self.problems.setdefault(i, []).append((kind, detail))
-        if error is not None:
+        if expected is None and actual is None and error is not None:
+            expected, actual = _side(getattr(error, "expected", None)), _side(getattr(error, "actual", None))
+        field_ = getattr(error, "field", None)
+        self.rows.append((i, kind, detail, field_ if isinstance(field_, str) else None, expected, actual))
+        if error is not None and fails:
             self.failures.setdefault(i, []).append(error)
+
+
+def _side(value: Any) -> str | None:
+    """An error's ``expected``/``actual`` as the problems table's string: a hash as is, a machine
+    identity as ``id@version``."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and "machineId" in value:
+        return f"{value.get('machineId')}@{value.get('machineVersion')}"
+    return str(value)
 
 
 def check_machines(machines: Any) -> None:
@@ -307,9 +349,9 @@ class _SegmentPass:
                 if ex.confirmed:
                     self.known_starts.update(ex.timer_starts)
                     idx.verdict[i] = _CODE[Verdict.EXPLAINED]
-                    idx.problems.setdefault(i, []).append(
-                        ("explained-mismatch", f"expected {rec!r}, got {h!r} ({ex.cause})")
-                    )
+                    idx.add_problem(i, "explained-mismatch",
+                                    f"expected {rec!r}, got {h!r} ({ex.cause})", None,
+                                    expected=rec, actual=h)
                 else:
                     idx.verdict[i] = _CODE[Verdict.MISMATCH]
                     idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
@@ -318,6 +360,16 @@ class _SegmentPass:
                 idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
         self.prev, self.prev_h = p, h
         self.prev_at = at
+
+
+def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
+    out = copy.copy(sp)
+    out.idx = idx
+    out.cache = dict(sp.cache)
+    out.known_starts = dict(sp.known_starts)
+    out.appeared = dict(sp.appeared)
+    out.store = idx.stores.get(sp.seg.number)
+    return out
 
 
 class Pass:
@@ -342,8 +394,10 @@ class Pass:
         explain: bool = True,
         source: str | None = None,
         store_budget: int | None = None,
+        validated: bool = False,
     ) -> None:
         check_machines(machines)
+        self.validated = validated  # the entries passed §1.2 when read: not checked again
         self.machine, self.machines = machine, machines
         self.machine_version = machine_version
         self.checkpoint_every = checkpoint_every
@@ -352,6 +406,18 @@ class Pass:
         self.index = LogIndex.empty(strict=strict, source=source)
         self._seg_pass: _SegmentPass | None = None
         self._check: SegmentChecker | None = None
+
+    def copy(self) -> Pass:
+        """An independent continuation of this pass (e.g. two forks of one shared prefix): the
+        engine snapshot is shared (folds are pure), everything mutable is copied."""
+        out = copy.copy(self)
+        out.index = self.index.copy()
+        if self._seg_pass is not None:
+            out._seg_pass = _copy_segment_pass(self._seg_pass, out.index)
+        if self._check is not None:
+            out._check = copy.copy(self._check)
+            out._check.seen = dict(self._check.seen)
+        return out
 
     def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
         """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the
@@ -409,7 +475,7 @@ class Pass:
             m, seg_version = machine_for_segment(seg, self.machine, self.machines)
             idx.machines.append(m)
             idx.replayed_upto.append(seg.start)
-            self._check = SegmentChecker(seg.start, source=idx.source)
+            self._check = SegmentChecker(seg.start, source=idx.source, envelope=not self.validated)
             self._seg_pass = None
             if m is not None:
                 self._version = seg_version or self.machine_version or m.version
@@ -425,6 +491,7 @@ class Pass:
                     idx.log_failures.append(EngineError(detail))
         m = idx.machines[seg.number]
         assert self._check is not None
+        self._check.envelope = not self.validated
         found, fold_stop = self._check.check(entries, lo, hi)
         for kind, err in found:
             at = err.index if isinstance(err.index, int) else seg.start
@@ -466,6 +533,7 @@ def build_index(
     cached_snapshot: Mapping[str, Any] | None = None,
     source: str | None = None,
     store_budget: int | None = None,
+    validated: bool = False,
 ) -> LogIndex:
     """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
 
@@ -474,7 +542,7 @@ def build_index(
     """
     p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
              checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
-             store_budget=store_budget)
+             store_budget=store_budget, validated=validated)
     idx = p.index
     if not entries:
         idx.log_problems.append(
