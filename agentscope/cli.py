@@ -630,10 +630,11 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
         result = whatif(path, new, baseline=base, machines=extra, threads=threads,
                         max_workers=args.workers)
     else:
-        with _Machines(args.machine, None) as ms, _Machines(args.baseline, None) as bs:
+        with _Machines(args.machine, None) as ms, _Machines(args.baseline, None) as bs, \
+                _Machines(None, args.machines) as xs:
             result = whatif(_read(source, thread), ms.load()[0] or new,
                             baseline=bs.load()[0] if bs.given else None,
-                            machines={v: s.load() for v, s in (extra or {}).items()} or None)
+                            machines=xs.load()[1] if xs.given else None)
     rows = _records(result.df)
     bad = [t for t in result.threads if t.kind in ("error", "unchecked")]
     changed = result.diverged

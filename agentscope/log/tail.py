@@ -132,7 +132,7 @@ class SqliteTail:
 
     def poll(self) -> list[dict[str, Any]]:
         """Entries appended since the last poll (empty when nothing changed or after a problem)."""
-        from agentscope.log.sqlite import _is_wal, _quote_ident, _threads, event_tables, open_store
+        from agentscope.log.sqlite import _is_wal, _quote_ident, event_tables, open_store
         from agentscope.log.validate import loads
 
         if self.problem is not None:
@@ -155,19 +155,16 @@ class SqliteTail:
                 if name is None or name not in tables:
                     rows: list[Any] = []
                     last_row = None
-                else:
+                else:  # both on the (thread_id, idx) primary key: O(new rows), never a scan
                     q = _quote_ident(name)
-                    if self.thread not in _threads(conn, name) and self.next == 0:
-                        rows, last_row = [], None
-                    else:
-                        last_row = (
-                            conn.execute(f"SELECT entry FROM {q} WHERE thread_id = ? AND idx = ?",
-                                         (self.thread, self.next - 1)).fetchone()
-                            if self.next > 0 else None
-                        )
-                        rows = conn.execute(
-                            f"SELECT idx, entry_id, entry FROM {q} WHERE thread_id = ? AND idx >= ? "
-                            "ORDER BY idx", (self.thread, self.next)).fetchall()
+                    last_row = (
+                        conn.execute(f"SELECT entry FROM {q} WHERE thread_id = ? AND idx = ?",
+                                     (self.thread, self.next - 1)).fetchone()
+                        if self.next > 0 else None
+                    )
+                    rows = conn.execute(
+                        f"SELECT idx, entry_id, entry FROM {q} WHERE thread_id = ? AND idx >= ? "
+                        "ORDER BY idx", (self.thread, self.next)).fetchall()
         except LogFormatError as exc:
             if "not a SQLite database" in str(exc) or "no such" in str(exc):
                 raise
