@@ -281,3 +281,18 @@ def test_timetravel_follow_grows_the_slider_and_scrubbing_back_stops_following(t
         fh.write(json.dumps(tampered) + "\n")
     view.poll()
     assert view.mismatch_indices == [30] and view.marks[30] == "mismatch"
+
+
+def test_timeline_follow_continues_from_a_store_read_with_read_log(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    r = agentscope.Recorder(counter_machine(), {"start": 0}, execution_id="exec-live")
+    r.send({"type": "INC", "by": 1})
+    r.to_sqlite(db, "main", live=True, wal=True)
+    tl = agentscope.Timeline(counter_machine(), agentscope.read_log(db, thread="main"))
+    follower = tl.follow()
+    for i in range(5):
+        r.send({"type": "INC", "by": 10 + i})
+    assert follower.poll() == range(2, 7)
+    assert [tl[i].context["count"] for i in range(7)] == [0, 1, 11, 22, 34, 47, 61]
+    assert {tl[i].verdict.value for i in range(7)} == {"verified"}
+    r.close()

@@ -89,7 +89,18 @@ def _sig(*paths: Path) -> tuple[Any, ...]:
     return tuple(out)
 
 
-class SqliteTail:
+class _Tail:
+    """What both tails share: where they read, and the problem that stopped them."""
+
+    source: str
+    problem: FollowProblem | None = None
+
+    def _stop(self, kind: ProblemKind, index: int | None, message: str) -> list[dict[str, Any]]:
+        self.problem = FollowProblem(kind, index, message, self.source)
+        return []
+
+
+class SqliteTail(_Tail):
     """New entries of one thread of a §5.2 SQLite store, read-only (see the module docstring).
 
     Parameters
@@ -125,10 +136,6 @@ class SqliteTail:
         self._read_at = 0.0
         self.source = f"{self.path}#{thread}"
         self.problem: FollowProblem | None = None
-
-    def _stop(self, kind: ProblemKind, index: int | None, message: str) -> list[dict[str, Any]]:
-        self.problem = FollowProblem(kind, index, message, self.source)
-        return []
 
     def poll(self) -> list[dict[str, Any]]:
         """Entries appended since the last poll (empty when nothing changed or after a problem)."""
@@ -177,20 +184,18 @@ class SqliteTail:
                                   f"entry {self.next - 1} is gone from thread {self.thread!r} "
                                   "(the thread was truncated or deleted under the follower)")
             text = last_row[0]
-            if self._last_text is None and self._last is not None:
+            if self._last_text is not None:
+                same = text == self._last_text
+            else:  # the entry was read elsewhere (Timeline.follow): compare the parsed values
                 try:
-                    same = loads(text) == self._last
+                    same = self._last is None or loads(text) == self._last
                 except ValueError:
                     same = False
-                if not same:
-                    return self._stop("rewritten", self.next - 1,
-                                      f"entry {self.next - 1} of thread {self.thread!r} changed "
-                                      "since it was read (a fork or an edit under the follower)")
-                self._last_text = text
-            elif self._last_text is not None and text != self._last_text:
+            if not same:
                 return self._stop("rewritten", self.next - 1,
                                   f"entry {self.next - 1} of thread {self.thread!r} changed "
                                   "since it was read (a fork or an edit under the follower)")
+            self._last_text = text
         out: list[dict[str, Any]] = []
         for idx, entry_id, text in rows:
             if idx != self.next:
@@ -212,7 +217,7 @@ class SqliteTail:
         return out
 
 
-class JsonlTail:
+class JsonlTail(_Tail):
     """New entries of a JSON Lines file being appended to (see the module docstring).
 
     Parameters
@@ -236,10 +241,6 @@ class JsonlTail:
     def pending(self) -> bool:
         """Whether an incomplete last line (a write in progress) is being waited on."""
         return bool(self._partial.strip())
-
-    def _stop(self, kind: ProblemKind, index: int | None, message: str) -> list[dict[str, Any]]:
-        self.problem = FollowProblem(kind, index, message, self.source)
-        return []
 
     def poll(self) -> list[dict[str, Any]]:
         """Entries on the lines completed since the last poll."""
