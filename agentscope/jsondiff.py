@@ -319,37 +319,45 @@ def changed_paths(
 ) -> tuple[str, ...]:
     """JSON Pointer paths (RFC 6901) that differ between two persisted snapshots.
 
-    Computed with :func:`delta` over the snapshots without their volatile bookkeeping keys
-    (``_nextTimerId``, ``_nextActorIds``, ``sessionId``, ``agentMeta``), so the
-    paths are under ``/value``, ``/context``, ``/children``, ``/timers``, ``/status``,
-    ``/output``, ``/error``, ``/historyValue``. ``before=None`` (a segment's first step) lists
-    every top-level member as added.
+    Leaves first: objects recurse per member (key order ignored; a member only one side has is
+    one path), arrays that grew or shrank at the end give the indices added or removed, other
+    arrays compare element-wise when at most half differ (else the array is one path); equal
+    subtrees are skipped by ``==``. The snapshots' volatile bookkeeping keys (``_nextTimerId``,
+    ``_nextActorIds``, ``sessionId``, ``agentMeta``) are left out, so the paths are under
+    ``/value``, ``/context``, ``/children``, ``/timers``, ``/status``, ``/output``, ``/error``,
+    ``/historyValue``. ``before=None`` (a segment's first step) lists every top-level member.
     """
-    a, b = _project(before), _project(after)
     out: dict[str, None] = {}
-    for path, kind, value in delta(a, b):
-        ptr = "".join("/" + pointer_escape(str(k)) for k in path)
-        if kind == "x":
-            base = len(_resolve_path(a, path))
-            for j in range(len(value)):
-                out[f"{ptr}/{base + j}"] = None
-        elif kind == "t":
-            for j in range(value, len(_resolve_path(a, path))):
-                out[f"{ptr}/{j}"] = None
-        elif not path:  # the whole snapshot was replaced (its keys were reordered)
-            for k in set(a) | set(b):
-                if k not in a or k not in b or a[k] != b[k]:
-                    out["/" + pointer_escape(str(k))] = None
-        else:
-            out[ptr] = None
+    _changed(_project(before), _project(after), "", out)
     return tuple(out)
 
 
-def _resolve_path(doc: Any, path: tuple[Any, ...]) -> Any:
-    for k in path:
-        doc = doc[k]
-    return doc
-
+def _changed(a: Any, b: Any, ptr: str, out: dict[str, None]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            key = ptr + "/" + pointer_escape(str(k))
+            if k not in a or k not in b:
+                out[key] = None
+            else:
+                va, vb = a[k], b[k]
+                if va is not vb and (type(va) is not type(vb) or va != vb):
+                    _changed(va, vb, key, out)
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        na, nb = len(a), len(b)
+        if nb > na and b[:na] == a:
+            out.update((f"{ptr}/{j}", None) for j in range(na, nb))
+            return
+        if nb < na and a[:nb] == b:
+            out.update((f"{ptr}/{j}", None) for j in range(nb, na))
+            return
+        if na == nb:
+            diff = [i for i in range(na) if type(a[i]) is not type(b[i]) or a[i] != b[i]]
+            if len(diff) * 2 <= na:
+                for i in diff:
+                    _changed(a[i], b[i], f"{ptr}/{i}", out)
+                return
+    out[ptr] = None
 
 
 def resolve_pointer(doc: Any, pointer: str) -> Any:

@@ -52,8 +52,9 @@ class PyGrow(MachineBase):
         return Graph("grow", "grow", nodes)
 
     def initial(self, input: Any = NO_INPUT) -> Snapshot:
-        return Snapshot({"status": "active", "value": "open", "historyValue": {},
-                         "context": {"items": [], "n": 0}, "children": {}})
+        return Snapshot({"status": "active", "value": "open", "historyValue": {}, "_nextTimerId": 0,
+                         "context": {"items": [], "n": 0}, "children": {}, "timers": {},
+                         "machine": {"id": "grow", "version": "1"}, "version": "1"})
 
     def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
         return Snapshot(dict(persisted))

@@ -44,6 +44,35 @@ __all__ = [
 
 DEFAULT_BATCH = 4096
 """Entries per ``Machine.fold`` call: one engine round trip per batch (the Node engine)."""
+BATCH_BYTES = 16 * 1024 * 1024
+"""Most bytes of persisted snapshots one batch should carry (about ``batch x snapshot size``):
+a batch shrinks when the snapshots grow, so a log of large states never holds thousands of them
+at once (one Node reply per batch)."""
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON (an estimate where JSON cannot hold it)."""
+    try:
+        import orjson
+
+        return len(orjson.dumps(value))
+    except Exception:  # lone surrogates, big integers, non-JSON values: the slow, exact-enough way
+        import json
+
+        return len(json.dumps(value, default=repr))
+
+
+def _batch_for(batch: int, snapshot: Snapshot) -> int:
+    """``batch`` halved until ``batch x size(snapshot)`` fits :data:`BATCH_BYTES` (at least 1).
+    Halving keeps a power-of-two batch a divisor of itself, so batches still end on checkpoints."""
+    persisted = getattr(snapshot, "persisted", None)
+    if not isinstance(persisted, Mapping) or batch <= 1:
+        return max(1, batch)
+    size = max(1, _json_size(persisted))
+    b = batch
+    while b > 1 and b * size > BATCH_BYTES:
+        b = b // 2 if b % 2 == 0 else max(1, BATCH_BYTES // size)
+    return max(1, b)
 
 VerifyMode = bool | Literal["strict"]
 
@@ -115,9 +144,10 @@ def fold_segment(
     Without ``seed``, ``entries[start]`` is the init entry and is seeded from (it is yielded
     too). With ``seed`` (the snapshot after ``entries[start - 1]``, e.g. a restored checkpoint),
     folding starts at ``start``. Events go to ``machine.fold`` in batches of ``batch`` with one
-    rebinding cache (``sessions``, fresh by default). When a batch fold raises, the batch is
-    re-folded one step at a time so the earlier entries are still yielded and the exception
-    names the failing entry (added as a note).
+    rebinding cache (``sessions``, fresh by default); a batch shrinks while ``batch`` snapshots
+    of the current size would exceed :data:`BATCH_BYTES` (bounded memory for large states).
+    When a batch fold raises, the batch is re-folded one step at a time so the earlier entries
+    are still yielded and the exception names the failing entry (added as a note).
     """
     cache: dict[str, str] = {} if sessions is None else sessions
     i = start
@@ -131,8 +161,9 @@ def fold_segment(
         i = start + 1
     else:
         s = seed
+    step = _batch_for(batch, s)
     while i < stop:
-        j = min(stop, i + max(1, batch))
+        j = min(stop, i + step)
         events = [event_of(entries[k]) for k in range(i, j)]
         saved = dict(cache)
         try:
@@ -165,7 +196,9 @@ def fold_segment(
         for k, sn in enumerate(snaps):
             yield i + k, sn
         s = snaps[-1]
+        del snaps, events
         i = j
+        step = _batch_for(batch, s)
 
 
 @dataclass(frozen=True)
