@@ -11,6 +11,8 @@ heavy parts (pandas, ipywidgets, the Node runner) load only when used.
 - Forks: :func:`compare`, :func:`fork_tree` (spec §5.1, §6).
 - Views: :class:`TimeTravel`, :class:`ForkView`, :func:`history`.
 - Bulk: :func:`verify_store`.
+- Questions: :func:`check` (invariants), :func:`coverage` / :class:`Coverage`; on a
+  ``Timeline``: ``states()``, ``find()``, ``find_all()``, ``next_change()``, ``last_change()``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ _EXPORTS: dict[str, str] = {
     "ForkView": "agentscope.widgets",
     "history": "agentscope.widgets",
     "verify_store": "agentscope.bulk",
+    "check": "agentscope.queries",
+    "coverage": "agentscope.coverage",
+    "Coverage": "agentscope.coverage",
     "AgentscopeError": "agentscope.errors",
 }
 

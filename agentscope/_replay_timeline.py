@@ -337,7 +337,13 @@ class Timeline:
             return extra if text is None else f"{text}; {extra}"
         return text
 
-    def _make_frame(self, n: int) -> Frame:
+    def _make_frame(
+        self,
+        n: int,
+        states: tuple[Mapping[str, Any] | None, Mapping[str, Any]] | None = None,
+    ) -> Frame:
+        """The frame at ``n``; ``states`` (the persisted snapshots after ``n - 1`` and ``n``)
+        when the caller already folded there (a sequential scan), else a seek finds them."""
         idx = self._index
         seg_no = idx.segment_of(n)
         m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
@@ -360,7 +366,7 @@ class Timeline:
                 verdict=Verdict.MISSING if rec is None else Verdict.UNCHECKED,
                 explanation=why,
             )
-        prev_p, p = self._states(n, seg_no, m)
+        prev_p, p = states if states is not None else self._states(n, seg_no, m)
         return Frame(
             index=n,
             entry=entry,
@@ -505,6 +511,41 @@ class Timeline:
              for c in cols},
             columns=cols,
         )
+
+    # -- questions (agentscope.queries: states as data, "jump to when…") -------------------
+    def states(self, paths: Sequence[str] | str | None = None, *, value: bool = True) -> pd.DataFrame:
+        """The replayed state after every entry as a DataFrame; see :func:`agentscope.queries.states`."""
+        from agentscope import queries
+
+        return queries.states(self, paths, value=value)
+
+    def find(self, predicate: Any, *, start: int = 0) -> int | None:
+        """First position ``>= start`` where ``predicate`` (an expression such as
+        ``"context.retries > 3"`` or a callable on a :class:`Frame`) holds, else ``None``;
+        see :func:`agentscope.queries.find`."""
+        from agentscope import queries
+
+        return queries.find(self, predicate, start=start)
+
+    def find_all(self, predicate: Any, *, start: int = 0, stop: int | None = None) -> list[int]:
+        """Every position where ``predicate`` holds; see :func:`agentscope.queries.find_all`."""
+        from agentscope import queries
+
+        return queries.find_all(self, predicate, start=start, stop=stop)
+
+    def next_change(self, path: str, *, after: int = -1) -> int | None:
+        """First position after ``after`` where the value at ``path`` changed; see
+        :func:`agentscope.queries.next_change`."""
+        from agentscope import queries
+
+        return queries.next_change(self, path, after=after)
+
+    def last_change(self, path: str, *, before: int | None = None) -> int | None:
+        """Last position before ``before`` where the value at ``path`` changed; see
+        :func:`agentscope.queries.last_change`."""
+        from agentscope import queries
+
+        return queries.last_change(self, path, before=before)
 
     def _persisted_from(
         self, seg_no: int, m: Machine, lo: int, hi: int
