@@ -23,7 +23,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agentscope.engines.base import Machine
 
-__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "verify_store"]
+__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "map_chunks", "store_threads", "verify_store"]
 
 ROW_COLUMNS: tuple[str, ...] = (
     "thread",
@@ -459,27 +459,72 @@ def verify_store(
     store_path = os.fspath(store)
     spec = as_spec(machine)
     extra = tuple((str(v), as_spec(s)) for v, s in (machines or {}).items())
-    if not Path(store_path).exists():
-        raise LogFormatError("no such file", source=store_path)
-
-    available = _list_threads(store_path)
-    if threads is None:
-        wanted = available
-    else:
-        wanted = [str(t) for t in threads]
-        known = set(available)
-        unknown = [t for t in wanted if t not in known]
-        if unknown:
-            from agentscope.errors import ThreadNotFoundError
-
-            raise ThreadNotFoundError(
-                f"thread {unknown[0]!r} is not in the store (threads: {', '.join(available) or 'none'})",
-                source=store_path,
-            )
-
+    wanted = store_threads(store_path, threads)
     if not wanted:
         return _frame([])
+    rows_by_thread: dict[str, dict[str, Any]] = {}
+    for result in map_chunks(
+        _verify_chunk, store_path, wanted, spec, extra, strict=strict, executor=executor,
+        max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
+        progress=progress,
+    ):
+        for row in result:
+            rows_by_thread[row["thread"]] = row
+    return _frame([rows_by_thread[t] for t in wanted])
 
+
+def store_threads(store_path: str, threads: Iterable[str] | None) -> list[str]:
+    """The threads of the store at ``store_path`` to work on: ``threads`` in its order, checked
+    against the store, or every thread of the store.
+
+    Raises
+    ------
+    LogFormatError
+        No such file (or it cannot be read as a store).
+    ThreadNotFoundError
+        A requested thread is not in the store.
+    """
+    if not Path(store_path).exists():
+        raise LogFormatError("no such file", source=store_path)
+    available = _list_threads(store_path)
+    if threads is None:
+        return available
+    wanted = [str(t) for t in threads]
+    known = set(available)
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        from agentscope.errors import ThreadNotFoundError
+
+        raise ThreadNotFoundError(
+            f"thread {unknown[0]!r} is not in the store (threads: {', '.join(available) or 'none'})",
+            source=store_path,
+        )
+    return wanted
+
+
+def map_chunks(
+    worker: Callable[[_Chunk], Any],
+    store_path: str,
+    wanted: Sequence[str],
+    spec: MachineSpec,
+    extra: tuple[tuple[str, MachineSpec], ...] = (),
+    *,
+    strict: bool = False,
+    executor: Executor | None = None,
+    max_workers: int | None = None,
+    chunk_size: int | None = None,
+    ship_entries: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[Any]:
+    """The store-wide seam: split ``wanted`` threads into chunks, run the module-level
+    ``worker(chunk)`` on ``executor`` (default: a private spawn ``ProcessPoolExecutor``, shut
+    down at the end) and yield each chunk's result as it completes.
+
+    ``worker`` returns its per-thread results, or a :class:`_Failure` for an error that stops
+    the whole run (the machine cannot load), which is raised here as ``MachineLoadError`` /
+    ``EngineError`` after cancelling the other chunks. :func:`verify_store` and
+    :func:`agentscope.coverage.coverage` both run through it.
+    """
     own_pool = executor is None
     workers = max_workers or _default_workers()
     size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
@@ -496,11 +541,8 @@ def verify_store(
     pool: Executor = executor if executor is not None else ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn")
     )
-    rows_by_thread: dict[str, dict[str, Any]] = {}
     try:
-        futures: dict[Future[list[dict[str, Any]] | _Failure], _Chunk] = {
-            pool.submit(_verify_chunk, c): c for c in chunks
-        }
+        futures: dict[Future[Any], _Chunk] = {pool.submit(worker, c): c for c in chunks}
         done = 0
         for fut in as_completed(futures):
             result = fut.result()
@@ -509,16 +551,13 @@ def verify_store(
                     other.cancel()
                 cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
                 raise cls(result.message)
-            for row in result:
-                rows_by_thread[row["thread"]] = row
+            yield result
             done += len(futures[fut].threads)
             if progress is not None:
                 progress(done, len(wanted))
     finally:
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    return _frame([rows_by_thread[t] for t in wanted])
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
