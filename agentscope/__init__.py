@@ -46,8 +46,8 @@ _EXPORTS: dict[str, str] = {
     "history": "agentscope.widgets",
     "verify_store": "agentscope.bulk",
     "check": "agentscope.queries",
-    "coverage": "agentscope.coverage",
-    "Coverage": "agentscope.coverage",
+    "coverage": "agentscope.coverage_map",
+    "Coverage": "agentscope.coverage_map",
     "AgentscopeError": "agentscope.errors",
 }
 

@@ -523,7 +523,7 @@ def map_chunks(
     ``worker`` returns its per-thread results, or a :class:`_Failure` for an error that stops
     the whole run (the machine cannot load), which is raised here as ``MachineLoadError`` /
     ``EngineError`` after cancelling the other chunks. :func:`verify_store` and
-    :func:`agentscope.coverage.coverage` both run through it.
+    :func:`agentscope.coverage_map.coverage` both run through it.
     """
     own_pool = executor is None
     workers = max_workers or _default_workers()

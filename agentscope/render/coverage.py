@@ -2,8 +2,9 @@
 
 A styling of :func:`agentscope.render.chart.layout`'s drawing, like :func:`frame_svg`: only CSS
 classes are added. Visited states get ``as-heat-1`` … ``as-heat-5`` (five buckets on a log scale
-of the visit count, darker = more), never-visited states ``as-unvisited`` (grey fill, dashed
-outline). The counts come from :func:`agentscope.coverage` (views draw values, they never fold).
+of the visit count, darker = more; compound and parallel states show it in their outline),
+never-visited states ``as-unvisited`` (grey fill, dashed outline). The counts come from
+:func:`agentscope.coverage` (views draw values, they never fold).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ COVERAGE_CSS = "\n".join(
             for k, c in enumerate(_FILLS)
         ),
         ".as-chart .as-heat-4>text,.as-chart .as-heat-5>text{fill:#fff}",
+        # compound and parallel states (clusters) keep a light fill so their children stay
+        # readable: the heat shows in their outline
+        *(
+            f".as-chart g.cluster.as-heat-{k + 1}>path,.as-chart g.cluster.as-heat-{k + 1}>polygon"
+            f"{{fill:#fffaf5;stroke:{c};stroke-width:{1.5 + k * 0.5:g}}}"
+            for k, c in enumerate(_FILLS)
+        ),
+        ".as-chart g.cluster.as-heat-4>text,.as-chart g.cluster.as-heat-5>text{fill:#000}",
         ".as-chart .as-unvisited>path,.as-chart .as-unvisited>polygon:first-of-type,"
         ".as-chart .as-unvisited>ellipse{fill:#eeeeee;stroke:#9e9e9e;stroke-dasharray:4 3}",
         ".as-chart .as-unvisited>text{fill:#9e9e9e}",
@@ -61,7 +70,7 @@ def coverage_svg(
     graph : Graph
         The machine's structure (``machine.graph``).
     visits : mapping of state id to int
-        Visit counts (:attr:`agentscope.coverage.Coverage.visits`); a state missing from it
+        Visit counts (:attr:`agentscope.coverage_map.Coverage.visits`); a state missing from it
         counts as never visited.
     chart : Layout, optional
         A layout of ``graph`` to restyle (default: :func:`layout` of it, which runs Graphviz
