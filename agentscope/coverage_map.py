@@ -250,6 +250,29 @@ class Coverage:
         svg: str = coverage_svg(self.graph, self.visits)
         return svg
 
+    def to_html(self, *, title: str | None = None) -> str:
+        """A self-contained HTML page: the heat map, the never-visited states, the never-taken
+        transitions and both tables (every log value escaped; no script, no network)."""
+        import html
+
+        name = title or f"coverage of {self.machine_id}"
+        never = self.never_taken
+        return (
+            "<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(name)}</title>"
+            "<style>body{font:14px sans-serif;margin:16px}table{border-collapse:collapse;"
+            "font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}</style>"
+            f"</head><body><h1>{html.escape(name)}</h1>{self._repr_html_()}"
+            f"<h2>never visited ({len(self.never_visited)})</h2><ul>"
+            + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in self.never_visited)
+            + f"</ul><h2>declared transitions never taken ({len(never)})</h2>"
+            + never.to_html(index=False, escape=True, na_rep="")
+            + "<h2>states</h2>" + self.states.to_html(index=False, escape=True, na_rep="")
+            + "<h2>transitions</h2>"
+            + self.transitions.to_html(index=False, escape=True, na_rep="")
+            + "</body></html>"
+        )
+
     def _repr_html_(self) -> str:
         import html
 

@@ -184,3 +184,13 @@ def test_bad_inputs() -> None:
         coverage(42, m)
     with pytest.raises(agentscope.errors.ThreadNotFoundError):
         coverage(FIXTURES / "g_triage.sqlite", PY_TRIAGE, threads=["nope"])
+
+
+def test_static_page_escapes_log_content(tmp_path: Any) -> None:
+    m = pm.counter_machine()
+    log = load_json("a_counter.log.json")
+    log[3] = dict(log[3], event={"type": "<script>alert(1)</script>"})
+    page = coverage(Timeline(m, log), m).to_html(title="<script>x</script>")
+    assert "<script>" not in page and "&lt;script&gt;x" in page
+    assert page.startswith("<!doctype html>") and "never visited" in page
+    (tmp_path / "c.html").write_text(page, encoding="utf-8")
