@@ -36,6 +36,7 @@ from agentscope._query_lang import (
     resolve_state_ref,
     value_string,
 )
+from agentscope._replay_core import event_type as _event_type
 from agentscope.errors import QueryError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -337,12 +338,6 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
     for p, col in zip(path_list, path_cols, strict=True):
         data[p] = _column(col)
     return pd.DataFrame(data)
-
-
-def _event_type(entry: Mapping[str, Any]) -> str:
-    ev = entry.get("event")
-    t = ev.get("type") if isinstance(ev, Mapping) else None
-    return t if isinstance(t, str) else ""
 
 
 def _column(values: list[Any]) -> pd.Series[Any]:
