@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from agentscope.examples import python_machines as pm  # noqa: E402
-from agentscope.queries import check  # noqa: E402
-from agentscope.replay import Timeline  # noqa: E402
-from agentscope.widgets import QuestionBox, TimeTravel  # noqa: E402
-from tests.conftest import load_json  # noqa: E402
+from agentscope.examples import python_machines as pm
+from agentscope.queries import check
+from agentscope.replay import Timeline
+from agentscope.widgets import QuestionBox, TimeTravel
+from tests.conftest import load_json
 
 
 @pytest.fixture(scope="module")

@@ -47,8 +47,9 @@ class QuestionBox(ipywidgets.VBox):  # type: ignore[misc]
         self.violations: Any = None
         self._violation_marks: dict[int, str] = {}
         self.text = ipywidgets.Text(value=expression, placeholder="context.retries > 3",
-                                    description="jump to when", continuous_update=False,
-                                    layout=ipywidgets.Layout(width="420px"))
+                                    description="jump to when…", continuous_update=False,
+                                    style={"description_width": "initial"},
+                                    layout=ipywidgets.Layout(width="460px"))
         self.prev_button = ipywidgets.Button(description="◀ previous", layout={"width": "100px"})
         self.next_button = ipywidgets.Button(description="next ▶", layout={"width": "100px"})
         self.status = ipywidgets.HTML()
