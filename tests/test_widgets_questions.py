@@ -54,3 +54,16 @@ def test_first_violation_marked_and_shown(view: TimeTravel) -> None:
     assert view.step == int(want["index"].iloc[0]) == 23
     assert "first at entry 23" in box.status.value
     assert 'fill="#00897b"' in box.strip.value  # violations in their own colour
+
+
+def test_first_violation_on_the_static_player_track() -> None:
+    m = pm.triage_machine()
+    view = TimeTravel(m, load_json("g_triage.main.log.json"), engine="text")
+    assert 'fill="#00897b"' not in view.to_html()
+    box = QuestionBox(view)
+    box.check({"no rejects": "context.rejections == 0"})
+    assert view.marks[23] == "violation" and list(view.marks.values()).count("violation") == 1
+    page = view.to_html()
+    assert page.count('fill="#00897b"') == 1  # the first violation, in its own colour
+    box.check({"always": "true"})
+    assert "violation" not in view.marks.values()

@@ -123,12 +123,22 @@ class QuestionBox(ipywidgets.VBox):  # type: ignore[misc]
         stuck: Any = None,
     ) -> Any:
         """Run :func:`agentscope.check`, mark every violation on the strip (teal) and move the
-        view to the first one; returns the violations DataFrame."""
+        view to the first one; returns the violations DataFrame.
+
+        The first violation is also added to the view's ``marks`` (kind ``"violation"``, unless
+        the entry already carries a verdict mark), so the static player the view writes
+        (``view.to_html()``) shows it on its track like a mismatch, in its own colour."""
         from agentscope.queries import check
 
         df = check(self.timeline, invariants, loop=loop, stuck=stuck)
         self.violations = df
         self._violation_marks = {int(i): "violation" for i in df["index"]}
+        marks = getattr(self.view, "marks", None)
+        if isinstance(marks, dict):
+            for i in [k for k, v in marks.items() if v == "violation"]:
+                del marks[i]
+            if len(df) and int(df["index"].iloc[0]) not in marks:
+                marks[int(df["index"].iloc[0])] = "violation"
         if len(df):
             first = df.iloc[0]
             self.view.step = int(first["index"])
