@@ -15,8 +15,10 @@ the questions a notebook asks about the whole history:
   violations DataFrame.
 
 Every function reads the replayed states through :func:`_steps`, the one place that walks a
-timeline; it folds with the timeline's own fold (``Timeline._persisted_from``, the library's
-``fold_segment``) from the nearest checkpoint and never applies entries itself.
+timeline (``Timeline._persisted_from``): a timeline that keeps every state (the default) gives
+them from its pass's snapshot store with no engine call, so states/find/check never fold again;
+a sparse one folds once, continuously, from the nearest checkpoint with the library's
+``fold_segment``. Nothing here applies entries itself.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from agentscope._query_lang import (
     resolve_state_ref,
     value_string,
 )
-from agentscope._replay_core import event_type as _event_type
 from agentscope.errors import QueryError
+from agentscope.jsondiff import ABSENT, resolve_pointer
+from agentscope.log.entry import event_type, recorded_at_ms
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -82,10 +85,10 @@ class _Step:
 def _steps(tl: Any, start: int = 0, stop: int | None = None) -> Iterator[_Step]:
     """Walk ``tl`` (a :class:`~agentscope.replay.Timeline`) over positions ``start .. stop-1``.
 
-    Each segment's replayed range is folded once, continuously, in large batches from the
-    nearest checkpoint at or before ``start - 1`` (the timeline's ``_persisted_from``); entries
-    the indexing pass did not replay (no machine, an engine failure) come with ``after=None``.
-    This is the single switch point for reading states from the timeline's pass instead.
+    Each segment's replayed range is read through the timeline's ``_persisted_from``: from the
+    pass's snapshot store where it keeps the states (no engine call), else folded once,
+    continuously, in large batches from the nearest checkpoint at or before ``start - 1``.
+    Entries the pass did not replay (no machine, an engine failure) come with ``after=None``.
     """
     idx = tl._index
     stop = idx.n if stop is None else min(stop, idx.n)
@@ -193,15 +196,12 @@ def _path_fn(tl: Any, path: str) -> tuple[Callable[[Env], Any], bool]:
     if not isinstance(path, str):
         raise TypeError(f"a path is a string; got {type(path).__name__}")
     if path.startswith("/") or path == "":
-        from agentscope._replay_timeline import resolve_pointer
-
-        marker = resolve_pointer({}, "/x")  # the module's absent sentinel
 
         def pointer(env: Env) -> Any:
             if env.persisted is None:
                 return UNDEFINED
             got = resolve_pointer(env.persisted, path)
-            return UNDEFINED if got is marker else got
+            return UNDEFINED if got is ABSENT else got
 
         return pointer, False
     expr = _compile(tl, path)
@@ -235,7 +235,7 @@ def _predicate(tl: Any, predicate: Predicate) -> tuple[Callable[[_Step], bool], 
 def _frame(tl: Any, step: _Step) -> Frame:
     if step.after is None:  # not replayed: the timeline's frame needs no fold
         return tl._make_frame(step.index)  # type: ignore[no-any-return]
-    return tl._make_frame(step.index, (step.before, step.after))  # type: ignore[no-any-return]
+    return tl._frame(step.index, step.after, step.before)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,8 +270,9 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
 
     Notes
     -----
-    One continuous fold of the log from its start (:func:`_steps`), in large batches; memory is
-    the columns: a few tens of bytes per entry and path plus the values themselves (state value
+    Read from the timeline's snapshot store when it keeps every state (the default; no engine
+    call), else one continuous fold of the log from its start (:func:`_steps`) in large batches.
+    Memory is the columns: a few tens of bytes per entry and path plus the values themselves (state value
     strings and active tuples are shared between equal states).
 
     Raises
@@ -303,7 +304,7 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
     for step in _steps(tl):
         i = step.index
         env = _env(tl, step, views, active=need_active)
-        t = _event_type(env.entry)
+        t = event_type(env.entry)
         ev_col[i] = types.setdefault(t, t)
         verdict_col[i] = env.verdict
         if env.persisted is not None:
@@ -516,8 +517,6 @@ def check(
     """
     import pandas as pd
 
-    from agentscope._replay_core import recorded_at_ms
-
     tests: list[tuple[str, Callable[[_Step], bool]]] = []
     for name, pred in (invariants or {}).items():
         test, _ = _predicate(tl, pred)
@@ -549,7 +548,7 @@ def check(
             if not ok:
                 rows.append((step.index, order[name], name, v,
                              f"{name!r} does not hold after entry {step.index} "
-                             f"({_event_type(tl._entries[step.index])})"))
+                             f"({event_type(tl._entries[step.index])})"))
         if loop is not None:
             fp = hash(_fingerprint(v, step.after.get("context")))
             if fp not in seen:

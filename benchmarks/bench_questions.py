@@ -6,7 +6,7 @@ The log is the fixtures' "loop" machine generated to N entries (``bench_replay.m
 ``python`` engine is its Python port, ``node`` the real ``loop.mjs``). Reported, as ratios to
 ``verify(machine, log)`` timed in this process:
 
-- ``Timeline.states(5 paths)`` on a built timeline (one more fold, no hashing) and
+- ``Timeline.states(5 paths)`` on a built timeline (read from its snapshot store, no fold) and
   ``Timeline(...)`` + ``states()`` together (what a notebook pays from nothing);
 - ``Timeline.find(expr)`` for an expression that never holds (a full scan);
 - ``Timeline.find(callable)`` on a Frame, a full scan (frames carry changed paths: slower);

@@ -18,9 +18,11 @@ from agentscope._query_lang import UNDEFINED, Env, compile_expression, js_equal,
 from agentscope.errors import QueryError
 from agentscope.examples import python_machines as pm
 from agentscope.frames import Frame
+from agentscope.log.entry import event_type, recorded_at_ms
 from agentscope.queries import VIOLATION_COLUMNS, check
 from agentscope.replay import Timeline, replay
 from tests.conftest import MACHINES, load_json, node_ready
+from tests.test_fold import Counting
 
 LOGS = {
     # log -> (python factory, node module, node export)
@@ -123,6 +125,35 @@ def test_find_equals_a_scan_of_every_frame(name: str, engine: str, machines: Any
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", sorted(LOGS))
+def test_questions_read_the_one_fold(name: str, engine: str, machines: Any) -> None:
+    """A Timeline that keeps every state (the default) answers states/find/check from its pass's
+    snapshot store: no entry is applied to the engine again. A sparse one folds once more,
+    continuously (at most one application per entry, not one seek per step)."""
+    log = load_json(name)
+    m = Counting(machines(engine, name))
+    tl = Timeline(m, log)
+    folded = m.applied
+    assert folded == len(log)
+    df = tl.states(["context", "/status"])
+    assert len(df) == len(log) and df["status"].notna().all()
+    tl.find("index < 0")
+    tl.find_all(lambda f: f.status == "active")
+    tl.next_change("context")
+    tl.last_change("context")
+    check(tl, {"never": "index < 0"}, loop=3, stuck=3600.0)
+    agentscope.coverage(tl, machines(engine, name))
+    assert m.applied == folded, f"questions applied {m.applied - folded} entries again"
+
+    sparse_m = Counting(machines(engine, name))
+    sparse = Timeline(sparse_m, log, checkpoint_every=4)
+    folded = sparse_m.applied
+    assert folded == len(log)
+    pd.testing.assert_frame_equal(sparse.states(["context", "/status"]), df)
+    assert folded < sparse_m.applied <= 2 * folded
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", sorted(LOGS))
 def test_states_rows_equal_replay_of_each_prefix(name: str, engine: str, machines: Any) -> None:
     m = machines(engine, name)
     log = load_json(name)
@@ -140,7 +171,7 @@ def test_states_rows_equal_replay_of_each_prefix(name: str, engine: str, machine
         p = replay(m, log[: n + 1]).persisted
         row = df.iloc[n]
         assert row["index"] == n
-        assert row["event_type"] == log[n]["event"]["type"]
+        assert row["event_type"] == event_type(log[n])
         assert row["verdict"] == tl[n].verdict.value
         assert row["status"] == p["status"]
         assert row["value"] == value_string(p["value"])
@@ -155,7 +186,7 @@ def test_states_rows_equal_replay_of_each_prefix(name: str, engine: str, machine
         assert (row["context.queue.length"] == len(q)) if isinstance(q, list) else (
             row["context.queue.length"] is pd.NA)
         assert row["context.nope"] is pd.NA
-        assert row["event.type"] == log[n]["event"]["type"]
+        assert row["event.type"] == event_type(log[n])
 
 
 def test_states_value_string_and_dtypes() -> None:
@@ -373,7 +404,6 @@ def test_stuck_detector_uses_recorded_time(engine: str, machines: Any) -> None:
     m = machines(engine, name)
     log = load_json(name)
     tl = Timeline(m, log)
-    from agentscope._replay_core import recorded_at_ms
 
     frames = list(tl)
     limit = 0.004
