@@ -591,12 +591,6 @@ def run_chunks(
     finally:
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
-            if progress is not None:
-                progress(done, total)
-            yield chunk, result
-    finally:
-        if own_pool:
-            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
