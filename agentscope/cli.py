@@ -200,6 +200,8 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     try:
         return read_log(path, thread=thread)
     except ThreadNotFoundError as exc:
+        if not _is_sqlite(path):
+            raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
         raise _cli_thread_error(source, path, thread, option) from exc
 
 
@@ -860,6 +862,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = " ".join(str(exc).split("\n")[0].split())
         print(f"agentscope: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # e.g. an unwritable --html/-o target: bad input, one line
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"agentscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("agentscope: interrupted", file=sys.stderr)
