@@ -456,7 +456,8 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
 
 
 _BAD_INPUT_ERRORS = ("invalid-entry", "LogFormatError", "EntryValidationError", "NonSerializableError",
-                     "ThreadNotFoundError", "MachineLoadError")
+                     "ThreadNotFoundError", "MachineLoadError", "DamagedStoreError", "IncompleteRecordError",
+                     "UnreadableSourceError")
 
 
 def _is_bad_input(row: Mapping[str, Any]) -> bool:

@@ -160,7 +160,8 @@ class DamagedStoreError(LogFormatError):
     """A SQLite store (spec §5.2) is corrupt where a thread's rows are stored.
 
     ``thread`` is the thread that cannot be read in full; ``last_idx`` the last ``idx`` read
-    before the damage (``None`` when not even the first row is readable).
+    before the damage (``None`` when not even the first row is readable); ``index`` the
+    position of the first entry that cannot be read.
     """
 
     code = "damaged-store"
@@ -170,12 +171,13 @@ class DamagedStoreError(LogFormatError):
         detail: str,
         *,
         source: str | None = None,
+        index: int | None = None,
         thread: str | None = None,
         last_idx: int | None = None,
     ) -> None:
         self.thread = thread
         self.last_idx = last_idx
-        super().__init__(detail, source=source)
+        super().__init__(detail, source=source, index=index)
 
 
 class UnreadableSourceError(LogFormatError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import pytest
 
 from agentscope.cli import main
 from agentscope.errors import (
+    DamagedStoreError,
     EntryValidationError,
     IncompleteRecordError,
     LogFormatError,
@@ -28,7 +30,7 @@ from agentscope.errors import (
     ThreadNotFoundError,
     UnreadableSourceError,
 )
-from agentscope.log import read_log
+from agentscope.log import read_log, read_threads
 from tests.conftest import MACHINES, REPO
 
 COUNTER = f"{MACHINES / 'counter.mjs'}:counterMachine"
@@ -296,3 +298,141 @@ def test_unwritable_outputs_are_one_line_exit_2(shared_dir: Path) -> None:
         lines = cli.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("agentscope: error: ") and "Permission denied" in lines[0]
         assert str(locked) in lines[0]
+
+
+# -- damaged SQLite stores (spec §5.2) ---------------------------------------------------------------------
+
+
+def build_store(path: Path, threads: tuple[str, ...] = ("a", "b", "c"), n: int = 120) -> None:
+    """A §5.2 store: ``n`` entries per thread, each ~300 bytes, so a thread spans many pages."""
+    con = sqlite3.connect(path)
+    con.execute('CREATE TABLE "agent_event_log" (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, '
+                "entry_id TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (thread_id, idx))")
+    con.execute('CREATE UNIQUE INDEX "agent_event_log_thread_entry_id" ON "agent_event_log" (thread_id, entry_id)')
+    for t in threads:
+        for e in entries(n):
+            e["event"]["note"] = f"{t}-{e['index']:05d}-" + "x" * 200
+            con.execute("INSERT INTO agent_event_log VALUES (?,?,?,?)",
+                        (t, e["index"], e["id"], json.dumps(e, separators=(",", ":"))))
+    con.commit()
+    con.close()
+
+
+def leaf_rows(src: Path) -> list[tuple[int, list[tuple[str, int]]]]:
+    """The table's leaf pages in b-tree order, each with the ``(thread_id, idx)`` rows it holds.
+
+    From SQLite's own ``dbstat`` (the rows of a rowid table are spread over its leaves in
+    rowid order, ``ncell`` per leaf): the oracle for what a zeroed page takes away.
+    """
+    con = sqlite3.connect(src)
+    leaves = con.execute("SELECT pageno, ncell FROM dbstat WHERE name='agent_event_log' AND "
+                         "pagetype='leaf' ORDER BY path").fetchall()
+    rows = con.execute("SELECT thread_id, idx FROM agent_event_log ORDER BY rowid").fetchall()
+    con.close()
+    out, pos = [], 0
+    for page, n in leaves:
+        out.append((page, rows[pos : pos + n]))
+        pos += n
+    assert pos == len(rows)
+    return out
+
+
+def zero_leaf_holding(src: Path, dst: Path, thread: str, idx: int) -> int:
+    """Copy ``src`` to ``dst`` with the leaf page holding row ``(thread, idx)`` zeroed; return
+    the last idx of ``thread`` before the first row of that thread the page held."""
+    page, held = next((p, r) for p, r in leaf_rows(src) if (thread, idx) in r)
+    assert page > 1  # never page 1 (the header and schema)
+    data = bytearray(src.read_bytes())
+    size = int.from_bytes(data[16:18], "big")
+    data[(page - 1) * size : page * size] = bytes(size)
+    dst.write_bytes(bytes(data))
+    return min(i for t, i in held if t == thread) - 1
+
+
+def files_next_to(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir())
+
+
+@pytest.fixture
+def damaged_store(tmp_path: Path) -> tuple[Path, int]:
+    good = tmp_path / "good.sqlite"
+    build_store(good)
+    bad = tmp_path / "damaged.sqlite"
+    return bad, zero_leaf_holding(good, bad, "b", 60)
+
+
+def test_read_threads_lists_every_thread_and_marks_the_damaged_one(damaged_store: tuple[Path, int]) -> None:
+    path, last = damaged_store
+    assert 0 < last < 119
+    before, names = path.read_bytes(), files_next_to(path)
+    df = read_threads(path)
+    assert list(df["thread_id"]) == ["a", "b", "c"]
+    assert list(df["length"]) == [120, 120, 120]  # the index still counts every row
+    assert list(df["readable"]) == [120, last + 1, 120]
+    assert df["error"].iloc[0] is None and df["error"].iloc[2] is None
+    assert f"thread 'b' stops after idx {last}" in df["error"].iloc[1]
+    assert "database disk image is malformed" in df["error"].iloc[1]
+    assert path.read_bytes() == before and files_next_to(path) == names  # read-only
+
+
+def test_read_log_of_the_damaged_thread(damaged_store: tuple[Path, int]) -> None:
+    path, last = damaged_store
+    before, names = path.read_bytes(), files_next_to(path)
+    with pytest.raises(DamagedStoreError) as info:
+        read_log(path, thread="b")
+    err = info.value
+    assert (err.thread, err.last_idx, err.index, err.source) == ("b", last, last + 1, str(path))
+    assert f"stops after idx {last}; {last + 1} of 120 rows are readable" in str(err)
+    with pytest.warns(LogReadWarning, match=f"stops after idx {last}"):
+        log = read_log(path, thread="b", errors="collect")
+    assert [e["index"] for e in log.entries] == list(range(last + 1))
+    (row,) = log.problems.to_dict("records")
+    assert (row["code"], row["index"]) == ("damaged-store", last + 1)
+    # the other threads are whole
+    assert len(read_log(path, thread="a")) == 120 and len(read_log(path, thread="c")) == 120
+    assert path.read_bytes() == before and files_next_to(path) == names
+
+
+def test_a_database_without_the_layout_lists_its_tables(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    con.execute("CREATE TABLE events (thread TEXT, payload TEXT)")
+    con.commit()
+    con.close()
+    for call in (lambda: read_log(path), lambda: read_threads(path)):
+        with pytest.raises(LogFormatError, match=r"tables found: events, users$"):
+            call()
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(LogFormatError, match="tables found: t"):
+        read_log(empty)
+
+
+TRIAGE_PY = "py:agentscope.examples.python_machines:triage_machine"
+
+
+def test_cli_verify_store_reports_the_damaged_thread_and_checks_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import FIXTURES
+
+    src = FIXTURES / "g_triage.sqlite"
+    bad = tmp_path / "triage.sqlite"
+    last = zero_leaf_holding(src, bad, "second", 20)
+    assert 0 < last < 39
+    before = bad.read_bytes()
+    code = main(["verify", str(bad), "--machine", TRIAGE_PY, "--workers", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2
+    rows = {r["thread"]: r for r in out["results"]}
+    assert set(rows) == {"fork", "main", "second"}
+    assert rows["main"]["verified"] and rows["fork"]["verified"] and rows["main"]["error"] is None
+    err = rows["second"]["error"]
+    assert err.startswith("DamagedStoreError: ") and not rows["second"]["verified"]
+    assert f"thread 'second' stops after idx {last}" in err
+    assert bad.read_bytes() == before and files_next_to(bad) == ["triage.sqlite"]
+    # the table form says the same, one line per thread, exit 2
+    assert main(["verify", str(bad), "--machine", TRIAGE_PY, "--workers", "1"]) == 2
+    text_out = capsys.readouterr().out
+    assert "DamagedStoreError" in text_out and "2/3 threads verified" in text_out
