@@ -230,6 +230,10 @@ class EventLog:
         self._frame_builder = frame_builder
         self._df: pd.DataFrame | None = None
         self._summary = dict(summary) if summary is not None else None
+        self.actors: pd.DataFrame | None = None
+        """For a log read from an XState inspection stream (:mod:`agentscope.log.inspection`):
+        every actor of the root actor's system, root first (columns
+        :data:`~agentscope.log.inspection.ACTOR_COLUMNS`); ``None`` for other logs."""
 
     # -- entries --------------------------------------------------------------------------------
 

@@ -530,15 +530,17 @@ def read_log(
                 from agentscope.log.sqlite import read_sqlite
 
                 return read_sqlite(path, thread=thread, errors=errors, era=era, table=table)
-            _no_threads(thread, fmt, name)
             if fmt in ("csv", "parquet"):
+                _no_threads(thread, fmt, name)
                 from agentscope.log.tabular import read_table
 
                 return read_table(path, fmt, columns=columns, source_name=name, errors=errors)
             data = path.read_bytes()
         except OSError as exc:
             raise _unreadable(exc, name) from None
-        return _read_bytes(data, fmt, source=name, errors=errors, era=era, sniffed=format is None)
+        return _read_bytes(
+            data, fmt, source=name, errors=errors, era=era, sniffed=format is None, thread=thread
+        )
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
         name = "<bytes>"
@@ -552,17 +554,18 @@ def read_log(
             f"DataFrame, not {type(source).__name__}"
         )
     fmt = str(format or sniff(data[:65536], name=name))
-    if fmt != "sqlite":
-        _no_threads(thread, fmt, name)
     if fmt == "sqlite":
         from agentscope.log.sqlite import read_sqlite_bytes
 
         return read_sqlite_bytes(data, thread=thread, errors=errors, era=era, table=table, source=name)
     if fmt in ("csv", "parquet"):
+        _no_threads(thread, fmt, name)
         from agentscope.log.tabular import read_table
 
         return read_table(io.BytesIO(data), fmt, columns=columns, source_name=name, errors=errors)
-    return _read_bytes(data, fmt, source=name, errors=errors, era=era, sniffed=format is None)
+    return _read_bytes(
+        data, fmt, source=name, errors=errors, era=era, sniffed=format is None, thread=thread
+    )
 
 
 def _read_bytes(
@@ -573,7 +576,14 @@ def _read_bytes(
     errors: ErrorsMode,
     era: Era | None,
     sniffed: bool = True,
+    thread: str | None = None,
 ) -> EventLog:
+    if fmt in ("json", "jsonl") and era is None:
+        from agentscope.log.inspection import is_inspection_stream, read_inspection
+
+        if is_inspection_stream(data[:65536]):
+            return read_inspection(data, source=source, thread=thread, errors=errors)
+    _no_threads(thread, fmt, source)
     if fmt == "json":
         try:
             return read_json_document(data, source=source, errors=errors, era=era)
