@@ -352,7 +352,7 @@ def read_inspection(
             bad("an inspection record must be a JSON object", line)
             continue
         kind = rec.get("type")
-        if kind not in INSPECTION_TYPES:
+        if not (isinstance(kind, str) and kind in INSPECTION_TYPES):
             known = ", ".join(sorted(INSPECTION_TYPES))
             bad(f"unknown inspection record type {kind!r}; expected one of {known}", line, "type")
             continue
@@ -506,7 +506,7 @@ def _actors_frame(actors: Mapping[str, _Actor], order: Sequence[str], root: str)
 
     members = [s for s in order if s == root or actors[s].root_id == root or _descends(actors, s, root)]
     members.sort(key=lambda s: s != root)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for s in members:
         a = actors[s]
         last = a.steps[-1][1].get("snapshot") if a.steps else (a.record or {}).get("snapshot")
@@ -524,7 +524,11 @@ def _actors_frame(actors: Mapping[str, _Actor], order: Sequence[str], root: str)
                 "status": status if isinstance(status, str) else None,
             }
         )
-    frame = pd.DataFrame(rows, columns=list(ACTOR_COLUMNS))
+    from agentscope.log.model import text_series
+
+    frame = pd.DataFrame(rows, columns=list(ACTOR_COLUMNS), dtype=object)
+    for name in ("session_id", "parent_id", "root_id", "actor_id", "src", "status"):
+        frame[name] = text_series([v if isinstance(v := r[name], str) else None for r in rows])
     return frame.astype({"steps": "int64", "events": "int64", "is_root": "bool"})
 
 

@@ -526,6 +526,21 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def text_series(values: Sequence[str | None]) -> pd.Series:
+    """A pandas ``string`` Series of ``values`` (``None`` as ``<NA>``), lossless for any JS string.
+
+    pandas' default string storage is Arrow, which holds only valid UTF-8; a JS string may hold
+    a lone surrogate (``"\\ud800"`` is valid JSON). Such a column is stored with the
+    ``"python"`` string storage instead, which keeps it as is; otherwise the default is used.
+    """
+    import pandas as pd
+
+    try:
+        return pd.Series(values, dtype="string")
+    except UnicodeEncodeError:
+        return pd.Series(values, dtype=pd.StringDtype("python"))
+
+
 def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     import pandas as pd
 
@@ -533,9 +548,7 @@ def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         return [e.get(name) if isinstance(e, dict) else None for e in entries]
 
     def text(values: list[Any]) -> pd.Series:
-        return pd.Series(
-            [v if isinstance(v, str) else None for v in values], dtype="string"
-        )
+        return text_series([v if isinstance(v, str) else None for v in values])
 
     events = get("event")
     verifications = get("verification")

@@ -37,7 +37,14 @@ from agentscope.errors import (
     ThreadNotFoundError,
     UnreadableSourceError,
 )
-from agentscope.log.model import NS_MAX, NS_MIN, ErrorsMode, EventLog, recorded_at_to_ns
+from agentscope.log.model import (
+    NS_MAX,
+    NS_MIN,
+    ErrorsMode,
+    EventLog,
+    recorded_at_to_ns,
+    text_series,
+)
 from agentscope.log.validate import Era, loads
 
 if TYPE_CHECKING:
@@ -165,17 +172,19 @@ def _threads(conn: sqlite3.Connection, table: str) -> list[str]:
 
     The ``(thread_id, idx)`` primary-key index answers this without touching the table's own
     pages; when the index is damaged too, the table is scanned and the ids seen before the
-    damage are returned (and the threads after it are not listed).
+    damage are returned (and the threads after it are not listed). ``thread_id`` values that
+    are not text (the column is ``TEXT``, §5.2; SQLite does not enforce it) are not threads.
     """
     q = f"SELECT DISTINCT thread_id FROM {_quote_ident(table)} ORDER BY thread_id"
     try:
-        return [r[0] for r in conn.execute(q)]
+        return [r[0] for r in conn.execute(q) if isinstance(r[0], str)]
     except sqlite3.DatabaseError:
         pass
     seen: dict[str, None] = {}
     try:
         for (thread,) in conn.execute(f"SELECT thread_id FROM {_quote_ident(table)} NOT INDEXED"):
-            seen[thread] = None
+            if isinstance(thread, str):
+                seen[thread] = None
     except sqlite3.DatabaseError:
         pass
     return sorted(seen)
@@ -478,15 +487,14 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
     ]
     frame = pd.DataFrame(rows, columns=columns)
     frame["error"] = pd.Series([r["error"] for r in rows], dtype=object)  # None, not NaN
+    for name in ("thread_id", "machine_id", "machine_version", "execution_id"):
+        values = [r[name] if isinstance(r[name], str) else None for r in rows]
+        frame[name] = text_series(values)  # lone surrogates kept (a JS string may hold one)
     return frame.astype(
         {
-            "thread_id": "string",
             "length": "int64",
             "first_recorded_at": "datetime64[ns, UTC]",
             "last_recorded_at": "datetime64[ns, UTC]",
-            "machine_id": "string",
-            "machine_version": "string",
-            "execution_id": "string",
             "readable": "int64",
             "error": "object",
         }
