@@ -436,3 +436,12 @@ def test_cli_verify_store_reports_the_damaged_thread_and_checks_the_rest(
     assert main(["verify", str(bad), "--machine", TRIAGE_PY, "--workers", "1"]) == 2
     text_out = capsys.readouterr().out
     assert "DamagedStoreError" in text_out and "2/3 threads verified" in text_out
+
+
+def test_a_text_stream_with_a_lone_surrogate_reads_losslessly() -> None:
+    import io
+
+    items = entries(2, **{"1": {"event": {"type": "INC", "note": "half \ud83d"}}})
+    text = json.dumps(items, ensure_ascii=False)  # the raw lone surrogate, not an escape
+    log = read_log(io.StringIO(text))
+    assert log.entries == items and log.entries[1]["event"]["note"] == "half \ud83d"

@@ -241,7 +241,7 @@ def read_everything(data: bytes, kind: str, i: int, tmp: Path) -> None:
 
             attempts.append(lambda: read_threads(path))
     if i % 11 == 0:
-        attempts.append(lambda: read_log(io.StringIO(data.decode("utf-8", "replace")), errors=mode))
+        attempts.append(lambda: read_log(io.StringIO(data.decode("utf-8", "surrogateescape")), errors=mode))
     for attempt in attempts:
         try:
             log = attempt()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -545,8 +546,11 @@ def read_log(
         data = bytes(source)
         name = "<bytes>"
     elif hasattr(source, "read"):
-        raw = source.read()
-        data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+        try:
+            raw = source.read()
+        except OSError as exc:
+            raise _unreadable(exc, _name_of(source) or "<stream>") from None
+        data = _text_bytes(raw) if isinstance(raw, str) else bytes(raw)
         name = _name_of(source) or "<stream>"
     else:
         raise TypeError(
@@ -630,6 +634,19 @@ def _existing_path(source: str | os.PathLike[str]) -> tuple[Path, str]:
     if is_dir:
         raise LogFormatError("is a directory, not a log file", source=name)
     return path, name
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_bytes(text: str) -> bytes:
+    """UTF-8 of JSON text read from a text stream, lossless for lone surrogates.
+
+    A JS string may hold a lone surrogate, which UTF-8 cannot encode; inside a JSON string the
+    ``\\uXXXX`` escape means the same character, so each is written as one (outside a string
+    it is invalid JSON either way).
+    """
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 def _unreadable(exc: OSError, name: str) -> UnreadableSourceError:
