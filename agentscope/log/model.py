@@ -7,6 +7,7 @@ cached snapshot with ``agentMeta``).
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -282,6 +283,7 @@ class EventLog:
                 problems=problems,
             )
             part._timestamps_checked = True  # the parent's rows are already in ``problems``
+            part.actors = self.actors
             return part
         return self.entries[key]
 
@@ -526,6 +528,16 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _index_cell(value: Any) -> int:
+    """``entry.index`` for the int64 ``df["index"]`` column; ``-1`` when it is not an integer
+    that fits (validation reports such an index)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return -1
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return -1
+    return int(value) if -(2**63) <= value < 2**63 else -1
+
+
 def text_series(values: Sequence[str | None]) -> pd.Series:
     """A pandas ``string`` Series of ``values`` (``None`` as ``<NA>``), lossless for any JS string.
 
@@ -552,7 +564,7 @@ def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
     events = get("event")
     verifications = get("verification")
-    index = [v if isinstance(v, int | float) and not isinstance(v, bool) else -1 for v in get("index")]
+    index = [_index_cell(v) for v in get("index")]
     recorded, _ = recorded_at_series(get("recordedAt"))
     frame = pd.DataFrame(
         {

@@ -44,7 +44,6 @@ class ProblemKind(StrEnum):
     EXPLAINED_MISMATCH = "explained-mismatch"
     INCOMPLETE_RECORD = "incomplete-record"
     INVALID_ENTRY = "invalid-entry"
-    INVALID_JSON = "invalid-json"
     MACHINE_MISMATCH = "machine-mismatch"
     MISSING_VERIFICATION = "missing-verification"
     NO_INIT = "no-init"

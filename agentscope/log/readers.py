@@ -159,7 +159,8 @@ def problems_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The :attr:`EventLog.problems` frame for ``rows`` (``index``/``line`` as nullable Int64)."""
     import pandas as pd
 
-    frame = pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS))
+    # object columns: a message may quote a lone surrogate, which Arrow-backed strings refuse
+    frame = pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS), dtype=object)
     frame = frame.astype({"index": "Int64", "line": "Int64"})
     return frame
 
@@ -585,7 +586,8 @@ def _read_bytes(
     if fmt in ("json", "jsonl") and era is None:
         from agentscope.log.inspection import is_inspection_stream, read_inspection
 
-        if is_inspection_stream(data[:65536]):
+        end = data.find(b"\n", 0, 1 << 24)
+        if is_inspection_stream(data[: end if end >= 0 else 1 << 24]):  # the first record
             return read_inspection(data, source=source, thread=thread, errors=errors)
     _no_threads(thread, fmt, source)
     if fmt == "json":

@@ -106,15 +106,38 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
             conn = sqlite3.connect(_uri(p), uri=True, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise LogFormatError(f"cannot open as SQLite: {exc}", source=str(path)) from None
+        conn.text_factory = _text
         try:
             conn.execute("BEGIN")
             yield conn
-        except sqlite3.DatabaseError as exc:
-            raise LogFormatError(f"SQLite error: {exc}", source=str(path)) from None
+        except _DAMAGE as exc:
+            what = "its schema is damaged" if isinstance(exc, UnicodeDecodeError) else exc
+            raise LogFormatError(f"SQLite error: {what}", source=str(path)) from None
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             conn.close()
+
+
+_DAMAGE = (sqlite3.DatabaseError, UnicodeDecodeError)
+"""What reading a damaged file raises: SQLite's errors, and a ``UnicodeDecodeError`` when SQLite's
+error message quotes a damaged (not UTF-8) schema name."""
+
+
+class _NotUtf8(str):
+    """Text a damaged store holds that is not UTF-8: decoded with U+FFFD, the bytes in ``raw``."""
+
+    raw: bytes
+
+
+def _text(data: bytes) -> str:
+    """The connection's ``text_factory``: UTF-8, or a :class:`_NotUtf8` marker (never raises)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = _NotUtf8(data.decode("utf-8", "replace"))
+        text.raw = data
+        return text
 
 
 def _quote_ident(name: str) -> str:
@@ -178,14 +201,14 @@ def _threads(conn: sqlite3.Connection, table: str) -> list[str]:
     q = f"SELECT DISTINCT thread_id FROM {_quote_ident(table)} ORDER BY thread_id"
     try:
         return [r[0] for r in conn.execute(q) if isinstance(r[0], str)]
-    except sqlite3.DatabaseError:
+    except _DAMAGE:
         pass
     seen: dict[str, None] = {}
     try:
         for (thread,) in conn.execute(f"SELECT thread_id FROM {_quote_ident(table)} NOT INDEXED"):
             if isinstance(thread, str):
                 seen[thread] = None
-    except sqlite3.DatabaseError:
+    except _DAMAGE:
         pass
     return sorted(seen)
 
@@ -204,7 +227,7 @@ def _thread_rows(
         return [tuple(r) for r in conn.execute(
             f"SELECT idx, {what} FROM {t} WHERE thread_id = ? ORDER BY idx", (thread,)
         )], None
-    except sqlite3.DatabaseError:
+    except _DAMAGE:
         pass
     # damaged: read one row at a time (a cursor steps ahead of the row it returns, so the bulk
     # read above fails one row early) until the damage
@@ -215,14 +238,14 @@ def _thread_rows(
             rows.append(tuple(row))
             row = conn.execute(one, (thread, row[0])).fetchone()
         return rows, None  # pragma: no cover - the damage did not reproduce row by row
-    except sqlite3.DatabaseError as exc:
+    except _DAMAGE as exc:
         last = rows[-1][0] if rows else None
         total: int | None
         try:
             total = conn.execute(
                 f"SELECT COUNT(*) FROM {_quote_ident(table)} WHERE thread_id = ?", (thread,)
             ).fetchone()[0]
-        except sqlite3.DatabaseError:
+        except _DAMAGE:
             total = None
         stops = f"after idx {last}" if last is not None else "before its first row (idx 0)"
         of = f" of {total} rows" if total is not None else ""
@@ -294,6 +317,14 @@ def _read_thread(
     positions: list[int] = []
     for position, (idx, entry_id, text) in enumerate(rows):
         where = f"{source} [{name} thread {thread!r} idx {idx}]"
+        if isinstance(text, _NotUtf8):
+            err = LogFormatError(
+                "row's entry text is not UTF-8 (a damaged store?)", source=where, index=position
+            )
+            if errors == "raise":
+                raise err
+            early.append(err)
+            continue
         try:
             value = loads(text)
         except (ValueError, TypeError) as exc:
@@ -327,7 +358,7 @@ def _read_thread(
     )
     try:
         log.cached_snapshot = _cached_snapshot(conn, thread, log.execution_id)
-    except sqlite3.DatabaseError:
+    except _DAMAGE:
         log.cached_snapshot = None  # a damaged snapshot table: the log itself is still read
     if damage is not None:
         import warnings
@@ -435,7 +466,7 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
                 count = conn.execute(
                     f"SELECT COUNT(*) FROM {q} WHERE thread_id = ?", (thread,)
                 ).fetchone()[0]
-            except sqlite3.DatabaseError:
+            except _DAMAGE:
                 count = None
             read, damage = _thread_rows(conn, name, thread, src, what="entry")
             texts = [r[1] for r in read]
