@@ -534,9 +534,7 @@ def read_log(
                 return read_sqlite(path, thread=thread, errors=errors, era=era, table=table)
             if fmt in ("csv", "parquet"):
                 _no_threads(thread, fmt, name)
-                from agentscope.log.tabular import read_table
-
-                return read_table(path, fmt, columns=columns, source_name=name, errors=errors)
+                return _read_table(path, fmt, columns=columns, name=name, errors=errors)
             data = path.read_bytes()
         except OSError as exc:
             raise _unreadable(exc, name) from None
@@ -565,12 +563,35 @@ def read_log(
         return read_sqlite_bytes(data, thread=thread, errors=errors, era=era, table=table, source=name)
     if fmt in ("csv", "parquet"):
         _no_threads(thread, fmt, name)
-        from agentscope.log.tabular import read_table
-
-        return read_table(io.BytesIO(data), fmt, columns=columns, source_name=name, errors=errors)
+        return _read_table(io.BytesIO(data), fmt, columns=columns, name=name, errors=errors)
     return _read_bytes(
         data, fmt, source=name, errors=errors, era=era, sniffed=format is None, thread=thread
     )
+
+
+def _read_table(
+    source: Path | io.BytesIO,
+    fmt: str,
+    *,
+    columns: Mapping[str, Any] | None,
+    name: str,
+    errors: ErrorsMode,
+) -> EventLog:
+    """:func:`~agentscope.log.tabular.read_table`, with any parser failure on a damaged file
+    (pandas/pyarrow raise ``KeyError``, ``UnicodeDecodeError``, Arrow errors …) as a
+    :class:`LogFormatError` naming the parser's error (chained as ``__cause__``)."""
+    from agentscope.errors import AgentscopeError
+    from agentscope.log.tabular import read_table
+
+    try:
+        return read_table(source, fmt, columns=columns, source_name=name, errors=errors)
+    except AgentscopeError:
+        raise
+    except Exception as exc:  # the parsers' own errors on bad bytes: bad input, not a bug here
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise LogFormatError(
+            f"cannot read as {fmt}: {type(exc).__name__}: {detail}", source=name
+        ) from exc
 
 
 def _read_bytes(

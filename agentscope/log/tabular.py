@@ -268,16 +268,7 @@ def read_table(
     source_name: str | None = None,
     errors: ErrorsMode,
 ) -> EventLog:
-    """Read CSV (``fmt="csv"``, tab-separated for ``.tsv``) or Parquet, then map columns.
-
-    Raises
-    ------
-    LogFormatError
-        The parser (pandas / pyarrow) cannot read the file (damaged, not that format); the
-        message names the parser's error. Also as :func:`read_frame`.
-    UnreadableSourceError
-        Permission denied.
-    """
+    """Read CSV (``fmt="csv"``, tab-separated for ``.tsv``) or Parquet, then map columns."""
     import pandas as pd
 
     name = source_name or (str(source) if isinstance(source, str | Path) else "<stream>")
@@ -287,17 +278,6 @@ def read_table(
         else:
             sep = "\t" if isinstance(source, str | Path) and str(source).endswith(".tsv") else ","
             frame = pd.read_csv(source, sep=sep)
-        # Arrow-backed columns decode lazily: make a damaged file fail here, not later
-        frame = frame.astype(object)
-    except PermissionError as exc:
-        from agentscope.errors import UnreadableSourceError
-
-        raise UnreadableSourceError(
-            f"cannot read the file: {exc.strerror}", source=name, os_error=exc
-        ) from None
-    except Exception as exc:  # any parser failure on a damaged file is bad input
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LogFormatError(
-            f"cannot read as {fmt}: {type(exc).__name__}: {detail}", source=name
-        ) from None
+    except (ValueError, OSError) as exc:
+        raise LogFormatError(f"cannot read as {fmt}: {exc}", source=name) from None
     return read_frame(frame, columns=columns, source=name, errors=errors)
