@@ -296,11 +296,13 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     cols = [("thread_id", "thread"), ("length", "entries"), ("machine_id", "machine"),
             ("machine_version", "version"), ("first_recorded_at", "first entry (UTC)"),
             ("last_recorded_at", "last entry (UTC)")]
+    if "error" in df.columns and df["error"].notna().any():  # a damaged store: say which thread
+        cols += [("readable", "readable"), ("error", "error")]
     cols = [(c, h) for c, h in cols if c in df.columns]
     for c, h in cols:
         table.add_column(h, justify="right" if c == "length" else "left", overflow="fold")
     for rec in records:
-        table.add_row(*[_short(rec.get(c), 40) for c, _ in cols])
+        table.add_row(*[_short(rec.get(c), 200 if c == "error" else 40) for c, _ in cols])
     out.print(table)
     return EXIT_OK
 

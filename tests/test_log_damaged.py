@@ -445,3 +445,16 @@ def test_a_text_stream_with_a_lone_surrogate_reads_losslessly() -> None:
     text = json.dumps(items, ensure_ascii=False)  # the raw lone surrogate, not an escape
     log = read_log(io.StringIO(text))
     assert log.entries == items and log.entries[1]["event"]["note"] == "half \ud83d"
+
+
+def test_cli_threads_marks_the_damaged_thread(
+    damaged_store: tuple[Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, last = damaged_store
+    assert main(["threads", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"stops after idx {last}" in out and "readable" in out
+    assert main(["threads", str(path), "--json"]) == 0
+    rows = {r["thread_id"]: r for r in json.loads(capsys.readouterr().out)["threads"]}
+    assert rows["a"]["error"] is None and rows["b"]["readable"] == last + 1
+    assert f"thread 'b' stops after idx {last}" in rows["b"]["error"]
