@@ -216,3 +216,13 @@ def test_damaged_recordings_name_the_line(recordings: dict[str, Path], tmp_path:
     with pytest.raises(LogFormatError) as info:
         read_log(odd)
     assert (info.value.line, info.value.field) == (3, "snapshot")
+
+
+def test_a_json_array_of_records_reads_the_same(recordings: dict[str, Path], tmp_path: Path) -> None:
+    recs = records(recordings["v6"])
+    array = tmp_path / "recording.json"
+    array.write_text(json.dumps(recs))
+    a, b = read_log(array), read_log(recordings["v6"])
+    assert [e["event"] for e in a.entries] == [e["event"] for e in b.entries]
+    assert [e["verification"] for e in a.entries] == [e["verification"] for e in b.entries]
+    assert not is_inspection_stream(json.dumps([{"schemaVersion": 1, "type": "@xstate.actor"}]).encode())

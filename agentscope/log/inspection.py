@@ -117,14 +117,11 @@ def is_inspection_stream(head: bytes) -> bool:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"["):
         text = text[1:].lstrip()
-    if not text.startswith(b"{"):
+    if not text.startswith(b"{") or b'"@xstate.' not in text:
         return False
-    first = text.split(b"\n", 1)[0].rstrip().rstrip(b",")
-    if b'"@xstate.' not in first:
-        return False
-    try:
-        value = json.loads(first)
-    except ValueError:
+    try:  # the first JSON object, whatever follows it (the next line, or the array's rest)
+        value, _ = json.JSONDecoder().raw_decode(text.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
         return False
     return (
         isinstance(value, dict)
