@@ -22,7 +22,6 @@ from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import EngineError, EntryValidationError, LogFormatError, ReplayDivergenceError
 from agentscope.log.entry import (
     AGENT_INIT,
-    as_log,
     entries_of,
     entry_id,
     event_of,
@@ -31,6 +30,7 @@ from agentscope.log.entry import (
     source_of,
 )
 from agentscope.log.validate import is_validated, log_problems
+from agentscope.replay.segments import as_log
 
 __all__ = [
     "DEFAULT_BATCH",
