@@ -161,6 +161,29 @@ def fold_segment(
         i = start + 1
     else:
         s = seed
+    stream = getattr(machine, "fold_iter", None)  # an engine that streams (pipelined, byte-capped)
+    if callable(stream) and i < stop:
+        k, last = i - 1, s
+        try:
+            for k, sn in enumerate(
+                stream(s, [event_of(entries[x]) for x in range(i, stop)], sessions=cache,
+                       chunk=max(1, batch)),
+                i,
+            ):
+                last = sn
+                yield k, sn
+        except Exception as exc:
+            bad = getattr(exc, "index", None)
+            at = i + bad if isinstance(bad, int) and not isinstance(bad, bool) else k + 1
+            if k + 1 < at <= stop:  # the entries of the failing part before the failing one
+                # (the cache holds the updates of the parts yielded so far)
+                for x, sn in enumerate(
+                        machine.fold(last, [event_of(entries[y]) for y in range(k + 1, at)],
+                                     sessions=cache), k + 1):
+                    yield x, sn
+            _note(exc, entries, at)
+            raise
+        return
     step = _batch_for(batch, s)
     while i < stop:
         j = min(stop, i + step)

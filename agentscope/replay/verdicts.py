@@ -305,7 +305,8 @@ class _SegmentPass:
                 self.k_base = i
         else:
             same = prev is not None and p == prev  # the state did not react ("ignored")
-        h = self.prev_h if same else state_hash(p)
+        # the engine's own (JS) hash when it sent one (the wire work's Snapshot.state_hash)
+        h = self.prev_h if same else (getattr(snap, "state_hash", None) or state_hash(p))
         idx.computed[i] = int(h, 16)
         idx.has_computed[i] = True
         if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
