@@ -62,6 +62,10 @@ def _json_size(value: Any) -> int:
         return len(json.dumps(value, default=repr))
 
 
+_FIRST_STEP = 64
+"""The first batch of a fold: snapshot sizes are measured before batches grow."""
+
+
 def _batch_for(batch: int, snapshot: Snapshot) -> int:
     """``batch`` halved until ``batch x size(snapshot)`` fits :data:`BATCH_BYTES` (at least 1).
     Halving keeps a power-of-two batch a divisor of itself, so batches still end on checkpoints."""
@@ -138,6 +142,7 @@ def fold_segment(
     batch: int = DEFAULT_BATCH,
     seed: Snapshot | None = None,
     sessions: dict[str, str] | None = None,
+    exact_batches: bool = False,
 ) -> Iterator[tuple[int, Snapshot]]:
     """Yield ``(position, snapshot after that entry)`` for positions ``start .. stop-1``.
 
@@ -145,7 +150,9 @@ def fold_segment(
     too). With ``seed`` (the snapshot after ``entries[start - 1]``, e.g. a restored checkpoint),
     folding starts at ``start``. Events go to ``machine.fold`` in batches of ``batch`` with one
     rebinding cache (``sessions``, fresh by default); a batch shrinks while ``batch`` snapshots
-    of the current size would exceed :data:`BATCH_BYTES` (bounded memory for large states).
+    of the current size would exceed :data:`BATCH_BYTES` (bounded memory for large states);
+    ``exact_batches=True`` keeps every batch exactly ``batch`` long (batches that end on
+    checkpoints).
     When a batch fold raises, the batch is re-folded one step at a time so the earlier entries
     are still yielded and the exception names the failing entry (added as a note).
     """
@@ -161,30 +168,7 @@ def fold_segment(
         i = start + 1
     else:
         s = seed
-    stream = getattr(machine, "fold_iter", None)  # an engine that streams (pipelined, byte-capped)
-    if callable(stream) and i < stop:
-        k, last = i - 1, s
-        try:
-            for k, sn in enumerate(
-                stream(s, [event_of(entries[x]) for x in range(i, stop)], sessions=cache,
-                       chunk=max(1, batch)),
-                i,
-            ):
-                last = sn
-                yield k, sn
-        except Exception as exc:
-            bad = getattr(exc, "index", None)
-            at = i + bad if isinstance(bad, int) and not isinstance(bad, bool) else k + 1
-            if k + 1 < at <= stop:  # the entries of the failing part before the failing one
-                # (the cache holds the updates of the parts yielded so far)
-                for x, sn in enumerate(
-                        machine.fold(last, [event_of(entries[y]) for y in range(k + 1, at)],
-                                     sessions=cache), k + 1):
-                    yield x, sn
-            _note(exc, entries, at)
-            raise
-        return
-    step = _batch_for(batch, s)
+    step = max(1, batch) if exact_batches else min(_batch_for(batch, s), _FIRST_STEP)
     while i < stop:
         j = min(stop, i + step)
         events = [event_of(entries[k]) for k in range(i, j)]
@@ -221,7 +205,10 @@ def fold_segment(
         s = snaps[-1]
         del snaps, events
         i = j
-        step = _batch_for(batch, s)
+        # grow the batch (doubling) while batch x snapshot size stays within BATCH_BYTES; shrink
+        # it as soon as the snapshots get larger (a growing context)
+        if not exact_batches:
+            step = min(_batch_for(batch, s), 2 * step)
 
 
 @dataclass(frozen=True)

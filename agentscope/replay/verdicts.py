@@ -277,7 +277,8 @@ class _SegmentPass:
             # re-seeds); otherwise large batches (fewer engine round trips)
             fold_batch = k if (k and spans) else max(self.batch, k or 0)
             it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
-                              seed=self.snap if lo > self.seg.start else None)
+                              seed=self.snap if lo > self.seg.start else None,
+                              exact_batches=bool(k and spans))
             for i, snap in it:
                 self.last = i
                 self.snap = snap
