@@ -188,11 +188,11 @@ def identity_problem(
     The ``machineVersion`` of an init entry carrying ``snapshot`` is exempt (the version bridge);
     its ``machineId`` is still checked.
     """
+    from agentscope.log.validate import targets
+
     aid = entry.get("machineId")
     aver = entry.get("machineVersion")
-    bad_id = aid != machine_id
-    bad_ver = aver != machine_version and not init_has_snapshot(entry)
-    if not (bad_id or bad_ver):
+    if targets(entry, machine_id, machine_version, bridge=init_has_snapshot(entry)):
         return None
     return MachineVersionMismatchError(
         str(entry.get("id", "")),
