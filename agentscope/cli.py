@@ -794,6 +794,22 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def _cmd_setup_node(args: argparse.Namespace, out: _Out) -> int:
+    from agentscope.engines.nodepath import TSX_PIN, XSTATE_PIN, setup_node
+
+    target = Path(args.dir).expanduser() if args.dir else None
+    out.note(f"installing xstate@{XSTATE_PIN} and tsx@{TSX_PIN} with npm …")
+    folder = setup_node(target)
+    if out.as_json:
+        out.json({"folder": str(folder.resolve()), "xstate": XSTATE_PIN, "tsx": TSX_PIN})
+    else:
+        out.print(f"installed xstate@{XSTATE_PIN} and tsx@{TSX_PIN} in {folder.resolve() / 'node_modules'}",
+                  markup=False)
+        if target is not None:
+            out.print(f"machines find them with AGENTSCOPE_NODE_PATH={folder.resolve()}", markup=False)
+    return EXIT_OK
+
+
 def _find_quickstart() -> Path | None:
     for root in (_PACKAGE.parent / "notebooks", Path.cwd() / "notebooks"):
         if root.is_dir():
@@ -921,6 +937,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output file (default: ./<name>[.<thread>].<format>)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser(
+        "setup-node", parents=[common],
+        help="install the pinned xstate and tsx (npm) where machines outside a Node project find them",
+        description="npm-install the pinned xstate (and tsx, for TypeScript machines) into the per-user "
+        "cache (~/.cache/agentscope/node), the last place machine modules look after their own "
+        "node_modules and AGENTSCOPE_NODE_PATH.",
+    )
+    p.add_argument("--dir", help="install here instead of the per-user cache (then set AGENTSCOPE_NODE_PATH)")
+    p.set_defaults(func=_cmd_setup_node)
     return parser
 
 
