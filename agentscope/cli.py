@@ -13,8 +13,10 @@ Exit codes (for CI):
   a machine that cannot load, wrong arguments. The message is one line on stderr, without a
   traceback (``--debug`` shows it).
 
-Machines are given as ``path/to/machine.mjs[:export]`` (the Node engine; also ``.js``, ``.ts``)
-or ``py:package.module:attr`` (the Python engine), see :class:`agentscope.bulk.MachineSpec`.
+Machines are given as ``path/to/machine.mjs[:export]`` (the Node engine; also ``.js``, ``.cjs``,
+and TypeScript ``.ts``/``.mts`` through tsx) or ``py:package.module:attr`` (the Python engine), see
+:class:`agentscope.bulk.MachineSpec`. ``agentscope setup-node`` installs the pinned xstate and tsx
+where machines outside a Node project find them (:mod:`agentscope.engines.nodepath`).
 """
 
 from __future__ import annotations
@@ -389,7 +391,10 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
     where = log.source or "log"
     if log.thread is not None:
         where += f" (thread {log.thread})"
-    machine = f" (machine {log.machine_id})" if log.machine_id else ""
+    from agentscope.log.validate import ANONYMOUS_MACHINE
+
+    named = log.machine_id and log.machine_id != ANONYMOUS_MACHINE
+    machine = f" (machine {log.machine_id})" if named else ""
     if _nothing_verified(report, log, allow_missing):
         out.print(f"{where}: [red]nothing verified[/red]: {len(log)} entries carry no hash{machine}; "
                   "--allow-missing accepts that")
@@ -789,9 +794,29 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
                   markup=False)
         _print_report(out, report, log)
         out.print(f"player written to {html}", markup=False)
-        out.print("open it in a browser; `agentscope demo --lab` opens the quickstart notebook instead",
+        command, activate = _invocation()
+        out.print(f"open it in a browser; `{command} demo --lab` opens the quickstart notebook instead",
                   markup=False)
+        if activate is not None:
+            out.print(f"(`source {activate}` puts the agentscope command on your PATH)", markup=False)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _invocation() -> tuple[str, str | None]:
+    """How to type this command again, runnable as shown; and the venv's ``activate`` script when
+    ``agentscope`` is not on ``PATH`` (``make demo`` runs ``.venv/bin/agentscope``)."""
+    import shutil
+
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if not argv0 or Path(argv0).name == "__main__.py":
+        return "python -m agentscope", None
+    on_path = shutil.which("agentscope")
+    with suppress(OSError):
+        if on_path is not None and Path(on_path).samefile(argv0):
+            return "agentscope", None
+    command = argv0 if os.sep in argv0 else str(Path(argv0).resolve())
+    activate = Path(argv0).parent / "activate"
+    return command, (str(activate) if activate.is_file() else None)
 
 
 def _cmd_setup_node(args: argparse.Namespace, out: _Out) -> int:

@@ -605,6 +605,25 @@ def test_console_verify_of_a_log_without_hashes_is_not_green(tmp_path: Path) -> 
     assert proc.stdout.splitlines()[0] == f"{log}: verified, 17 entries (machine counter)"
 
 
+def test_console_verify_of_a_store_without_hashes_is_not_green(tmp_path: Path) -> None:
+    store = tmp_path / "nohash.sqlite"
+    shutil.copy(STORE, store)
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE agent_event_log SET entry = json_remove(entry, '$.verification')")
+    machine = "py:agentscope.examples.python_machines:triage_machine"
+    proc = console("verify", store, "--machine", machine, "--workers", "1", "--json")
+    assert proc.returncode == 1, proc.stderr
+    rows = {r["thread"]: r for r in json.loads(proc.stdout)["results"]}
+    assert {t: (r["verified"], r["error"]) for t, r in rows.items()} == {
+        "fork": (False, "nothing verified: 52 entries carry no hash"),
+        "main": (False, "nothing verified: 91 entries carry no hash"),
+        "second": (False, "nothing verified: 40 entries carry no hash"),
+    }
+    proc = console("verify", store, "--machine", machine, "--workers", "1", "--allow-missing")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == f"{store}: verified - 3/3 threads verified"
+
+
 @needs_node
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_console_export_round_trip_verifies_every_hash(tmp_path: Path, fmt: str) -> None:

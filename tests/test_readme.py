@@ -135,6 +135,13 @@ def test_readme_make_demo_runs_as_typed() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "main): verified, 91 entries (machine supportTriage)" in proc.stdout
     assert "player written to " + str(REPO / "agentscope-demo.html") in proc.stdout
+    # the commands it shows run as shown: agentscope is not on PATH after `make demo`
+    on_path = shutil.which("agentscope")
+    if on_path is None or Path(on_path).resolve() != (REPO / ".venv" / "bin" / "agentscope").resolve():
+        assert proc.stdout.splitlines()[-2:] == [
+            "open it in a browser; `.venv/bin/agentscope demo --lab` opens the quickstart notebook instead",
+            "(`source .venv/bin/activate` puts the agentscope command on your PATH)",
+        ]
 
 
 @requires_node
