@@ -444,7 +444,9 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
         if out.as_json:
             data = _report_json(report, log, args.machine or args.machines)
             if nothing:
-                data.update(ok=False, nothing_verified=True)
+                where = log.source or "log"
+                data.update(ok=False, nothing_verified=True,
+                            summary=f"{where}: nothing verified: {len(log)} entries carry no hash")
             out.json(data)
         else:
             _print_report(out, report, log, allow_missing=args.allow_missing)
