@@ -15,8 +15,8 @@ They are wired into Node by ``runner/fallback.mjs`` (only when the module's proj
 ``xstate``): a module-resolution hook (``module.register``, Node >= 20.6) for ES modules and
 ``NODE_PATH`` for CommonJS ``require``.
 
-TypeScript machines (``.ts``, ``.mts``, ``.cts``) are loaded through `tsx
-<https://tsx.is>`_ (esbuild), found in the same order, on any supported Node (>= 20.6); without
+TypeScript machines (``.ts``, ``.mts``, ``.cts``) are loaded through ``tsx`` (the npm TypeScript
+loader built on esbuild), found in the same order, on any supported Node (>= 20.6); without
 ``tsx``, Node >= 22.6 strips the types itself (``--experimental-strip-types``).
 """
 
