@@ -616,7 +616,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     a_src, a_thread = _split_thread(args.a)
     b_src, b_thread = _split_thread(args.b)
     a_thread = args.thread or a_thread
-    b_thread = args.thread_b or args.thread or b_thread
+    b_thread = args.thread_b or b_thread or args.thread
     left = _read(a_src, a_thread)
     right = _read(b_src, b_thread)
     with _Machines(args.machine, None) as ms:
@@ -952,7 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="A", help="a log file or STORE#THREAD")
     p.add_argument("b", metavar="B", help="a log file or STORE#THREAD")
     p.add_argument("--machine", metavar="M", help=machine_help + "; also compares the states")
-    p.add_argument("--thread", help="thread of A when it is a store (and of B unless --thread-b)")
+    p.add_argument("--thread", help="thread of A when it is a store (and of B when B names none)")
     p.add_argument("--thread-b", help="thread of B when it is a store")
     p.set_defaults(func=_cmd_diff)
 

@@ -707,6 +707,11 @@ def test_console_thread_ids_with_hash_and_diff_threads(tmp_path: Path) -> None:
     proc = console("diff", store, store, "--thread", "main", "--thread-b", "run#2", "--json")
     assert proc.returncode == 1, proc.stderr
     assert (json.loads(proc.stdout)["kind"], json.loads(proc.stdout)["divergence"]) == ("fork", 18)
+    # --thread is A's thread, and B's only when B names none
+    proc = console("diff", store, f"{store}#run#2", "--thread", "main", "--json")
+    assert (proc.returncode, json.loads(proc.stdout)["divergence"]) == (1, 18)
+    proc = console("diff", store, store, "--thread", "main", "--json")
+    assert (proc.returncode, json.loads(proc.stdout)["kind"]) == (0, "identical")
 
 
 @needs_node
