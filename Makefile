@@ -42,7 +42,7 @@ bench: setup
 ## The distributions: dist/agentscope_timetravel-<version>-py3-none-any.whl and the sdist
 ## (the wheel is built from the sdist, so both are complete). Install with `pip install dist/*.whl`.
 dist: $(STAMP)
-	rm -rf dist
+	rm -rf dist build
 	$(PY) -m build --outdir dist .
 
 clean:

@@ -28,7 +28,7 @@ def python_snippet(engine: str) -> str:
     code = PYTHON_BLOCK[0]
     if engine == "node":
         return code
-    alt = re.search(r"^# no Node: (.+)$", code, re.M)
+    alt = re.search(r"^# no Node: (m = [\w.]+\(\))", code, re.M)
     assert alt is not None, "the snippet names its Python-engine alternative"
     lines = [alt.group(1) if ln.startswith("m = a.load_machine(") else ln for ln in code.splitlines()]
     assert lines != code.splitlines()
@@ -108,15 +108,15 @@ def test_readme_command_line_block_runs_as_typed(tmp_path: Path) -> None:
     results = run_lines(lines, tmp_path, env)
     for line, code, out in results:
         assert code == expected_exit(line), (line, code, out)
-    outputs = {line.split("#")[0].strip(): out for line, _, out in results}
-    assert "verified - 3/3 threads verified" in outputs[
-        "agentscope verify agentscope/examples/g_triage.sqlite --machine agentscope/examples/machines/triage.mjs"
+    outputs = {line.split(" # ")[0].strip(): out for line, _, out in results}
+    assert "agentscope/examples/g_triage.sqlite: verified - 3/3 threads verified" in outputs[
+        "agentscope verify $S --machine $M"
     ]
-    assert "diverge at entry 18" in next(out for cmd, out in outputs.items() if cmd.startswith("agentscope diff"))
+    assert "diverge at entry 18" in outputs["agentscope diff $S#main $S#fork"]
     assert (tmp_path / "player.html").is_file() and (tmp_path / "g_triage.main.parquet").is_file()
-    assert outputs["agentscope verify g_triage.main.parquet --machine agentscope/examples/machines/triage.mjs"] \
+    assert outputs["agentscope verify g_triage.main.parquet --machine $M"] \
         .startswith("g_triage.main.parquet: verified, 91 entries")
-    ts = next(out for cmd, out in outputs.items() if cmd.endswith("triage.ts"))
+    ts = outputs["agentscope verify $T/g_triage.main.log.json --machine $T/machines/triage.ts"]
     assert ts.splitlines() == [
         "tests/fixtures/real/g_triage.main.log.json: verified, 91 entries (machine supportTriage)",
         "  91 verified",
@@ -155,6 +155,6 @@ def test_readme_python_snippet_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert report.ok  # type: ignore[attr-defined]
     assert report.counts()["verified"] == 91  # type: ignore[attr-defined]
     a = ns["a"]
-    diff = a.compare(ns["log"], a.read_log(ns["TRIAGE_STORE"], thread="fork"))  # type: ignore[attr-defined]
+    diff = a.compare(ns["log"], a.read_log(ns["store"], thread="fork"))  # type: ignore[attr-defined]
     assert (diff.kind, diff.divergence) == ("fork", 18)
     ns["m"].close()  # type: ignore[attr-defined]
