@@ -82,8 +82,13 @@ def test_wheel_in_a_bare_venv_runs_the_readme(tmp_path: Path) -> None:
     install = block_with("make dist")
     if not node_ready():
         install = [ln for ln in install if "setup-node" not in ln]
+    outputs = {}
     for line, code, out in run_lines(install, REPO, env, timeout=900):
         assert code == 0, (line, out)
+        outputs[line.split(" #")[0].strip()] = out
+    if node_ready():
+        cache = tmp_path / "cache" / "agentscope" / "node" / "node_modules"
+        assert outputs["agentscope setup-node"] == f"installed xstate@{XSTATE_PIN} and tsx@{TSX_PIN} in {cache}"
     assert (REPO / "dist").is_dir() and any((REPO / "dist").glob("*.tar.gz"))  # the sdist too
     python = home / "bin" / "python"
     # no dev extras: the test tools are not there
@@ -118,6 +123,18 @@ def test_wheel_in_a_bare_venv_runs_the_readme(tmp_path: Path) -> None:
                           check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[1] == "  91 verified"
+
+
+def test_setup_node_without_npm_is_bad_input(tmp_path: Path) -> None:
+    env = _isolated_node_env(dict(os.environ), tmp_path / "cache")
+    env["PATH"] = str(tmp_path / "empty-bin")  # no npm anywhere
+    proc = subprocess.run([str(Path(sys.executable).with_name("agentscope")), "setup-node"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == (
+        "agentscope: error: npm ('npm') not found; install Node.js >= 20 with npm, then run again"
+    )
+    assert not (tmp_path / "cache" / "agentscope").exists()
 
 
 def test_editable_install_wins_over_the_clone_folder(tmp_path: Path) -> None:
