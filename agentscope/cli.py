@@ -388,11 +388,11 @@ def _verdict_line(report: Any) -> str:
 def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool = True) -> None:
     from rich.table import Table
 
+    from agentscope.log.validate import ANONYMOUS_MACHINE
+
     where = log.source or "log"
     if log.thread is not None:
         where += f" (thread {log.thread})"
-    from agentscope.log.validate import ANONYMOUS_MACHINE
-
     named = log.machine_id and log.machine_id != ANONYMOUS_MACHINE
     machine = f" (machine {log.machine_id})" if named else ""
     if _nothing_verified(report, log, allow_missing):
