@@ -122,6 +122,10 @@ def test_readme_command_line_block_runs_as_typed(tmp_path: Path) -> None:
         "  91 verified",
     ]
     assert outputs["python -m agentscope --version"] == "agentscope 0.1.0"
+    assert "identical - 3/3 threads replay the same" in outputs["agentscope whatif $S --machine $M"]
+    assert outputs["agentscope watch $S#main --machine $M --idle-exit 1"].splitlines()[-1] == (
+        "91 entries (91 verified); stopped: idle"
+    )
 
 
 @requires_node
