@@ -81,7 +81,8 @@ def problems_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
     Missing keys become ``None``; ``kind`` is stored as its string code; ``index`` and ``line``
     are nullable ``Int64`` columns; every other column is ``object`` (a message may quote a lone
-    surrogate, which Arrow-backed strings refuse). An empty ``rows`` gives an empty table with the same columns and dtypes.
+    surrogate, which Arrow-backed strings refuse). An empty ``rows`` gives an empty table with
+    the same columns and dtypes.
     """
     import pandas as pd
 
