@@ -194,7 +194,9 @@ def test_static_player_embeds_everything_escaped(triage_graph: Graph, tmp_path: 
     assert page.count("</script>") == 2 and page.count("<script") == 2  # data + player only
     assert "<!--" not in page and "alert(1)</script>" not in page
     assert len(page) < 400_000  # 2 MB of hostile strings are cut to bounded previews
-    assert page.count("<svg") == 2  # the chart (once) and the marker strip
+    # the chart (once), the marker strip and the legend's 8 swatches (static markup)
+    assert page.count("<svg") == 10 and page.count('<svg width="') - page.count('<svg width="2') >= 1
+    assert page.count('id="as_graph"') == 1
     data = json.loads(
         re.search(r'<script type="application/json" id="as-data">(.*?)</script>', page, re.S).group(1)
     )
@@ -264,15 +266,16 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     fv.step = 3
     paths = fv.diff_paths()
     assert paths and all(p.startswith("/context/") for p in paths)
-    assert "as-changed" in fv._sides[0].value and "as-changed" in fv._sides[1].value
-    assert 'data-side="1"' in fv._sides[1].value and "bs_s_" in fv._sides[1].value  # distinct ids per side
+    fv._mode.value = "all"  # before the divergence "auto" shows one tree; ask for both
+    assert fv._context.value.count("as-changed") >= 2  # the differing paths lit on both sides
+    fv._mode.value = "diff"
+    assert all(f'data-path="{p}"' in fv._context.value for p in paths)  # the aligned diff table
+    assert 'data-side="1"' in fv._sides[1].value
+    chart = fv._chart.value  # one full-width chart: a's states and b's states in two colours
+    assert chart.count('id="as_graph"') == 1 and "as-active-b" in chart and 'data-legend="active in b"' in chart
     assert "ForkView(main: 4, fork:" in repr(fv)
     page = fv.to_html()
-    svgs = re.findall(r'<div class="as-chart"><svg.*?</svg>', page, re.S)
-    assert len(svgs) == 2 and 'id="bs_s_' in svgs[1]
-    assert svgs[0] == svgs[1].replace('id="bs_', 'id="as_').replace(
-        "cluster_bs_", "cluster_as_"
-    )  # one layout
+    assert page.count('id="as_graph"') == 1 and 'id="bs_' not in page  # one chart in the player too
     data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
     assert [p["name"] for p in data["panes"]] == ["main", "fork"] and data["divergence"] == 18
 
@@ -367,4 +370,6 @@ def test_forkview_strip_ticks_the_divergence_and_follows_the_step() -> None:
     assert fv.jump_to_divergence() == 18 and fv.step == 18
     assert tick in fv._strip.value
     assert f'<rect x="{int(519 * 18 / (fv.n - 1))}" y="0" width="1" height="8" fill="#263238"/>' in fv._strip.value
+    assert "at the divergence" in fv._summary.value
+    fv.go(19)
     assert "past the divergence" in fv._summary.value

@@ -77,9 +77,14 @@ CHART_CSS = """
 .as-chart .as-active.as-active-b>ellipse{fill:#e8f5e9;stroke:#00897b;stroke-width:2.5}
 .as-chart g.cluster.as-active.as-active-b>path,.as-chart g.cluster.as-active.as-active-b>polygon{fill:#f6fbf6}
 .as-chart .as-active-b>text{font-weight:bold}
-.as-chart .as-observed>path{stroke:#1565c0;stroke-width:1.6}
+.as-chart .as-observed{opacity:.55}
+.as-chart .as-observed>path{stroke:#1565c0;stroke-width:1.3}
 .as-chart .as-observed>polygon{fill:#1565c0;stroke:#1565c0}
-.as-chart .as-observed>text{fill:#1565c0}
+.as-chart .as-observed>text{display:none}
+.as-chart .as-observed:hover{opacity:1}
+.as-chart .as-observed:hover>text,.as-chart .as-observed.as-taken>text,
+.as-chart .as-observed.as-taken-b>text{display:inline}
+.as-chart .as-observed.as-taken,.as-chart .as-observed.as-taken-b{opacity:1}
 .as-chart .as-observed.as-taken>path{stroke:#d84315;stroke-width:3}
 .as-chart .as-observed.as-taken>polygon{fill:#d84315;stroke:#d84315}
 .as-chart .as-observed.as-taken>text{fill:#d84315;font-weight:bold}
@@ -305,7 +310,8 @@ class Layout:
         """Return this drawing plus the observed moves no static edge draws, in an overlay.
 
         Node and cluster geometry stay byte-identical: each observed edge is a curved path from
-        the source's box to the target's box, appended to the SVG (class ``as-observed``).
+        the source's box to the target's box, appended to the SVG (class ``as-observed``; drawn
+        faint, its label shown when it is the step's taken edge or on hover).
         """
         obs = dict(self.plan.observed)
         obs.update(observed_ids(self.graph, edges, self.prefix))
