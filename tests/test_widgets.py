@@ -413,7 +413,7 @@ def test_steps_arriving_together_render_once(triage_graph: Graph) -> None:
 
     asyncio.run(drag())
     assert drawn == [2]  # only the latest requested step is drawn
-    assert tt._jump.value == 2 and "#2 " in tt._header.value
+    assert tt._jump.value == 2 and "#2<" in tt._header.value
 
 
 def test_entries_window_keeps_whole_timestamps_and_payload_spacing(triage_graph: Graph) -> None:
