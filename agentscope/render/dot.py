@@ -211,6 +211,33 @@ def observed_ids(graph: Graph, edges: Iterable[ObservedEdge], prefix: str = "as"
     return observed
 
 
+def _shared_moves(graph: Graph, clusters: set[str]) -> dict[int, tuple[tuple[Any, ...], str, int]]:
+    """Transitions that every non-final child of a cluster has alike (same event, guard, kind and
+    single target outside the cluster), for clusters with at least 3 such children: index →
+    (group key, the cluster, how many children)."""
+    by_key: dict[tuple[Any, ...], list[int]] = {}
+    for i, t in enumerate(graph.transitions):
+        node = graph.nodes.get(t.source)
+        if node is None or t.dynamic or len(t.targets) != 1 or node.parent not in clusters:
+            continue
+        if _inside(graph, t.targets[0], node.parent):
+            continue
+        by_key.setdefault((node.parent, t.event, t.guard, t.kind, t.targets[0]), []).append(i)
+    out: dict[int, tuple[tuple[Any, ...], str, int]] = {}
+    for key, idxs in by_key.items():
+        parent = str(key[0])
+        kids = [
+            c
+            for c in graph.nodes[parent].children
+            if c in graph.nodes and graph.nodes[c].kind not in ("final", "history")
+        ]
+        sources = {graph.transitions[i].source for i in idxs}
+        if len(kids) >= 3 and sources == set(kids) and len(idxs) == len(kids):
+            for i in idxs:
+                out[i] = (key, parent, len(kids))
+    return out
+
+
 def _group_key(t: TransitionInfo) -> str:
     return "dynamic" if t.dynamic else "targetless"
 
@@ -451,6 +478,10 @@ def plan_dot(
         for i in idxs:
             transitions[i] = (eid,)
 
+    # The same move from every (non-final) child of a compound state (say FAIL → failed from each
+    # step) is drawn once, from the compound's border, labelled "FAIL (from any of 8)".
+    shared = _shared_moves(graph, {s for s in nodes if s in anchor})
+    shared_drawn: dict[tuple[Any, ...], str] = {}
     merged: dict[tuple[str, str], tuple[str, list[str]]] = {}
     for i, t in enumerate(graph.transitions):
         if t.source not in nodes or t.dynamic or not t.targets:
@@ -458,6 +489,18 @@ def plan_dot(
         label = _label(edge_label(t))
         cls = "as-edge as-" + t.kind.replace(".", "-")
         ids: list[str] = []
+        if i in shared:
+            key, parent, count = shared[i]
+            if key not in shared_drawn:
+                eid = transition_element_id(i, 0, prefix)
+                target = t.targets[0]
+                tail, e1 = endpoint(parent, sid[target], as_head=False)
+                head, e2 = endpoint(target, sid[parent], as_head=True)
+                text = _label(f"{edge_label(t)} (from any of {count})", _MAX_LABEL + 16)
+                dot.edge(tail, head, label=text, id=eid, **e1, **e2, **{"class": cls + " as-shared"})
+                shared_drawn[key] = eid
+            transitions[i] = (shared_drawn[key],)
+            continue
         for k, target in enumerate(t.targets):
             if target not in nodes:
                 continue
