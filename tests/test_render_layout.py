@@ -179,3 +179,38 @@ def test_fifty_states_keep_a_readable_minimum_size() -> None:
     # at the minimum width a 12 pt label is >= 9 px: 12 * 4/3 * min_width / natural_width
     natural_px = float(m.group(1)) * 4 / 3
     assert 16 * int(m.group(2)) / natural_px >= 9
+
+
+def test_transitions_the_engine_reports_light_exactly_their_edges() -> None:
+    from dataclasses import dataclass
+
+    from agentscope.render.chart import moves_from_taken
+
+    @dataclass(frozen=True)
+    class Taken:  # the shape of agentscope.engines.base.TakenTransition
+        microstep: int
+        event: str
+        source: str
+        targets: tuple[str, ...]
+        edge: int | None
+
+    g = graph_from_config(load_json("g_triage.machine.json")["serializeMachine"])
+    lay = layout(g)
+    k = next(
+        i for i, t in enumerate(g.transitions) if t.event == "CLOSE_SHIFT" and t.source.endswith("paused")
+    )
+    d = next(i for i, t in enumerate(g.transitions) if t.dynamic and t.event == "APPROVE")
+    taken = [
+        Taken(0, "CLOSE_SHIFT", g.transitions[k].source, g.transitions[k].targets, k),
+        Taken(0, "xstate.init", g.root, (), None),  # the initial entry is no move
+    ]
+    moves = moves_from_taken(g, taken)
+    assert moves == (ObservedEdge(g.transitions[k].source, g.transitions[k].targets[0], "CLOSE_SHIFT"),)
+    svg = frame_svg(lay, {"paused": {}}, taken_edge=moves)
+    assert re.findall(r'<g id="([^"]+)" class="[^"]*as-taken', svg) == list(lay.plan.transitions[k])
+    # a function transition with its resolved target: the observed edge when drawn, else its "?" edge
+    tgt = "supportTriage.working.selecting"
+    (mv,) = moves_from_taken(g, [Taken(0, "APPROVE", g.transitions[d].source, (tgt,), d)])
+    assert lay.edge_elements(mv) == lay.plan.transitions[d]
+    with_obs = layout(g, observed_edges=[mv])
+    assert with_obs.edge_elements(mv) == (with_obs.plan.observed[mv],)

@@ -273,7 +273,7 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     assert 'data-side="1"' in fv._sides[1].value
     chart = fv._chart.value  # one full-width chart: a's states and b's states in two colours
     assert (
-        chart.count('id="as_graph"') == 1 and "as-active-b" in chart and 'data-legend="active in b"' in chart
+        chart.count('id="as_graph"') == 1 and "as-active-b" in chart and 'data-legend="active in fork"' in chart
     )
     assert "ForkView(main: 4, fork:" in repr(fv)
     page = fv.to_html()

@@ -50,6 +50,7 @@ __all__ = [
     "frame_svg",
     "layout",
     "legend_html",
+    "moves_from_taken",
     "taken_edges",
     "text_tree",
 ]
@@ -88,6 +89,9 @@ CHART_CSS = """
 .as-chart .as-observed.as-taken>path{stroke:#d84315;stroke-width:3}
 .as-chart .as-observed.as-taken>polygon{fill:#d84315;stroke:#d84315}
 .as-chart .as-observed.as-taken>text{fill:#d84315;font-weight:bold}
+.as-chart .as-taken-b>path{stroke:#1565c0;stroke-width:3}
+.as-chart .as-taken-b>polygon{fill:#1565c0;stroke:#1565c0}
+.as-chart .as-taken-b>text{fill:#1565c0;font-weight:bold}
 .as-chart-note{margin:2px 0}
 .as-active-path{font:12px monospace;margin:2px 0}
 .as-legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:11px;color:#455a64;margin:2px 0 4px}
@@ -779,6 +783,26 @@ def taken_edges(
     return out
 
 
+def moves_from_taken(graph: Graph, taken: Iterable[Any]) -> tuple[ObservedEdge, ...]:
+    """The moves an engine reported it took (``Snapshot.transitions``: objects with ``edge``,
+    ``source``, ``targets``), as (source, target, descriptor) moves that map onto drawn edges.
+
+    The descriptor is the drawn transition's own event (``graph.transitions[edge].event``), so a
+    move lights exactly that edge; a targetless transition is a move of its source to itself; the
+    initial entry (``edge is None``) is no move.
+    """
+    out: list[ObservedEdge] = []
+    for t in taken:
+        edge = getattr(t, "edge", None)
+        if edge is None or not 0 <= edge < len(graph.transitions):
+            continue
+        desc = graph.transitions[edge].event
+        source = str(getattr(t, "source", graph.transitions[edge].source))
+        targets = tuple(getattr(t, "targets", ()) or ()) or (source,)
+        out.extend(ObservedEdge(source, str(x), desc) for x in targets)
+    return tuple(dict.fromkeys(out))
+
+
 def frame_svg(
     layout: Layout,
     frame_or_active_ids: Any,
@@ -789,6 +813,8 @@ def frame_svg(
     scope_class: str = "",
     also_active: Iterable[str] | None = None,
     legend: bool = True,
+    names: tuple[str, str] = ("a", "b"),
+    taken_b: Iterable[ObservedEdge | int] = (),
 ) -> str:
     """Return the laid-out chart with this frame's classes applied (no re-layout).
 
@@ -810,6 +836,10 @@ def frame_svg(
         on both sides carries both classes and is drawn in a third colour).
     legend : bool
         Append :func:`legend_html` under the chart.
+    names : (str, str)
+        The two sides' names in the fork legend (with ``also_active``).
+    taken_b : iterable of ObservedEdge | int
+        The other side's move(s) in a fork view (class ``as-taken-b``).
 
     Returns
     -------
@@ -837,12 +867,16 @@ def frame_svg(
             for eid in layout.edge_elements(e):
                 if "as-taken" not in classes.get(eid, ()):
                     classes.setdefault(eid, []).append("as-taken")
+    for e in taken_b:
+        for eid in layout.edge_elements(e):
+            if "as-taken-b" not in classes.get(eid, ()):
+                classes.setdefault(eid, []).append("as-taken-b")
     head = ""
     if layout.note:
         head = f'<div class="as-note as-chart-note">{esc(layout.note)}</div>'
         if layout.collapsed:
             head += active_path_html(layout.graph, active, also_active)
-    tail = legend_html(fork=also_active is not None) if legend else ""
+    tail = legend_html(fork=also_active is not None, names=names) if legend else ""
     return (
         f'{head}<div class="as-chart {esc(scope_class)}">' + apply_classes(layout, classes) + f"</div>{tail}"
     )
@@ -874,7 +908,7 @@ _LEGEND_EDGE = (
 )
 
 
-def legend_html(*, fork: bool = False) -> str:
+def legend_html(*, fork: bool = False, names: tuple[str, str] = ("a", "b")) -> str:
     """Return the chart legend: active, entered, exited, taken edge, observed edge, dynamic target,
     history, final (and, for a fork view, active in a / b / both). Static markup (no log data)."""
     box = _LEGEND_BOX.format
@@ -906,11 +940,16 @@ def legend_html(*, fork: bool = False) -> str:
     ]
     if fork:
         items[0:1] = [
-            ("active in a", box(fill="#fff3c4", stroke="#f9a825", sw="2.5", extra="")),
-            ("active in b", box(fill="#e3f2fd", stroke="#1565c0", sw="2.5", extra="")),
+            (f"active in {names[0]}", box(fill="#fff3c4", stroke="#f9a825", sw="2.5", extra="")),
+            (f"active in {names[1]}", box(fill="#e3f2fd", stroke="#1565c0", sw="2.5", extra="")),
             ("active in both", box(fill="#e8f5e9", stroke="#00897b", sw="2.5", extra="")),
         ]
     body = "".join(f'<span data-legend="{esc(name)}">{icon}{esc(name)}</span>' for name, icon in items)
+    if fork:
+        body += (
+            f'<span data-legend="taken edge of {esc(names[1])}">{edge(c="#1565c0", w="3", extra="")}'
+            f"taken edge of {esc(names[1])}</span>"
+        )
     return f'<div class="as-legend" role="list" aria-label="chart legend">{body}</div>'
 
 

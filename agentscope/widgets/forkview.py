@@ -231,14 +231,15 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         a, b = infos
         if a is None and b is None:
             return ""
-        moves = [*(a.moves if a else ()), *(b.moves if b else ())]
         return frame_svg(
             lay,
             a.active if a else (),
-            taken_edge=moves,
+            taken_edge=a.moves if a else (),
+            taken_b=b.moves if b else (),
             entered=a.entered if a else (),
             exited=a.exited if a else (),
             also_active=b.active if b else (),
+            names=self.names,
         )
 
     def context_view(self, fa: Frame | None, fb: Frame | None) -> str:
@@ -325,7 +326,11 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             self._entries.value = self.entries_html()
 
     def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:
-        """Write (when ``path`` is given) and return a self-contained static player of both logs."""
+        """Write (when ``path`` is given) and return a self-contained static player of both logs.
+
+        ``fork.html#divergence`` opens at the divergence, ``#45`` at step 45; ``redact`` as in
+        :meth:`agentscope.widgets.TimeTravel.to_html`.
+        """
         from agentscope.widgets.player import forkview_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)

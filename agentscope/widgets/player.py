@@ -279,9 +279,6 @@ body{{margin:12px}}
 .as-controls input[type=range]{{width:520px;max-width:100%}}
 .as-rows tr{{cursor:pointer}}
 .as-pane-head{{margin:4px 0}}
-.as-chart .as-taken-b>path{{stroke:#1565c0;stroke-width:3}}
-.as-chart .as-taken-b>polygon{{fill:#1565c0;stroke:#1565c0}}
-.as-chart .as-taken-b>text{{fill:#1565c0;font-weight:bold}}
 button{{cursor:pointer}}
 </style></head>
 <body class="as-root">
@@ -304,7 +301,7 @@ button{{cursor:pointer}}
 <div id="as-summary"></div>
 <div id="as-chart-note"></div>
 <div class="as-chart" id="as-chart">{svg}</div>
-{legend_html(fork=fork) if svg else ""}
+{legend_html(fork=fork, names=(names[0], names[-1])) if svg else ""}
 <div class="as-cols" id="as-heads">{heads}</div>
 <div class="as-sec">context {mode}</div>
 <input class="as-ctx-search" type="search" placeholder="filter by path or value"

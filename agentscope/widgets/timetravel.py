@@ -6,6 +6,8 @@ The Python side holds state (``step``) and renders HTML strings; playback runs i
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from typing import Any
 
 import ipywidgets
@@ -285,6 +287,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             )
         )
         self.add_class("agentscope-timetravel")
+        self.render_ms: deque[float] = deque(maxlen=200)
+        """Kernel-side milliseconds of the last (up to 200) frame switches (read, HTML, widgets)."""
         self._render()
 
     # navigation -----------------------------------------------------------------------------
@@ -372,6 +376,13 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     _rendered_step = -1
 
     def _render(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._render_step()
+        finally:
+            self.render_ms.append((time.perf_counter() - t0) * 1000)
+
+    def _render_step(self) -> None:
         i = self.step
         self._rendered_step = i
         # the previous frame first: the timeline then continues its fold by one entry for ``i``
@@ -445,7 +456,12 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:
         """Write (when ``path`` is given) and return a self-contained static player page.
 
-        See :func:`agentscope.widgets.player.timetravel_page`.
+        ``player.html#45`` (or ``?step=45``) opens at step 45 and the address follows the slider.
+        ``redact`` lists paths (JSON Pointer ``/event/tickets/*/subject`` or dotted
+        ``event.email``; ``*`` any key or index; into the entry or the persisted snapshot, e.g.
+        ``/context/customer/*``) whose values are replaced by ``[redacted]`` everywhere in the
+        page; hashes and verdicts stay those of the original log. See
+        :func:`agentscope.widgets.player.timetravel_page` and :mod:`agentscope.render.redact`.
         """
         from agentscope.widgets.player import timetravel_page
 
