@@ -53,7 +53,8 @@ BASE_CSS = """
 .as-ignored{display:inline-block;margin-left:6px;padding:0 6px;border-radius:8px;
   background:#eceff1;color:#546e7a;font-size:11px}
 .as-table{border-collapse:collapse;font-size:12px}
-.as-table td,.as-table th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top}
+.as-table td,.as-table th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top;
+  line-height:1.35}
 .as-table tr.as-current{background:#fff3c4}
 .as-table tr.as-row-mismatch td:first-child{border-left:3px solid #e53935}
 .as-sec{margin:6px 0 2px;font-weight:600;color:#455a64}
@@ -80,7 +81,7 @@ BASE_CSS = """
 
 
 WIDGET_CSS = (
-    "<style>.as-play button:nth-of-type(3){display:none}"  # Play's stop (resets to 0); pause keeps it
+    "<style>.as-play button:nth-of-type(2){display:none}"  # Play's stop resets to 0; pause keeps it
     ".agentscope-timetravel .as-rows-select select{font-family:monospace;font-size:12px}</style>"
 )
 """Extra ``<style>`` of the ipywidgets views (Play shows play/pause only: its stop resets to 0)."""

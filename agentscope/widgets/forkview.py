@@ -102,7 +102,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         blue, states active on both in green)."""
         self.layouts: tuple[Layout, Layout] = (base, base)
 
-        self._play = ipywidgets.Play(min=0, max=self.n - 1, interval=500)
+        self._play = ipywidgets.Play(min=0, max=self.n - 1, interval=500, show_repeat=False)
         self._play.add_class("as-play")
         self._slider = ipywidgets.IntSlider(
             min=0,

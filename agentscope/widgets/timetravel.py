@@ -177,7 +177,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             Sparkline(self.usage.tolist(), label="cumulative tokens") if self.usage is not None else None
         )
 
-        self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play")
+        self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play", show_repeat=False)
         # ipywidgets' Play "stop" button resets the value to ``min``; only play/pause are shown
         self._play.add_class("as-play")
         self._slider = ipywidgets.IntSlider(

@@ -220,10 +220,10 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
 
     # Play then pause keeps the position (the reset-to-0 stop button is not shown)
     play = tt.locator(".as-play button")
-    assert not play.nth(2).is_visible()
-    play.nth(0).click()
+    assert not play.nth(1).is_visible() and not play.nth(2).is_visible()  # stop (resets) and repeat
+    play.nth(0).click()  # play
     page.wait_for_function(shown, arg=35, polling="raf", timeout=10_000)
-    play.nth(1).click()
+    play.nth(0).click()  # pause
     page.wait_for_timeout(900)
     at = tt.locator(".as-event .as-meta").first.inner_text().strip()
     page.wait_for_timeout(900)
