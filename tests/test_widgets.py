@@ -273,7 +273,9 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     assert 'data-side="1"' in fv._sides[1].value
     chart = fv._chart.value  # one full-width chart: a's states and b's states in two colours
     assert (
-        chart.count('id="as_graph"') == 1 and "as-active-b" in chart and 'data-legend="active in fork"' in chart
+        chart.count('id="as_graph"') == 1
+        and "as-active-b" in chart
+        and 'data-legend="active in fork"' in chart
     )
     assert "ForkView(main: 4, fork:" in repr(fv)
     page = fv.to_html()
@@ -375,7 +377,7 @@ def test_forkview_strip_ticks_the_divergence_and_follows_the_step() -> None:
         f'<rect x="{int(519 * 18 / (fv.n - 1))}" y="0" width="1" height="8" fill="#263238"/>'
         in fv._strip.value
     )
-    assert "at the divergence" in fv._summary.value
+    assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in fv._summary.value
     fv.go(19)
     assert "past the divergence" in fv._summary.value
 

@@ -292,6 +292,19 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         head = f"<tr><th>#</th><th>{esc(self.names[0])}</th><th>{esc(self.names[1])}</th></tr>"
         return f'<div class="as-root"><table class="as-aligned">{head}{"".join(rows)}</table></div>'
 
+    def _diverging_events(self) -> str:
+        """``main APPROVE vs fork REJECT``: each side's event at the divergence (escaped)."""
+        d = self.divergence
+        parts = []
+        for k in (0, 1):
+            if d is None or d >= self.lengths[k]:
+                parts.append(f"{esc(self.names[k])} (ended)")
+                continue
+            ev = self.entries[k][d].get("event")
+            t = str(ev.get("type", "")) if isinstance(ev, Mapping) else ""
+            parts.append(f"{esc(self.names[k])} {esc(t)}")
+        return " vs ".join(parts)
+
     def summary_html(self, fa: Frame | None, fb: Frame | None) -> str:
         """Where this step is relative to the divergence, and how the two sides compare."""
         i = self.step
@@ -301,7 +314,10 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         elif i < self.divergence:
             where = f"shared entry (prefix of {self.common}); divergence at {self.divergence}"
         elif i == self.divergence:
-            where = f'<span class="as-diverge">at the divergence ({kind}, entry {self.divergence})</span>'
+            where = (
+                f'<span class="as-diverge">at the divergence ({kind}, entry {self.divergence}: '
+                f"{self._diverging_events()})</span>"
+            )
         else:
             where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
         if fa is None or fb is None:

@@ -247,7 +247,10 @@ function show(i){
     var la = D.panes[0].n, lb = D.panes[1].n, dv = D.divergence;
     if (dv === null) s.appendChild(el('span', null, 'the logs agree on all ' + D.common + ' shared entries'));
     else if (i < dv) s.appendChild(el('span', null, 'shared entry (prefix of ' + D.common + '); divergence at ' + dv));
-    else if (i === dv) s.appendChild(el('span','as-diverge','at the divergence (' + D.divKind + ', entry ' + dv + ')'));
+    else if (i === dv){
+      var ev = [0, 1].map(function(p){ var f = D.panes[p].frames[dv]; return D.panes[p].name + ' ' + (f ? f.t : '(ended)'); });
+      s.appendChild(el('span','as-diverge','at the divergence (' + D.divKind + ', entry ' + dv + ': ' + ev.join(' vs ') + ')'));
+    }
     else s.appendChild(el('span','as-diverge','past the divergence (' + D.divKind + ') at ' + dv));
     if (i >= la || i >= lb){
       var ended = i >= la ? 0 : 1, other = 1 - ended;

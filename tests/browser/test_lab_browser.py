@@ -229,4 +229,15 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
     page.wait_for_timeout(900)
     assert tt.locator(".as-event .as-meta").first.inner_text().strip() == at != "#0"
     tt.screenshot(path=str(ARTIFACTS / "lab-timetravel-paused.png"))
+
+    # with the file browser open the notebook is narrow: the controls wrap instead of clipping
+    page.evaluate("window.jupyterapp.commands.execute('filebrowser:activate')")
+    page.set_viewport_size({"width": 1000, "height": 1800})
+    page.wait_for_timeout(800)
+    box = tt.bounding_box()
+    right = tt.locator(".widget-hbox").first.locator("> *").evaluate_all(
+        "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect().right)"
+    )
+    assert box is not None and right and max(right) <= box["x"] + box["width"] + 1, (right, box)
+    tt.screenshot(path=str(ARTIFACTS / "lab-timetravel-narrow.png"))
     assert not [e for e in errors if "agentscope" in e or "as-" in e], errors

@@ -140,7 +140,7 @@ def test_counter_player_has_no_phantom_node(browser_context: Any, players: dict[
 def test_fork_player_compares_on_one_chart(browser_context: Any, players: dict[str, Path]) -> None:
     page, errors = _open(browser_context, players["fork"].as_uri() + "#divergence")
     assert page.input_value("#as-slider") == "18"
-    assert "at the divergence" in page.inner_text("#as-summary")
+    assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in page.inner_text("#as-summary")
     assert page.evaluate("() => location.hash") == "#divergence"
     assert page.locator("#as-chart svg").count() == 1  # one full-width chart
     _common_checks(page)
