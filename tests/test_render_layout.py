@@ -168,6 +168,9 @@ def test_huge_chart_lays_out_within_the_budget_collapsed() -> None:
     lit = re.findall(r'<g id="([^"]+)" class="[^"]*as-active', svg)
     assert state_element_id("huge.g7") in lit
     assert "g7 (60 states)" in html.unescape(svg)
+    # the box holding the active state expands on click into its states, the active one lit
+    assert '<details class="as-expand"><summary>expand g7 (60 states)</summary>' in svg
+    assert '<span class="as-active">s33</span>' in svg and svg.count('class="as-expand"') == 1
 
 
 def test_fifty_states_keep_a_readable_minimum_size() -> None:

@@ -31,6 +31,7 @@ from agentscope.render._escape import esc
 from agentscope.render.dot import (
     DotPlan,
     ObservedEdge,
+    _inside,
     edge_label,
     observed_ids,
     plan_dot,
@@ -876,10 +877,33 @@ def frame_svg(
         head = f'<div class="as-note as-chart-note">{esc(layout.note)}</div>'
         if layout.collapsed:
             head += active_path_html(layout.graph, active, also_active)
+            head += expand_html(layout, active)
     tail = legend_html(fork=also_active is not None, names=names) if legend else ""
     return (
         f'{head}<div class="as-chart {esc(scope_class)}">' + apply_classes(layout, classes) + f"</div>{tail}"
     )
+
+
+def expand_html(layout: Layout, active: Collection[str], *, limit: int = 300) -> str:
+    """For a collapsed chart: each summary box holding an active state, expandable on click into
+    the indented list of its states (active ones lit), at most ``limit`` lines each (escaped)."""
+    g = layout.graph
+    out = []
+    for box in sorted(c for c in layout.collapsed if any(_inside(g, s, c) for s in active)):
+        lines = []
+        base = len(g.nodes[box].path)
+        members = [s for s in g.nodes if s != box and _inside(g, s, box)]
+        for s in members[:limit]:
+            n = g.nodes[s]
+            cls = ' class="as-active"' if s in active else ""
+            lines.append(f"<span{cls}>{'  ' * (len(n.path) - base - 1)}{esc(n.key)}</span>")
+        more = f"\n… {len(members) - limit:,} more" if len(members) > limit else ""
+        out.append(
+            f'<details class="as-expand"><summary>expand {esc(g.nodes[box].key)} '
+            f'({len(members):,} states)</summary><pre class="as-tree">{chr(10).join(lines)}{more}</pre>'
+            "</details>"
+        )
+    return "".join(out)
 
 
 def active_path_html(graph: Graph, active: Collection[str], also_active: Iterable[str] | None = None) -> str:
