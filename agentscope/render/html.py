@@ -82,7 +82,13 @@ BASE_CSS = """
 
 WIDGET_CSS = (
     "<style>.as-play button:nth-of-type(2){display:none}"  # Play's stop resets to 0; pause keeps it
-    ".agentscope-timetravel .as-rows-select select{font-family:monospace;font-size:12px}</style>"
+    ".agentscope-timetravel .as-rows-select select{font-family:monospace;font-size:12px}"
+    # the chart scrolls inside its own box (.as-chart), so the legend and the rest wrap to the page
+    ".agentscope-timetravel .widget-html,.agentscope-forkview .widget-html,"
+    ".agentscope-timetravel .widget-html-content,.agentscope-forkview .widget-html-content"
+    "{min-width:0;max-width:100%}"
+    ".agentscope-timetravel .widget-html-content>.as-chart,"
+    ".agentscope-forkview .widget-html-content>.as-chart{overflow:auto;max-width:100%}</style>"
 )
 """Extra ``<style>`` of the ipywidgets views (Play shows play/pause only: its stop resets to 0)."""
 

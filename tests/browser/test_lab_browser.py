@@ -239,5 +239,7 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect().right)"
     )
     assert box is not None and right and max(right) <= box["x"] + box["width"] + 1, (right, box)
+    legend = tt.locator(".as-legend").bounding_box()
+    assert legend is not None and legend["x"] + legend["width"] <= box["x"] + box["width"] + 4  # padding
     tt.screenshot(path=str(ARTIFACTS / "lab-timetravel-narrow.png"))
     assert not [e for e in errors if "agentscope" in e or "as-" in e], errors
