@@ -12,7 +12,14 @@ import pytest
 
 from agentscope.engines.base import Graph, StateNodeInfo, TransitionInfo
 from agentscope.render import ObservedEdge, frame_svg, graph_from_config, layout, state_element_id
-from agentscope.render.chart import LAYOUT_BUDGET_S, available_engines, geometry, legend_html
+from agentscope.render.chart import (
+    LAYOUT_BUDGET_S,
+    _overlaps,
+    _text_boxes,
+    available_engines,
+    geometry,
+    legend_html,
+)
 from agentscope.widgets._source import step_info
 from tests._charts import fifty_config, huge_config
 from tests.conftest import FIXTURES, MACHINES, load_json, requires_node
@@ -132,6 +139,16 @@ def test_one_lit_edge_per_move_on_the_real_log() -> None:
             assert len(lay.edge_elements(mv)) == 1  # exactly the edge that fired, never its "→ ?" twin
         moved += bool(info.moves)
     assert moved >= len(frames) // 2
+    # no two labels overlap: static edge labels are moved off each other once at layout, observed
+    # labels are placed where no text is
+    boxes, texts = _text_boxes(lay.svg)
+    clash = [
+        (texts[i].group(8), texts[j].group(8))
+        for i in range(len(boxes))
+        for j in range(i + 1, len(boxes))
+        if _overlaps(boxes[i], [boxes[j]])
+    ]
+    assert clash == []
 
 
 def test_legend_lists_every_convention() -> None:

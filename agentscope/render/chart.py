@@ -22,7 +22,7 @@ import sysconfig
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -398,9 +398,45 @@ def _clip(box: tuple[float, float, float, float], x: float, y: float) -> tuple[f
     return cx + dx * t, cy + dy * t
 
 
+def _overlaps(b: Sequence[float], boxes: Iterable[Sequence[float]]) -> bool:
+    return any(b[0] < o[2] and o[0] < b[2] and b[1] < o[3] and o[1] < b[3] for o in boxes)
+
+
+def _free_spot(
+    boxes: list[list[float]], chars: int, spots: Sequence[tuple[float, float]], fs: float = 10.0
+) -> tuple[float, float]:
+    """The first of ``spots`` where a centred label of ``chars`` characters overlaps no text box
+    (else the first); the chosen box is added to ``boxes``."""
+    w = chars * fs * 0.56
+    for x, y in spots:
+        box = [x - w / 2, y - fs * 0.85, x + w / 2, y + fs * 0.2]
+        if not _overlaps(box, boxes):
+            boxes.append(box)
+            return x, y
+    x, y = spots[0]
+    boxes.append([x - w / 2, y - fs * 0.85, x + w / 2, y + fs * 0.2])
+    return x, y
+
+
+def _text_boxes(svg: str) -> tuple[list[list[float]], list[re.Match[str]]]:
+    """Estimated boxes ``[x0, y0, x1, y1]`` of every ``<text>`` (and the matches, in order)."""
+    import html as _html
+
+    boxes: list[list[float]] = []
+    matches = list(_TEXT.finditer(svg))
+    for m in matches:
+        x, y, fs = float(m.group(3)), float(m.group(5)), float(m.group(7))
+        w = len(_html.unescape(m.group(8))) * fs * 0.56
+        anchor = m.group(2)
+        x0 = x - w / 2 if anchor == "middle" else (x if anchor == "start" else x - w)
+        boxes.append([x0, y - fs * 0.85, x0 + w, y + fs * 0.2])
+    return boxes, matches
+
+
 def _add_overlay(svg: str, plan: DotPlan, new: Mapping[ObservedEdge, str]) -> str:
     """Append observed edges as curved paths between the drawn boxes (no node moves)."""
     geo = geometry(svg)
+    taken_boxes = [b[:4] for b in _text_boxes(svg)[0]]
     parts: list[str] = []
     for k, (ob, eid) in enumerate(new.items()):
         a, b = geo.get(plan.states.get(ob.source, "")), geo.get(plan.states.get(ob.target, ""))
@@ -426,7 +462,18 @@ def _add_overlay(svg: str, plan: DotPlan, new: Mapping[ObservedEdge, str]) -> st
             qx, qy = mx - dy / ln * bend, my + dx / ln * bend
             d = f"M{sx:.1f},{sy:.1f}Q{qx:.1f},{qy:.1f} {tx:.1f},{ty:.1f}"
             tip, base = (tx, ty), (qx, qy)
-            lx, ly = (sx + 2 * qx + tx) / 4, (sy + 2 * qy + ty) / 4
+            lx, ly = _free_spot(
+                taken_boxes,
+                len(short_event(ob.event)),
+                [
+                    (
+                        (1 - t) ** 2 * sx + 2 * (1 - t) * t * qx + t * t * tx + dx0,
+                        (1 - t) ** 2 * sy + 2 * (1 - t) * t * qy + t * t * ty + dy0,
+                    )
+                    for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9)
+                    for dx0, dy0 in ((0, 0), (0, -11), (0, 11), (0, -22), (0, 22), (-30, 0), (30, 0))
+                ],
+            )
         ux, uy = tip[0] - base[0], tip[1] - base[1]
         ul = max((ux * ux + uy * uy) ** 0.5, 1e-6)
         ux, uy = ux / ul, uy / ul
@@ -451,31 +498,19 @@ def _add_overlay(svg: str, plan: DotPlan, new: Mapping[ObservedEdge, str]) -> st
 
 def _declutter(svg: str) -> str:
     """Move edge labels that overlap another text down (then up) until they do not (once)."""
-    boxes: list[list[float]] = []
-    spans: list[tuple[int, int, int]] = []  # (match start, match end, box index) of edge labels
-    in_edge: list[bool] = []
-    edge_starts = [m.start() for m in re.finditer(r'<g id="[^"]*" class="edge', svg)]
-    group_starts = [m.start() for m in re.finditer(r"<g id=", svg)]
     import bisect
-    import html as _html
 
-    matches = list(_TEXT.finditer(svg))
+    boxes, matches = _text_boxes(svg)
+    edge_starts = {m.start() for m in re.finditer(r'<g id="[^"]*" class="edge', svg)}
+    group_starts = [m.start() for m in re.finditer(r"<g id=", svg)]
+    in_edge: list[bool] = []
     for m in matches:
-        x, y, fs = float(m.group(3)), float(m.group(5)), float(m.group(7))
-        w = len(_html.unescape(m.group(8))) * fs * 0.56
-        anchor = m.group(2)
-        x0 = x - w / 2 if anchor == "middle" else (x if anchor == "start" else x - w)
-        boxes.append([x0, y - fs * 0.85, x0 + w, y + fs * 0.2])
         g = bisect.bisect_right(group_starts, m.start()) - 1
-        in_edge.append(g >= 0 and group_starts[g] in set(edge_starts))
+        in_edge.append(g >= 0 and group_starts[g] in edge_starts)
     moved: dict[int, float] = {}
 
     def hits(i: int) -> bool:
-        bi = boxes[i]
-        return any(
-            j != i and bi[0] < bj[2] and bj[0] < bi[2] and bi[1] < bj[3] and bj[1] < bi[3]
-            for j, bj in enumerate(boxes)
-        )
+        return _overlaps(boxes[i], (b for j, b in enumerate(boxes) if j != i))
 
     for i, m in enumerate(matches):
         if not in_edge[i] or not hits(i):
@@ -489,7 +524,6 @@ def _declutter(svg: str) -> str:
                 break
         else:
             boxes[i] = orig
-        spans.append((m.start(), m.end(), i))
     if not moved:
         return svg
     out: list[str] = []
