@@ -430,6 +430,11 @@ def test_entries_window_keeps_whole_timestamps_and_payload_spacing(triage_graph:
     row = next(x for x in labels if x.split()[0] == "18")
     assert re.search(r"2026-11-30T10:25:08\.314Z", row), row
     assert tt._first_mm.layout.display == "none" and tt._next_mm.layout.display == "none"
+    unhashed = [{k: v for k, v in e.items() if k != "verification"} for e in log.entries]
+    replayed = TimeTravel(GraphOnly(triage_graph), unhashed, timeline=ListTimeline(prefix_frames()))
+    assert not replayed.verifiable and replayed._first_mm.layout.display == "none"  # no hash to check
+    hashed = TimeTravel(GraphOnly(triage_graph), log.entries, timeline=ListTimeline(prefix_frames()))
+    assert hashed.verifiable and hashed._first_mm.layout.display is None
     f = Frame(index=3, entry={"id": "e3", "event": {"type": "PING"}})
     assert '</span> <span class="as-meta">(no payload)</span>' in event_html(f)
 

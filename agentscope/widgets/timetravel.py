@@ -33,7 +33,6 @@ from agentscope.widgets._source import (
     as_entries,
     entries_frame,
     iter_frames,
-    recorded_hash,
     step_info,
     usage_series,
 )
@@ -197,7 +196,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._first = ipywidgets.Button(description="|◀ first", layout=btn, tooltip="jump to entry 0")
         self._prev = ipywidgets.Button(description="◀", layout=btn, tooltip="previous entry")
         self._next = ipywidgets.Button(description="▶", layout=btn, tooltip="next entry")
-        self.verifiable = machine is not None and any(recorded_hash(e) is not None for e in self.entries)
+        hashes = self.table["state_hash"] if self.table is not None and "state_hash" in self.table else None
+        # no entries table (a ready timeline without its log): assume there is something to verify
+        self.verifiable = machine is not None and (hashes is None or bool(hashes.notna().any()))
         """Whether there is anything to verify (a machine and at least one recorded hash)."""
         mm_tip = (
             "jump to the next mismatching entry"
