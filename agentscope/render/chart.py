@@ -5,6 +5,14 @@ then only adds CSS classes (``as-active``, ``as-entered``, ``as-exited``, ``as-t
 elements whose ids :mod:`agentscope.render.dot` derived from state ids and transition indices: the
 SVG geometry bytes are the same for every frame, and the cost per frame is one string join.
 
+The layout is a function of the machine alone (its :class:`~agentscope.engines.base.Graph`) and is
+cached per machine structure, so two views of one machine draw the same node positions and
+``to_html`` reuses the widget's layout. Moves seen in a log that no static edge draws (the targets
+of function transitions) are an overlay appended to that drawing (:meth:`Layout.with_observed`).
+A layout gets :data:`LAYOUT_BUDGET_S` seconds in total; a chart that does not lay out in time is
+drawn with its compound states summarised as boxes (:attr:`Layout.note` says so, the active path
+is listed above it and the box holding it expands on click into its states).
+
 Engines, tried in order when none is named: the ``graphviz-pure`` binary (a wheel dependency;
 looked up in this interpreter's scripts directory first, because a venv's ``bin`` is not on a
 kernel's ``PATH``), then ``pygraphviz`` if importable, then a system ``dot``. With none, a warning
