@@ -25,13 +25,12 @@ from agentscope.render._escape import esc, json_for_script
 from agentscope.render.chart import Layout, layout, legend_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
-from agentscope.widgets._source import iter_frames, step_info
+from agentscope.widgets._source import FrameSource, iter_frames, step_info
 
 if TYPE_CHECKING:
-    from agentscope.widgets.forkview import ForkView
-    from agentscope.widgets.timetravel import TimeTravel
+    from agentscope.forks import ForkDiff
 
-__all__ = ["bound", "forkview_page", "pane_data", "timetravel_page"]
+__all__ = ["bound", "fork_page", "pane_data", "timeline_page"]
 
 MAX_STRING = 10_000
 MAX_DEPTH = 32
@@ -180,7 +179,7 @@ def _collect(
             "h": frame.computed_hash,
             "x": (frame.explanation or "")[:500] or None,
             "ig": bool(frame.ignored),
-            "ch": [p[:300] for p in frame.changed_paths[:100]],
+            "ch": [p[:300] for p in frame.changed_paths[:100]] if k else [],  # nothing before step 0
         }
         patch: list[dict[str, Any]] | None = None
         if frame.persisted is not None:
@@ -339,56 +338,99 @@ def _verifiable(frames: Sequence[Mapping[str, Any]]) -> bool:
     return any(f.get("r") is not None and f.get("v") not in ("unchecked",) for f in frames)
 
 
-def timetravel_page(tt: TimeTravel, *, keyframe_every: int = 200, redact: Sequence[str] = ()) -> str:
-    """Return the static player page of a :class:`~agentscope.widgets.TimeTravel`.
+def timeline_page(
+    source: FrameSource,
+    graph: Graph | None,
+    *,
+    log: Any = None,
+    n: int | None = None,
+    marks: Mapping[int, str] | None = None,
+    usage: Any = None,
+    keyframe_every: int = 200,
+    redact: Sequence[str] = (),
+) -> str:
+    """Return the static player page of one log, built from its timeline (one read of its frames).
 
-    ``redact`` lists paths (see :mod:`agentscope.render.redact`) replaced by a marker in
-    everything the page contains; hashes and verdicts are those of the original log.
+    Parameters
+    ----------
+    source : FrameSource
+        A :class:`~agentscope.replay.Timeline` (its one pass is read in order, no fold) or any
+        object with ``len`` and ``at``.
+    graph : Graph or None
+        The statechart to draw (``None``: entries and hashes only).
+    log : optional
+        The log, for the title and pane name (``source``, ``thread``).
+    n : int, optional
+        Steps (default ``len(source)``).
+    marks : Mapping[int, str], optional
+        Verdict marks for the track; every mismatch the frames show is added.
+    usage : array-like, optional
+        Cumulative tokens after each entry (a sparkline).
+    keyframe_every : int, optional
+        A full context every this many steps, JSON patches in between.
+    redact : Sequence[str], optional
+        Paths (see :mod:`agentscope.render.redact`) replaced by a marker in everything the page
+        contains; hashes and verdicts are those of the original log.
     """
-    graph = tt.machine.graph if tt.machine is not None else None
-    label = source_label(tt.event_log)
+    n = len(source) if n is None else n
+    label = source_label(log)
     pane, lay = pane_data(
-        iter_frames(tt.timeline),
+        iter_frames(source),
         graph,
-        name=str(getattr(tt.event_log, "thread", None) or "log"),
+        name=str(getattr(log, "thread", None) or "log"),
         keyframe_every=keyframe_every,
         redact=redact,
     )
-    usage = tt.usage
-    marks = dict(tt.marks)
+    marks = dict(marks or {})
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:
             marks[i] = f["v"]
     data = {
         "kind": "timetravel",
-        "n": tt.n,
+        "n": n,
         "K": keyframe_every,
         "panes": [pane],
         "marks": {str(i): k for i, k in marks.items()},
         "divergence": None,
-        "verifiable": tt.machine is not None and _verifiable(pane["frames"]),
+        "verifiable": graph is not None and _verifiable(pane["frames"]),
         "chartNote": lay.note if lay is not None else None,
         "usage": [round(float(x), 3) for x in usage.tolist()] if usage is not None else None,
         "note": None
-        if tt.machine is not None
+        if graph is not None
         else "No machine: entries and recorded hashes only. "
         "Replay (states, context, verification) needs a machine.",
     }
-    heading = f"agentscope — {label} ({tt.n} entries)"
+    heading = f"agentscope — {label} ({n} entries)"
     svg = lay.svg if lay is not None else ""
     return _page(
-        heading, heading, data, svg, marker_strip_svg(tt.n, marks, None, width=520), fork=False, names=["log"]
+        heading, heading, data, svg, marker_strip_svg(n, marks, None, width=520), fork=False, names=["log"]
     )
 
 
-def forkview_page(fv: ForkView, *, keyframe_every: int = 200, redact: Sequence[str] = ()) -> str:
-    """Return the static player page of a :class:`~agentscope.widgets.ForkView`: one chart with
-    both sides' active states in two colours, both events, an aligned context diff and entries."""
+def fork_page(
+    timelines: tuple[FrameSource, FrameSource],
+    diff: ForkDiff,
+    graph: Graph,
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    logs: tuple[Any, Any] = (None, None),
+    keyframe_every: int = 200,
+    redact: Sequence[str] = (),
+) -> str:
+    """Return the static player page of two forks, from their timelines and
+    :class:`~agentscope.forks.ForkDiff` (each timeline's frames are read once, in order): one
+    chart with both sides' active states in two colours, both events, an aligned context diff
+    and entries.
+
+    ``logs`` (optional) give the sides' ``source``/``thread`` for the title; ``redact`` as in
+    :func:`timeline_page`.
+    """
     from agentscope.render.context import diff_rows
 
-    graph = fv.machine.graph
-    frames_a = list(iter_frames(fv.timelines[0]))
-    frames_b = list(iter_frames(fv.timelines[1]))
+    frames_a = list(iter_frames(timelines[0]))
+    frames_b = list(iter_frames(timelines[1]))
+    n = max(len(frames_a), len(frames_b))
+    divergence = diff.divergence
     if redact:
         frames_a = [_redacted(f, redact) for f in frames_a]
         frames_b = [_redacted(f, redact) for f in frames_b]
@@ -396,9 +438,9 @@ def forkview_page(fv: ForkView, *, keyframe_every: int = 200, redact: Sequence[s
     got_b = _collect(frames_b, graph, keyframe_every)
     # one chart (machine layout, both sides' observed moves drawn over it)
     la = layout(graph, observed_edges=dict.fromkeys(got_a.observed() + got_b.observed()), prefix="as")
-    pa, pb = _finish(got_a, la, fv.names[0]), _finish(got_b, la, fv.names[1])
+    pa, pb = _finish(got_a, la, names[0]), _finish(got_b, la, names[1])
     diffs: list[list[list[Any]] | None] = []
-    for i in range(fv.n):
+    for i in range(n):
         fa = frames_a[i] if i < len(frames_a) else None
         fb = frames_b[i] if i < len(frames_b) else None
         if fa is not None and fb is not None and fa.persisted is not None and fb.persisted is not None:
@@ -416,33 +458,31 @@ def forkview_page(fv: ForkView, *, keyframe_every: int = 200, redact: Sequence[s
             )
         else:
             diffs.append(None)  # a side has ended (or was not replayed): nothing to compare
-    marks = {fv.divergence: "divergence"} if fv.divergence is not None else {}
+    marks = {divergence: "divergence"} if divergence is not None else {}
     data = {
         "kind": "fork",
-        "n": fv.n,
+        "n": n,
         "K": keyframe_every,
         "panes": [pa, pb],
         "marks": {str(k): v for k, v in marks.items()},
-        "divergence": fv.divergence,
-        "divKind": str(fv.diff.kind),
-        "common": fv.common,
+        "divergence": divergence,
+        "divKind": str(diff.kind),
+        "common": int(diff.common_prefix),
         "diffs": diffs,
         "verifiable": _verifiable(pa["frames"]) or _verifiable(pb["frames"]),
         "chartNote": la.note,
         "usage": None,
         "note": None,
     }
-    names = [
-        source_label(x) if getattr(x, "source", None) else n for x, n in zip(fv.logs, fv.names, strict=True)
-    ]
-    heading = f"agentscope — fork: {fv.names[0]} vs {fv.names[1]}"
-    title = f"{heading} ({names[0]} / {names[1]})"
+    labels = [source_label(x) if getattr(x, "source", None) else s for x, s in zip(logs, names, strict=True)]
+    heading = f"agentscope — fork: {names[0]} vs {names[1]}"
+    title = f"{heading} ({labels[0]} / {labels[1]})"
     return _page(
         title,
         heading,
         data,
         la.svg,
-        marker_strip_svg(fv.n, marks, None, width=520),
+        marker_strip_svg(n, marks, None, width=520),
         fork=True,
-        names=fv.names,
+        names=names,
     )

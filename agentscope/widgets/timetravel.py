@@ -33,6 +33,7 @@ from agentscope.widgets._source import (
     as_entries,
     entries_frame,
     iter_frames,
+    make_timeline,
     step_info,
     usage_series,
 )
@@ -59,13 +60,9 @@ def _cell(v: Any) -> str:
 
 
 def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
-    from agentscope.replay import Timeline
-
-    # "auto": the Timeline times a short probe fold and picks k so that a seek stays interactive
-    tl: FrameSource = Timeline(
-        machine, log, checkpoint_every="auto" if checkpoint_every is None else checkpoint_every
-    )
-    return tl
+    # default: every state kept in the Timeline's byte-budgeted store, so the widget, its steps
+    # and to_html() read the one pass and never fold again
+    return make_timeline(machine, log, checkpoint_every)
 
 
 def _ignored(source: Any) -> set[int]:
@@ -107,8 +104,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
         use instead of building one.
     checkpoint_every : int, optional
-        Passed to ``Timeline`` (default ``"auto"``: sized from a timed probe so a seek stays
-        interactive).
+        Passed to ``Timeline`` (default: every state kept in its byte-budgeted store; the log is
+        folded once for the widget, its steps and :meth:`to_html`).
     engine : str, optional
         Force a layout engine (see :func:`agentscope.render.chart`).
     observed : bool, optional
@@ -462,12 +459,22 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         ``event.email``; ``*`` any key or index; into the entry or the persisted snapshot, e.g.
         ``/context/customer/*``) whose values are replaced by ``[redacted]`` everywhere in the
         page; hashes and verdicts stay those of the original log. See
-        :func:`agentscope.widgets.player.timetravel_page` and :mod:`agentscope.render.redact`.
+        :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold) and
+        :mod:`agentscope.render.redact`.
         """
-        from agentscope.widgets.player import timetravel_page
+        from agentscope.widgets.player import timeline_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)
-        page = timetravel_page(self, keyframe_every=keyframe_every, redact=paths)
+        page = timeline_page(
+            self.timeline,
+            self.machine.graph if self.machine is not None else None,
+            log=self.event_log,
+            n=self.n,
+            marks=self.marks,
+            usage=self.usage,
+            keyframe_every=keyframe_every,
+            redact=paths,
+        )
         if path is not None:
             from pathlib import Path
 
