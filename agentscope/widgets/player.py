@@ -416,6 +416,8 @@ def fork_page(
     logs: tuple[Any, Any] = (None, None),
     keyframe_every: int = 200,
     redact: Sequence[str] = (),
+    divergence: int | None = None,
+    kind: str | None = None,
 ) -> str:
     """Return the static player page of two forks, from their timelines and
     :class:`~agentscope.forks.ForkDiff` (each timeline's frames are read once, in order): one
@@ -423,14 +425,17 @@ def fork_page(
     and entries.
 
     ``logs`` (optional) give the sides' ``source``/``thread`` for the title; ``redact`` as in
-    :func:`timeline_page`.
+    :func:`timeline_page`; ``divergence`` and ``kind`` mark another index than ``diff``'s (as
+    :class:`~agentscope.widgets.ForkView` does for one log under two machines).
     """
     from agentscope.render.context import diff_rows
 
     frames_a = list(iter_frames(timelines[0]))
     frames_b = list(iter_frames(timelines[1]))
     n = max(len(frames_a), len(frames_b))
-    divergence = diff.divergence
+    overridden = divergence is not None and divergence != diff.divergence
+    common = divergence if overridden and divergence is not None else int(diff.common_prefix)
+    divergence = diff.divergence if divergence is None else divergence
     if redact:
         frames_a = [_redacted(f, redact) for f in frames_a]
         frames_b = [_redacted(f, redact) for f in frames_b]
@@ -466,8 +471,8 @@ def fork_page(
         "panes": [pa, pb],
         "marks": {str(k): v for k, v in marks.items()},
         "divergence": divergence,
-        "divKind": str(diff.kind),
-        "common": int(diff.common_prefix),
+        "divKind": str(diff.kind if kind is None else kind),
+        "common": common,
         "diffs": diffs,
         "verifiable": _verifiable(pa["frames"]) or _verifiable(pb["frames"]),
         "chartNote": la.note,
