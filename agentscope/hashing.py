@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agentscope._deep import call_deep_checked
+
 __all__ = [
     "HASH_VARIANTS",
     "canonical_event_json",
@@ -27,6 +29,7 @@ __all__ = [
     "djb2_hex_reference",
     "js_number",
     "js_string",
+    "js_values",
     "machine_version",
     "state_hash",
     "structural_string",
@@ -155,6 +158,70 @@ def js_number(value: float | int, *, nonfinite: Literal["null", "literal"] = "nu
     return sign + body
 
 
+_SAFE_INT = 1 << 53
+
+
+def _js_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # beyond Number.MAX_VALUE: JSON.parse gives ±Infinity
+        return math.inf if value > 0 else -math.inf
+
+
+def _is_unsafe_int(value: Any) -> bool:
+    return type(value) is int and not -_SAFE_INT <= value <= _SAFE_INT
+
+
+def js_values(value: Any) -> Any:
+    """Return ``value`` with every number as the IEEE double ``JSON.parse`` would give (spec §2.2).
+
+    Integers beyond ±2**53 become the nearest ``float`` (``9007199254740993`` ->
+    ``9007199254740992.0``, correctly rounded as V8 rounds; past ``Number.MAX_VALUE``,
+    ``±inf``). Smaller integers are exact doubles already and stay ``int``. The input is never
+    mutated: containers holding such an integer are copied, everything else is returned as is
+    (the same object when nothing changes). Used at the Python engine's fold boundary (events,
+    restored snapshots, inputs, context patches) so it folds with JS number semantics, while the
+    log's entries keep their literals. Nesting up to :data:`~agentscope._deep.MAX_DEPTH`.
+    """
+    t = type(value)
+    if t is int:
+        return _js_double(value) if _is_unsafe_int(value) else value
+    if t is dict or t is list or isinstance(value, (Mapping, list, tuple)):
+        if not _has_unsafe_int(value):
+            return value
+        return call_deep_checked("JS number conversion", value, _converted)
+    return value
+
+
+def _has_unsafe_int(value: Any) -> bool:
+    """Iterative scan: is there an int beyond ±2**53 anywhere in ``value``?"""
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v = pop()
+        items = v.values() if isinstance(v, Mapping) else v
+        for item in items:
+            t = type(item)
+            if t is int:
+                if not -_SAFE_INT <= item <= _SAFE_INT:
+                    return True
+            elif t is dict or t is list or t is tuple or (
+                t is not str and isinstance(item, (Mapping, list))
+            ):
+                push(item)
+    return False
+
+
+def _converted(value: Any) -> Any:
+    if type(value) is int:
+        return _js_double(value) if _is_unsafe_int(value) else value
+    if isinstance(value, Mapping):
+        return {k: _converted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_converted(v) for v in value]
+    return value
+
+
 _ESCAPES = {
     "\b": "\\b",
     "\f": "\\f",
@@ -256,7 +323,7 @@ def _write(
     out: list[str],
     pos: _Position,
     skip: Callable[[_Position, str], bool] | None,
-    path: list[int],
+    path: set[int],
 ) -> None:
     if value is None:
         out.append("null")
@@ -272,7 +339,7 @@ def _write(
         if id(value) in path:
             out.append('"[circular]"')
             return
-        path.append(id(value))
+        path.add(id(value))
         out.append("{")
         first = True
         members = _string_keyed(value)
@@ -286,24 +353,41 @@ def _write(
             out.append(":")
             _write(members[k], out, _next_position(pos, k) if skip is not None else _DATA, skip, path)
         out.append("}")
-        path.pop()
+        path.discard(id(value))
     elif isinstance(value, (list, tuple)):
         if id(value) in path:
             out.append('"[circular]"')
             return
-        path.append(id(value))
+        path.add(id(value))
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
             _write(item, out, _DATA, skip, path)
         out.append("]")
-        path.pop()
+        path.discard(id(value))
     else:
         raise TypeError(
             f"canonical JSON handles only JSON values (dict, list, str, int, float, bool, None); "
             f"got {type(value).__name__}"
         )
+
+
+def _written(value: Any, pos: _Position, skip: Callable[[_Position, str], bool] | None) -> str:
+    """Run the writer; past Python's recursion limit, again on a big stack (up to ``MAX_DEPTH``).
+
+    Raises :class:`~agentscope._deep.DepthLimitError` (a ``RecursionError`` naming the JSON
+    Pointer of the first container past the limit) for a value nested deeper than
+    :data:`~agentscope._deep.MAX_DEPTH` levels.
+    """
+
+    return call_deep_checked("canonical JSON", value, _run_writer, pos, skip)
+
+
+def _run_writer(value: Any, pos: _Position, skip: Callable[[_Position, str], bool] | None) -> str:
+    out: list[str] = []
+    _write(value, out, pos, skip, set())
+    return "".join(out)
 
 
 def canonical_json(value: Any) -> str:
@@ -313,9 +397,7 @@ def canonical_json(value: Any) -> str:
     JS number formatting and string escaping. Keeps ``__proto__`` members (unlike hashing).
     Pure. Raises ``TypeError`` on a non-JSON value.
     """
-    out: list[str] = []
-    _write(value, out, _DATA, None, [])
-    return "".join(out)
+    return _written(value, _DATA, None)
 
 
 def _skip_data_proto(pos: _Position, key: str) -> bool:
@@ -328,9 +410,7 @@ def canonical_event_json(event: Any) -> str:
     No key stripping; ``__proto__`` members vanish as in the hash canonicalizer. Used for the
     entry-equivalence rule when comparing forks. Pure.
     """
-    out: list[str] = []
-    _write(event, out, _DATA, _skip_data_proto, [])
-    return "".join(out)
+    return _written(event, _DATA, _skip_data_proto)
 
 
 def _skip_02a45590(pos: _Position, key: str) -> bool:
@@ -369,12 +449,11 @@ def canonical_snapshot_json(persisted: Any, variant: HashVariant = "02a45590") -
     """
     if isinstance(persisted, Mapping):
         persisted = _without_agent_meta(persisted)
-    out: list[str] = []
     if variant == "02a45590":
-        _write(persisted, out, _SNAPSHOT, _skip_02a45590, [])
-    elif variant == "8b7f21a0":
-        _write(persisted, out, _SNAPSHOT, _skip_8b7f21a0, [])
-    elif variant == "era-b":
+        return _written(persisted, _SNAPSHOT, _skip_02a45590)
+    if variant == "8b7f21a0":
+        return _written(persisted, _SNAPSHOT, _skip_8b7f21a0)
+    if variant == "era-b":
         if not isinstance(persisted, Mapping):
             raise TypeError("the Era-B projection needs a snapshot object")
         proj: dict[str, Any] = {
@@ -385,10 +464,8 @@ def canonical_snapshot_json(persisted: Any, variant: HashVariant = "02a45590") -
         for k in ("output", "error"):
             if k in persisted:
                 proj[k] = persisted[k]
-        _write(proj, out, _DATA, _skip_none, [])
-    else:
-        raise ValueError(f"unknown hash variant {variant!r}; expected one of {HASH_VARIANTS}")
-    return "".join(out)
+        return _written(proj, _DATA, _skip_none)
+    raise ValueError(f"unknown hash variant {variant!r}; expected one of {HASH_VARIANTS}")
 
 
 def state_hash(persisted: Any, variant: HashVariant = "02a45590") -> str:
