@@ -782,12 +782,13 @@ class XStateMachine:
     ) -> Iterator[Snapshot]:
         """Turn the streamed reply of one fold request into snapshots (``n_events`` of them).
 
-        A ``null`` persisted snapshot is the previous one again (the runner sends identical
-        snapshots once); ``prev`` carries the last one across requests. Applies the rebinding
+        A ``null`` persisted snapshot (or children map) is the previous one again (the runner
+        sends identical ones once); ``prev`` carries the last snapshot across requests. Applies the rebinding
         cache delta to ``sessions`` at the end.
         """
         gen = self._runner.generation
         last_p: Mapping[str, Any] | None = prev[0] if prev else None
+        last_kids: dict[str, str] = {}
         count = 0
         for final, part in stream:
             persisted = part["persisted"]
@@ -808,7 +809,11 @@ class XStateMachine:
                 if p is None:
                     p = last_p if last_p is not None else {}
                 last_p = p
-                yield Snapshot(p, _Handle(gen, None, children[i]), hashes[i])
+                kids = children[i]
+                if kids is None:
+                    kids = last_kids
+                last_kids = kids
+                yield Snapshot(p, _Handle(gen, None, kids), hashes[i])
             count += n
             if final:
                 p = persisted[-1]

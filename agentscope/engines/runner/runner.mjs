@@ -585,7 +585,7 @@ function rebind(ev, snap, cache, delta) {
 // A fold reply is streamed: "part" lines of at most ~partBytes of snapshots each, then the final
 // reply. Each snapshot comes with its state hash (spec §2, computed here); a persisted snapshot
 // identical to the previous one of the same fold is sent as null (Python reuses the previous
-// object). With emit "last" only the last persisted snapshot is sent (hashes for every one).
+// object), and so are the children's session ids (except for the last snapshot). With emit "last" only the last persisted snapshot is sent (hashes for every one).
 // Output back-pressure: folding pauses while more than OUT_HIGH bytes wait to be written.
 const OUT_HIGH = 8 << 20;
 const DEFAULT_PART_BYTES = 1 << 20;
@@ -644,6 +644,7 @@ async function opFold(req, id) {
   let hashes = [];
   let bytes = 0;
   let prevJson = null;
+  let prevKids = null;
   const flush = () => {
     const raw = `{"persisted":[${parts.join(",")}],"hashes":${JSON.stringify(hashes)},"children":[${kids.join(",")}]}`;
     parts = [];
@@ -712,7 +713,9 @@ async function opFold(req, id) {
     }
     prevJson = json;
     hashes.push(hash);
-    kids.push(JSON.stringify(childSessions(snap)));
+    const k = JSON.stringify(childSessions(snap));
+    kids.push(k === prevKids && !last ? "null" : k);
+    prevKids = k;
     if (bytes >= partBytes && !last) await writePart(id, flush());
   }
   const handle = newHandle(snap, cache, sinceSeed);
