@@ -46,7 +46,12 @@ T = TypeVar("T")
 
 class DepthLimitError(RecursionError):
     """A value nested deeper than :data:`MAX_DEPTH` (a :class:`RecursionError`, so callers that
-    already treat "too deep" errors keep working)."""
+    already treat "too deep" errors keep working). ``pointer`` is the JSON Pointer of the first
+    container past the limit, when known."""
+
+    def __init__(self, message: str, pointer: str | None = None) -> None:
+        super().__init__(message)
+        self.pointer = pointer
 
 
 def call_deep(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -84,7 +89,8 @@ def call_deep_checked(
     if where is not None:
         raise DepthLimitError(
             f"{what}: a value nested deeper than agentscope's limit of {MAX_DEPTH:,} levels "
-            f"(at {short_pointer(where)!r})"
+            f"(at {short_pointer(where)!r})",
+            where,
         )
     return _on_big_stack(fn, (value, *args), {})
 

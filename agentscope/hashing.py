@@ -11,6 +11,7 @@ integers above 2**53 are rounded exactly as ``JSON.parse`` would round them.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -27,6 +28,8 @@ __all__ = [
     "canonical_snapshot_json",
     "djb2_hex",
     "djb2_hex_reference",
+    "escape_lone_surrogates",
+    "js_json",
     "js_number",
     "js_string",
     "js_values",
@@ -252,6 +255,48 @@ def js_string(text: str) -> str:
     surrogates as lowercase ``\\uxxxx``; everything else (``/``, U+2028, non-ASCII) is literal.
     """
     return '"' + _NEEDS_ESCAPE.sub(_escape_match, text) + '"'
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR_OR_LONE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _pair_or_escape(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if len(s) == 2:  # a well-formed pair held as two code points: the astral character
+        return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    return f"\\u{ord(s):04x}"
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Return ``text`` as valid Unicode: each lone surrogate becomes the six characters
+    ``\\udxxx`` (lowercase, as ``JSON.stringify`` writes it); a surrogate pair held as two code
+    points becomes its astral character. Text with no surrogate is returned as is.
+
+    For boundaries that need well-formed text and are not JSON (HTML, CSV cells, widget traits):
+    the substitution is visible and says exactly which code unit was there.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return _PAIR_OR_LONE.sub(_pair_or_escape, text)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def js_json(value: Any) -> str:
+    """Return compact JSON text of ``value`` that ``JSON.parse`` reads back as the same value.
+
+    Like ``JSON.stringify`` (keys in their order, ``/``, U+2028 and non-ASCII literal, controls
+    as lowercase ``\\u00xx``), with lone surrogates written as ``\\udxxx`` escapes, so the text
+    is valid UTF-8 and nothing is lost. Integers keep their exact digits (a log's literal, e.g.
+    ``9007199254740993``; ``JSON.parse`` rounds it as it rounded the original), floats their
+    shortest round-trip form. Nesting up to :data:`~agentscope._deep.MAX_DEPTH`. Raises
+    ``ValueError`` for NaN/Infinity and ``TypeError`` for non-JSON values.
+    """
+    # a raw lone surrogate can only sit inside a string, where "\\udxxx" is its JSON escape
+    return escape_lone_surrogates(call_deep_checked("JSON text", value, _json_text))
 
 
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")

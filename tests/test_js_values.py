@@ -222,3 +222,99 @@ def test_any_json_value_folds_and_hashes_identically_everywhere(node_echo: XStat
     assert state_hash(p.persisted) == reference  # the Python engine
     js = js_hashes(node_echo, n.persisted)
     assert js["hash"] == js["reference"] == reference
+
+
+# ---------------------------------------------------------------------------------------------
+# The other boundaries: HTML, widget state, exports
+
+
+def odd_log(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The counter fixture with one event carrying odd strings/keys, a big integer, deep arrays."""
+    from agentscope.hashing import js_json
+    from tests.conftest import load_json
+
+    entries = load_json("a_counter.log.json")
+    note = {"\ud83d": "\udc00\u2028\x00\uffff", "big": 123456789012345678901234567890,
+            "deep": nested(2000, 1), "😀": "\ud83d"}
+    entries[1]["event"]["note"] = note
+    path = tmp_path / "odd.json"
+    path.write_text(js_json(entries), encoding="utf-8")
+    return path, entries[1]["event"]
+
+
+def test_html_escape_shows_lone_surrogates_as_their_json_escape() -> None:
+    from agentscope.render._escape import esc, json_for_script
+
+    assert esc("<a\ud83d>\udc00😀") == "&lt;a\\ud83d&gt;\\udc00😀"
+    assert esc("\ud83d\ude00") == "😀"  # a pair held as two code points is the astral character
+    text = json_for_script({"\ud83d": ["</script>", 123456789012345678901234567890, nested(2000)]})
+    assert "\\ud83d" in text and "</script" not in text and "123456789012345678901234567890" in text
+    text.encode("utf-8")  # valid Unicode
+
+
+def test_widget_state_with_odd_strings_packs_as_a_kernel_sends_it(tmp_path: Path) -> None:
+    pytest.importorskip("ipywidgets")
+    from jupyter_client.session import json_packer
+
+    from agentscope.log import read_log
+    from agentscope.widgets import TimeTravel
+
+    path, _ = odd_log(tmp_path)
+    tt = TimeTravel(counter_machine(), read_log(str(path)))
+    tt.go(1)  # the entry with the odd payload
+    html = tt.to_html()
+    assert "\\ud83d" in html
+    html.encode("utf-8")
+    from ipywidgets import Widget
+
+    registry = getattr(Widget, "widgets", None) or getattr(Widget, "_active_widgets", {})
+    packed = [json_packer(w.get_state()) for w in list(registry.values())]  # UnicodeEncodeError before
+    assert any(b"\\\\ud83d" in p for p in packed)  # the log's lone surrogate, shown as its escape
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_export_round_trips_js_values(tmp_path: Path, fmt: str) -> None:
+    from agentscope.cli import main
+    from agentscope.log import read_log
+
+    path, event = odd_log(tmp_path)
+    out = tmp_path / f"out.{fmt}"
+    assert main(["export", str(path), "--to", fmt, "-o", str(out)]) == 0
+    back = read_log(str(out)).entries[1]["event"]
+    assert same_js_value(back, event)
+    assert back["note"]["big"] == 123456789012345678901234567890  # the literal is kept
+    assert back["note"]["\ud83d"] == "\udc00\u2028\x00\uffff"
+
+
+def _jsonl_with(tmp_path: Path, payload_text: str) -> Path:
+    """The counter log as JSONL with ``event.deep`` of entry 1 given as JSON text."""
+    from agentscope.hashing import js_json
+    from tests.conftest import load_json
+
+    entries = load_json("a_counter.log.json")
+    entries[1]["event"]["deep"] = "@@DEEP@@"
+    text = "".join(js_json(e) + "\n" for e in entries).replace('"@@DEEP@@"', payload_text)
+    path = tmp_path / "deep.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_2000_deep_log_reads_and_verifies(tmp_path: Path) -> None:
+    from agentscope.log import read_log
+    from agentscope.replay import verify
+
+    log = read_log(str(_jsonl_with(tmp_path, "[" * 2000 + '"x"' + "]" * 2000)))
+    assert same_js_value(log.entries[1]["event"]["deep"], nested(2000, "x"))
+    assert verify(counter_machine(), log).ok
+
+
+def test_reading_past_the_depth_limit_names_file_entry_line_field_and_limit(tmp_path: Path) -> None:
+    from agentscope.errors import LogFormatError
+    from agentscope.log import read_log
+
+    path = _jsonl_with(tmp_path, "[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    with pytest.raises(LogFormatError, match="limit of 10,000 levels") as info:
+        len(read_log(str(path)).entries)
+    err = info.value
+    assert (err.source, err.index, err.line) == (str(path), 1, 2)
+    assert err.field is not None and err.field.startswith("event.deep.0.0.")
