@@ -364,6 +364,21 @@ def fold_segment(
         i = start + 1
     else:
         s = seed
+    stream = getattr(machine, "fold_iter", None)  # the Node engine: pipelined, byte-capped
+    if stream is not None and i < stop:
+        k = i - 1
+        try:
+            for k, sn in enumerate(
+                stream(s, [event_of(entries[x]) for x in range(i, stop)], sessions=cache,
+                       chunk=max(1, batch)),
+                i,
+            ):
+                yield k, sn
+        except Exception as exc:
+            bad = getattr(exc, "index", None)
+            _note(exc, entries, i + bad if isinstance(bad, int) and not isinstance(bad, bool) else k + 1)
+            raise
+        return
     while i < stop:
         j = min(stop, i + max(1, batch))
         events = [event_of(entries[k]) for k in range(i, j)]

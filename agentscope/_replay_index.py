@@ -30,7 +30,7 @@ from agentscope._replay_core import (
     segments_of,
 )
 from agentscope._replay_explain import explain_mismatch
-from agentscope.engines.base import Machine, Snapshot
+from agentscope.engines.base import Machine, Snapshot, snapshot_hash
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
@@ -375,7 +375,7 @@ def _fold_into(
             last = i
             p = m.persist(snap)
             same = prev is not None and p == prev  # the state did not react ("ignored")
-            h = prev_h if same else state_hash(p)
+            h = prev_h if same else snapshot_hash(snap)  # the engine's own (JS) hash when it sent one
             idx.computed[i] = int(h, 16)
             idx.has_computed[i] = True
             if k and (i - seg.start) % k == 0:

@@ -181,6 +181,7 @@ class _Runner:
         self._inflight: list[tuple[int, str]] = []  # (request id, op) sent, reply not read yet
         self._stash: dict[int, Any] = {}  # replies read ahead of their turn
         self._parts: dict[int, deque[Any]] = {}  # streamed fold parts read, not consumed yet
+        self._abandoned: set[int] = set()  # requests whose replies nobody will read (dropped)
         self._writer: threading.Thread | None = None
         self._first_load: dict[str, Any] | None = None
         self._lock = threading.RLock()
@@ -215,6 +216,7 @@ class _Runner:
         self._inflight = []
         self._stash = {}
         self._parts = {}
+        self._abandoned = set()
         with self._stderr_lock:
             self._stderr.clear()
             self._stderr_size = 0
@@ -278,6 +280,7 @@ class _Runner:
         self._inflight = []
         self._stash = {}
         self._parts = {}
+        self._abandoned = set()
         if proc.poll() is None:
             with contextlib.suppress(OSError):
                 if proc.stdin is not None:
@@ -385,7 +388,10 @@ class _Runner:
         """Read every outstanding reply into the stash (before a direct write)."""
         while self._inflight:
             rid, op = self._inflight[0]
-            self._stash[rid] = self._read_one(rid, op)
+            dropped = rid in self._abandoned
+            outcome = self._read_one(rid, op)
+            if not dropped:
+                self._stash[rid] = outcome
 
     def _recv(self, rid: int) -> Any:
         while rid not in self._stash:
@@ -394,19 +400,40 @@ class _Runner:
                     f"The reply to request {rid} for {self.label} was lost (the runner restarted)."
                 )
             head, op = self._inflight[0]
-            self._stash[head] = self._read_one(head, op)
+            dropped = head in self._abandoned
+            outcome = self._read_one(head, op)
+            if not dropped:
+                self._stash[head] = outcome
         outcome = self._stash.pop(rid)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
     def _read_one(self, rid: int, op: str) -> Any:
-        """Read the reply of ``rid`` (the next one due); streamed parts go to ``_parts[rid]``."""
+        """Read the reply of ``rid`` (the next one due); streamed parts go to ``_parts[rid]``.
+
+        The reply of an abandoned request is read and dropped (``None``; nothing is stashed).
+        """
+        dropped = rid in self._abandoned
         while True:
             final, value = self._read_line(rid, op)
             if final:
+                if dropped:
+                    self._abandoned.discard(rid)
+                    self._parts.pop(rid, None)
                 return value
-            self._parts.setdefault(rid, deque()).append(value)
+            if not dropped:
+                self._parts.setdefault(rid, deque()).append(value)
+
+    def abandon(self, rids: Iterable[int]) -> None:
+        """Drop the (remaining) replies of ``rids``: a consumer stopped reading a fold stream."""
+        with self._lock:
+            inflight = {r for r, _ in self._inflight}
+            for rid in rids:
+                self._parts.pop(rid, None)
+                self._stash.pop(rid, None)
+                if rid in inflight:
+                    self._abandoned.add(rid)
 
     def _read_line(self, rid: int, op: str) -> tuple[bool, Any]:
         """Read one line answering ``rid``: ``(False, part)`` or ``(True, result or error)``."""
@@ -472,7 +499,10 @@ class _Runner:
                         )
                     head, op = self._inflight[0]
                     if head != rid:
-                        self._stash[head] = self._read_one(head, op)
+                        dropped = head in self._abandoned
+                        outcome = self._read_one(head, op)
+                        if not dropped:
+                            self._stash[head] = outcome
                         continue
                     item = self._read_line(rid, op)
             final, value = item
@@ -914,22 +944,26 @@ class XStateMachine:
             send_next(rid)
         prev: list[Mapping[str, Any] | None] = [None]
         current: Iterator[tuple[bool, Any]] | None = primed()
-        while queue:
-            r, start, n = queue[0]
-            decoded = self._decode(
-                current if current is not None else runner.recv_stream(r), n, cache, prev
-            )
-            current = None
-            try:
-                yield from decoded
-            except MachineExecutionError as exc:
-                idx = None if exc.index is None else exc.index + start
-                raise MachineExecutionError(
-                    str(exc), index=idx, event_type=exc.event_type, kind=exc.kind
-                ) from exc
-            queue.popleft()
-            if pos < len(evs):
-                send_next(queue[-1][0] if queue else r)
+        try:
+            while queue:
+                r, start, n = queue[0]
+                decoded = self._decode(
+                    current if current is not None else runner.recv_stream(r), n, cache, prev
+                )
+                current = None
+                try:
+                    yield from decoded
+                except MachineExecutionError as exc:
+                    idx = None if exc.index is None else exc.index + start
+                    raise MachineExecutionError(
+                        str(exc), index=idx, event_type=exc.event_type, kind=exc.kind
+                    ) from exc
+                queue.popleft()
+                if pos < len(evs):
+                    send_next(queue[-1][0] if queue else r)
+        finally:
+            if queue:  # stopped early (or failed): nobody reads the rest of these replies
+                runner.abandon(r for r, _, _ in queue)
 
 
 # ---------------------------------------------------------------------------------------------
