@@ -120,10 +120,8 @@ def _on_big_stack(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str,
         old_limit = sys.getrecursionlimit()
         old_size = threading.stack_size()
         try:
-            threading.stack_size(_STACK_BYTES)
             sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
-            worker = threading.Thread(target=run, name="agentscope-deep", daemon=True)
-            worker.start()
+            worker = _start_worker(run)
         finally:
             threading.stack_size(old_size)
         try:
@@ -133,6 +131,19 @@ def _on_big_stack(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str,
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
+
+
+def _start_worker(run: Callable[[], None]) -> threading.Thread:
+    """Start ``run`` on a thread with the big stack (a smaller one if the OS refuses it)."""
+    for size in (_STACK_BYTES, _STACK_BYTES // 4):
+        try:
+            threading.stack_size(size)
+            worker = threading.Thread(target=run, name="agentscope-deep", daemon=True)
+            worker.start()
+            return worker
+        except (RuntimeError, MemoryError, ValueError):
+            continue
+    raise DepthLimitError("cannot start a thread with a large stack for a deeply nested value")
 
 
 def json_depth_path(value: Any, limit: int = MAX_DEPTH) -> str | None:

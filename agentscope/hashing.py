@@ -552,6 +552,16 @@ _FAST_GUARD = re.compile(
 _NON_ASCII_KEY = re.compile(rb'[{,]"(?:[^"\\]|\\.)*[\x80-\xff](?:[^"\\]|\\.)*":')
 
 
+# datetime, dataclass instances and subclasses of str/int/dict/list are not JSON to the exact
+# writer (or are written by their base type): orjson must refuse them too, so they fall back.
+_FAST_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
 def _fast_stripped(p: Any) -> Any:
     """``p`` (at a snapshot position) without its structural volatile keys: ``p`` itself when it
     has none, else shallow copies of the structural levels only."""
@@ -581,7 +591,10 @@ def fast_canonical_snapshot_bytes(persisted: Any) -> bytes | None:
     in exponent form or with an integral value (orjson writes a plain fraction with a nonzero
     fractional digit exactly as ``Number::toString`` does: measured on 166k doubles across the
     range), an integer of 16+ digits, an array-index or non-ASCII key, a ``__proto__`` member, a lone
-    surrogate, nesting past orjson's limit, a cycle or a non-JSON type (see ``_FAST_GUARD``).
+    surrogate, nesting past orjson's limit, a cycle or a non-JSON type (datetime, dataclass,
+    subclasses of the JSON types; see ``_FAST_GUARD``). Known difference: orjson writes
+    ``uuid.UUID`` and plain ``enum.Enum`` members, which the exact writer refuses (neither can come
+    from JSON).
     When it returns bytes they equal ``canonical_snapshot_json(persisted).encode()`` (tested
     with hypothesis against the exact writer).
     """
@@ -591,7 +604,7 @@ def fast_canonical_snapshot_bytes(persisted: Any) -> bytes | None:
         persisted = {k: v for k, v in persisted.items() if k != "agentMeta"}
     p = _fast_stripped(persisted)
     try:
-        out = orjson.dumps(p, option=orjson.OPT_SORT_KEYS)
+        out = orjson.dumps(p, option=_FAST_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         return None
     if _FAST_GUARD.search(out) is not None:

@@ -267,7 +267,7 @@ def test_widget_state_with_odd_strings_packs_as_a_kernel_sends_it(tmp_path: Path
     html.encode("utf-8")
     from ipywidgets import Widget
 
-    registry = getattr(Widget, "widgets", None) or getattr(Widget, "_active_widgets", {})
+    registry = getattr(Widget, "_active_widgets", None) or getattr(Widget, "widgets", {})
     packed = [json_packer(w.get_state()) for w in list(registry.values())]  # UnicodeEncodeError before
     assert any(b"\\\\ud83d" in p for p in packed)  # the log's lone surrogate, shown as its escape
 
