@@ -265,9 +265,9 @@ def test_widget_state_with_odd_strings_packs_as_a_kernel_sends_it(tmp_path: Path
     html = tt.to_html()
     assert "\\ud83d" in html
     html.encode("utf-8")
-    from ipywidgets import Widget
+    from ipywidgets.widgets import widget as ipyw
 
-    registry = getattr(Widget, "_active_widgets", None) or getattr(Widget, "widgets", {})
+    registry = ipyw._instances  # every live widget (ipywidgets 8)
     packed = [json_packer(w.get_state()) for w in list(registry.values())]  # UnicodeEncodeError before
     assert any(b"\\\\ud83d" in p for p in packed)  # the log's lone surrogate, shown as its escape
 
