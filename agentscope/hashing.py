@@ -31,10 +31,10 @@ __all__ = [
     "djb2_hex_reference",
     "escape_lone_surrogates",
     "fast_canonical_snapshot_bytes",
-    "js_json",
     "js_number",
     "js_string",
     "js_values",
+    "lossless_json",
     "machine_version",
     "state_hash",
     "structural_string",
@@ -287,8 +287,12 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def js_json(value: Any) -> str:
+def lossless_json(value: Any) -> str:
     """Return compact JSON text of ``value`` that ``JSON.parse`` reads back as the same value.
+
+    For *raw* entry values (exports, data embedded in pages): unlike
+    :func:`agentscope.log.writers.js_json` (what a JS host writes: numbers rounded to doubles),
+    integers keep the log's literal digits.
 
     Like ``JSON.stringify`` (keys in their order, ``/``, U+2028 and non-ASCII literal, controls
     as lowercase ``\\u00xx``), with lone surrogates written as ``\\udxxx`` escapes, so the text
