@@ -75,3 +75,18 @@ def test_an_abandoned_stream_leaves_nothing_behind(loop: XStateMachine) -> None:
     again = loop.fold(s0, loop_events(3), sessions={})  # reads and drops the abandoned replies
     assert again[-1].context["i"] == 3
     assert not loop._runner._stash and not loop._runner._parts and not loop._runner._abandoned
+
+
+@pytest.mark.parametrize("fail_at", [3, 130, 257])
+def test_a_failure_in_a_later_chunk_yields_every_earlier_snapshot(fail_at: int) -> None:
+    faulty = Path(__file__).resolve().parent / "xstate_machines" / "faulty.mjs"
+    with load_machine(faulty) as m:
+        events: list[dict[str, Any]] = [{"type": "STORE", "payload": str(i)} for i in range(300)]
+        events[fail_at] = {"type": "BOOM"}
+        got = []
+        with pytest.raises(Exception) as info:
+            for snap in m.fold_iter(m.initial(), events, sessions={}, chunk=64):
+                got.append(snap.context["stored"])
+        assert getattr(info.value, "index", None) == fail_at
+        assert got == [str(i) for i in range(fail_at)]
+        assert m.fold(m.initial(), events[:2], sessions={})[-1].context["stored"] == "1"  # usable

@@ -905,12 +905,17 @@ class XStateMachine:
         rid = self._runner.send(req, pipelined=True)
         stream = self._runner.recv_stream(rid)
         try:
-            head = next(stream)
-        except _UnknownHandle:
-            req = self._seed_request(seed, first, cache, rebind=True, by_value=True)
-            rid = self._runner.send(req, pipelined=True)
-            stream = self._runner.recv_stream(rid)
-            head = next(stream)
+            try:
+                head = next(stream)
+            except _UnknownHandle:
+                req = self._seed_request(seed, first, cache, rebind=True, by_value=True)
+                rid = self._runner.send(req, pipelined=True)
+                stream = self._runner.recv_stream(rid)
+                head = next(stream)
+        except MachineExecutionError as exc:  # the first request failed before any part
+            if isinstance(exc.index, int) and exc.index > 0:
+                yield from self._fold(seed, evs[: exc.index], cache, rebind=True)
+            raise
         replay_head = [head]
         runner = self._runner
 
@@ -944,6 +949,7 @@ class XStateMachine:
             send_next(rid)
         prev: list[Mapping[str, Any] | None] = [None]
         current: Iterator[tuple[bool, Any]] | None = primed()
+        chunk_seed = seed  # the snapshot the head request starts from (``cache`` is as of it)
         try:
             while queue:
                 r, start, n = queue[0]
@@ -951,13 +957,27 @@ class XStateMachine:
                     current if current is not None else runner.recv_stream(r), n, cache, prev
                 )
                 current = None
+                got = 0
                 try:
-                    yield from decoded
+                    for snap in decoded:
+                        got += 1
+                        yield snap
                 except MachineExecutionError as exc:
-                    idx = None if exc.index is None else exc.index + start
+                    bad = exc.index
+                    if isinstance(bad, int) and got < bad:
+                        # the snapshots before the failing event were in the failed reply:
+                        # fold them again (from this request's seed) so every one is yielded
+                        queue.popleft()
+                        runner.abandon(q for q, _, _ in queue)
+                        queue.clear()
+                        redo = self._fold(chunk_seed, evs[start : start + bad], cache, rebind=True)
+                        yield from redo[got:]
+                    idx = None if bad is None else bad + start
                     raise MachineExecutionError(
                         str(exc), index=idx, event_type=exc.event_type, kind=exc.kind
                     ) from exc
+                if got:
+                    chunk_seed = snap
                 queue.popleft()
                 if pos < len(evs):
                     send_next(queue[-1][0] if queue else r)
