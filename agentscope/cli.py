@@ -823,16 +823,24 @@ def export_table(log: EventLog) -> Any:
     Columns: ``index`` (int), ``id``, ``timestamp`` (the entry's ``recordedAt`` text),
     ``machine_id``, ``machine_version``, ``type`` (the event type), ``event`` (the whole event,
     compact JSON), ``causation_id``, ``metadata`` (compact JSON or empty), ``state_hash``
-    (``verification.stateHash`` or empty). The names are the column-mapping keys of
+    (``verification.stateHash`` or empty). JSON cells are lossless (lone surrogates as
+    ``\\udxxx`` escapes, :func:`agentscope.hashing.lossless_json`); a lone surrogate in a plain text
+    cell is written as the six characters ``\\udxxx`` (CSV and Parquet need valid Unicode). The
+    names are the column-mapping keys of
     :func:`agentscope.log.read_log` for tables, so ``read_log`` reads the file back with no
     ``columns=``, hashes included: every field written here round-trips.
     """
     import pandas as pd
 
+    from agentscope.hashing import escape_lone_surrogates, lossless_json
+
     def text(value: Any) -> str | None:
         if value is None:
             return None
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return lossless_json(value)  # lone surrogates as \udxxx escapes, exact integers, deep values
+
+    def cell(value: Any) -> Any:
+        return escape_lone_surrogates(value) if isinstance(value, str) else value
 
     rows: list[dict[str, Any]] = []
     for entry in log.entries:
@@ -840,15 +848,15 @@ def export_table(log: EventLog) -> Any:
         verification = entry.get("verification")
         rows.append({
             "index": entry.get("index"),
-            "id": entry.get("id"),
-            "timestamp": entry.get("recordedAt"),
-            "machine_id": entry.get("machineId"),
-            "machine_version": entry.get("machineVersion"),
-            "type": event.get("type") if isinstance(event, Mapping) else None,
+            "id": cell(entry.get("id")),
+            "timestamp": cell(entry.get("recordedAt")),
+            "machine_id": cell(entry.get("machineId")),
+            "machine_version": cell(entry.get("machineVersion")),
+            "type": cell(event.get("type")) if isinstance(event, Mapping) else None,
             "event": text(event),
-            "causation_id": entry.get("causationId"),
+            "causation_id": cell(entry.get("causationId")),
             "metadata": text(entry.get("metadata")),
-            "state_hash": verification.get("stateHash") if isinstance(verification, Mapping) else None,
+            "state_hash": cell(verification.get("stateHash")) if isinstance(verification, Mapping) else None,
         })
     columns = ["index", "id", "timestamp", "machine_id", "machine_version", "type", "event",
                "causation_id", "metadata", "state_hash"]
@@ -870,9 +878,11 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)
     if args.to == "jsonl":
+        from agentscope.hashing import lossless_json
+
+        lines = [lossless_json(entry) + "\n" for entry in log.entries]  # lossless; before the file opens
         with target.open("w", encoding="utf-8") as fh:
-            for entry in log.entries:
-                fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+            fh.writelines(lines)
     else:
         table = export_table(log)
         if args.to == "parquet":
