@@ -15,7 +15,12 @@ from datetime import datetime
 from typing import Any
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
-from agentscope.errors import EngineError, EntryValidationError, MachineVersionMismatchError
+from agentscope.errors import (
+    EngineError,
+    EntryValidationError,
+    MachineVersionMismatchError,
+    SnapshotRestoreError,
+)
 
 __all__ = [
     "AGENT_INIT",
@@ -297,7 +302,10 @@ def seed_snapshot(machine: Machine, init: Mapping[str, Any]) -> Snapshot:
                 index=0,
                 field="event.snapshot",
             )
-        return machine.restore(snap)
+        try:
+            return machine.restore(snap)
+        except SnapshotRestoreError as exc:  # name the place: the init entry's snapshot
+            raise exc.in_init_entry() from None
     return machine.initial(ev.get("input", NO_INPUT))
 
 

@@ -38,6 +38,7 @@ from agentscope.errors import (
     LogFormatError,
     ReplayDivergenceError,
     SnapshotDivergedError,
+    SnapshotRestoreError,
 )
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
@@ -432,6 +433,8 @@ def _fold_into(
                     idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
             prev, prev_h = p, h
             prev_at = at
+    except SnapshotRestoreError:  # bad input (a log's snapshot the machine cannot take), not a replay result
+        raise
     except Exception as exc:  # an engine failure: report it and stop this segment
         at_i = last + 1 if last + 1 < seg.stop else last
         detail = f"{type(exc).__name__}: {exc}"

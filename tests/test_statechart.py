@@ -350,3 +350,9 @@ def test_a_raising_callable_becomes_machine_execution_error() -> None:
         machine.fold(s, [{"type": "Y"}, {"type": "X"}])
     assert info.value.index == 1 and info.value.event_type == "X"
     assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_initial_naming_no_child_state_is_rejected() -> None:
+    # XState 6 throws `Initial state not found on "#x"` at its first transition; we refuse at once
+    with pytest.raises(StatechartConfigError, match=r"state x: initial state 'a' not found"):
+        StatechartMachine({"id": "x", "initial": "a", "states": {}})

@@ -320,13 +320,13 @@ def session_matches(event: Mapping[str, Any], s: State, actor_id: Any) -> bool:
 
 
 class Ctx:
-    """Per-machine callables and the per-microstep cache of function-transition results."""
+    """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
+    machine object holds no per-call state and is safe to share between threads."""
 
     def __init__(self, m: CompiledMachine, machine_id: str) -> None:
         self.m = m
         self.machine_id = machine_id
-        root_seg = "x:0" if machine_id == "(machine)" else _encode(machine_id)
-        self.root_address = root_seg
+        self.root_address = root_address(machine_id)
         self.begin(None)
 
     def begin(self, working: State | None) -> None:
@@ -344,6 +344,11 @@ class Ctx:
         if child_id in self.explicit_ids or occupied:
             raise EngineError(f"Child actor id '{child_id}' is already in use")
         self.explicit_ids.add(child_id)
+
+
+def root_address(machine_id: str) -> str:
+    """The root actor's address segment as XState 6 mints it for a pure transition."""
+    return "x:0" if machine_id == "(machine)" else _encode(machine_id)
 
 
 def _encode(seg: str) -> str:

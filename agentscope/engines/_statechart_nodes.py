@@ -232,6 +232,9 @@ class _Builder:
             for k in js_keys(states_cfg):
                 node.states[k] = self._node(_get(states_cfg, k), k, node)
         node.children_list = tuple(c for c in node.states.values() if c.type != "history")
+        if cfg.get("initial") is not None and typ != "compound" and not (typ == "parallel" and states_cfg):
+            # XState: `Initial state not found on "#x"` when `initial` names nothing
+            raise _err(where, f"initial state {cfg['initial']!r} not found (the state has no child states)")
         if typ == "compound" and not cfg.get("initial"):
             raise _err(where, "a compound state needs 'initial'")
         if typ == "history":

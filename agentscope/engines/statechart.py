@@ -49,6 +49,7 @@ from agentscope.engines._statechart_algo import (
     initial_state,
     macrostep,
     nodes_for_value,
+    root_address,
 )
 from agentscope.engines._statechart_nodes import UNDEFINED, Node, compile_machine, get_by_id
 from agentscope.engines.base import (
@@ -59,7 +60,13 @@ from agentscope.engines.base import (
     StateNodeInfo,
     TransitionInfo,
 )
-from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, StatechartConfigError
+from agentscope.errors import (
+    AgentscopeError,
+    EngineError,
+    MachineExecutionError,
+    SnapshotRestoreError,
+    StatechartConfigError,
+)
 from agentscope.hashing import djb2_hex, js_number, structural_string
 
 __all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
@@ -144,7 +151,7 @@ class StatechartMachine(MachineBase):
         ctx = config.get("context", UNDEFINED)
         if ctx is not UNDEFINED and not (callable(ctx) or ctx is None or isinstance(ctx, Mapping)):
             raise StatechartConfigError("'context' must be a dict or a callable(input) -> dict")
-        self._cx = Ctx(self._compiled, self.machine_id)
+        self._root_address = root_address(self.machine_id)
         self._graph: Graph | None = None
 
     # -- Machine protocol ----------------------------------------------------------------
@@ -163,7 +170,7 @@ class StatechartMachine(MachineBase):
         if input is not NO_INPUT:
             ev["input"] = input
         try:
-            return self._wrap(initial_state(self._cx, context, ev))
+            return self._wrap(initial_state(Ctx(self._compiled, self.machine_id), context, ev))
         except AgentscopeError:
             raise
         except Exception as exc:
@@ -224,7 +231,7 @@ class StatechartMachine(MachineBase):
             children[cid] = Child(
                 id=cid,
                 src=src,
-                address=str(data.get("address", f"{self._cx.root_address}/{cid}")),
+                address=str(data.get("address", f"{self._root_address}/{cid}")),
                 session=f"{self.machine_id}:r{seq}",
                 input=inp,
                 snapshot=snap,
@@ -259,7 +266,7 @@ class StatechartMachine(MachineBase):
         if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
         try:
-            nxt = macrostep(self._cx, state, event, [])
+            nxt = macrostep(Ctx(self._compiled, self.machine_id), state, event, [])
         except AgentscopeError:
             raise
         except Exception as exc:  # a user callable (guard, context function, ...) raised
@@ -308,21 +315,23 @@ class StatechartMachine(MachineBase):
     def _validate_value(self, value: Any, node: Node, path: list[str]) -> None:
         if isinstance(value, str):
             if value not in node.states:
-                raise EngineError(
+                raise SnapshotRestoreError(
                     f"Persisted snapshot references state '{'.'.join([*path, value])}' "
-                    f"which does not exist on machine '{self.machine_id}'."
+                    f"which does not exist on machine '{self.machine_id}'.",
+                    field="value",
                 )
             return
         if not isinstance(value, Mapping):
             if value is None:
-                raise EngineError("a persisted snapshot needs a state 'value'")
+                raise SnapshotRestoreError("a persisted snapshot needs a state 'value'", field="value")
             return
         for k, v in value.items():
             child = node.states.get(str(k))
             if child is None:
-                raise EngineError(
+                raise SnapshotRestoreError(
                     f"Persisted snapshot references state '{'.'.join([*path, str(k)])}' "
-                    f"which does not exist on machine '{self.machine_id}'."
+                    f"which does not exist on machine '{self.machine_id}'.",
+                    field="value",
                 )
             self._validate_value(v, child, [*path, str(k)])
 

@@ -60,7 +60,7 @@ from agentscope.engines.base import (
     StateNodeInfo,
     TransitionInfo,
 )
-from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError
+from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError, SnapshotRestoreError
 from agentscope.hashing import djb2_hex
 
 __all__ = ["DEFAULT_RESEED_EVERY", "RUNNER_PATH", "XStateMachine", "load_machine"]
@@ -430,6 +430,12 @@ class _Runner:
         if isinstance(stack, str) and stack:
             detail += f"\n{stack}"
         detail += self._stderr_suffix()
+        missing = _MISSING_STATE.search(message) if op == "restore" else None
+        if missing is not None:
+            # XState's own words, as the Python engine raises them; the JS stack stays an attribute
+            return SnapshotRestoreError(
+                missing.group(0), field="value", stack=stack if isinstance(stack, str) else None
+            )
         if kind in _LOAD_KINDS:
             return MachineLoadError(message + detail)
         if kind in ("machine-error", "not-serializable"):
@@ -444,6 +450,11 @@ class _Runner:
         if kind == "unknown-handle":
             return _UnknownHandle(message)
         return EngineError(f"Node runner error during '{op}' for {self.label} ({kind}): {message}" + detail)
+
+
+_MISSING_STATE = re.compile(
+    r"Persisted snapshot references state '[^\n]*?' which does not exist on machine '[^\n]*?'\."
+)
 
 
 class _UnknownHandle(EngineError):
