@@ -252,7 +252,14 @@ def test_spec_structural_examples() -> None:
             {"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "guard": "nope"}}}}},
             "unknown guard",
         ),
-        ({"id": "m", "initial": "a", "states": {"a": {"type": "choice"}}}, "unsupported state type"),
+        ({"id": "m", "initial": "a", "states": {"a": {"type": "junction"}}}, "unsupported state type"),
+        ({"id": "m", "initial": "a", "states": {"a": {"type": "choice"}}}, "a choice state needs 'choice'"),
+        (
+            {"id": "m", "initial": "a", "states": {"a": {"type": "choice", "choice": ["a"], "on": {"X": "a"}}}},
+            r"a choice state cannot declare \['on'\]",
+        ),
+        ({"id": "m", "initial": "a", "states": {"a": {"choice": ["a"]}}}, "only be used with type 'choice'"),
+        ({"id": "m", "initial": "a", "states": {"a": {"after": {"P1Y": "a"}}}}, "unknown delay 'P1Y'"),
         ({"id": "m", "initial": "a", "states": {"a": {"type": "history"}}}, "needs a 'target'"),
         ({"id": "m", "initial": "a", "states": {"a": {"invoke": {"src": lambda: 1}}}}, "src"),
         (

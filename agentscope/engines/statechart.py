@@ -45,19 +45,33 @@ from agentscope.engines._statechart_algo import (
     Child,
     Ctx,
     State,
+    UndefinedDict,
     get_value,
+    has_undefined,
     initial_state,
     macrostep,
     nodes_for_value,
     root_address,
+    strip_undefined,
 )
-from agentscope.engines._statechart_nodes import UNDEFINED, Node, compile_machine, get_by_id
+from agentscope.engines._statechart_nodes import (
+    UNDEFINED,
+    Cancel,
+    Emit,
+    Node,
+    Raise,
+    StateIn,
+    Transition,
+    compile_machine,
+    get_by_id,
+)
 from agentscope.engines.base import (
     NO_INPUT,
     Graph,
     MachineBase,
     Snapshot,
     StateNodeInfo,
+    TakenTransition,
     TransitionInfo,
 )
 from agentscope.errors import (
@@ -69,7 +83,28 @@ from agentscope.errors import (
 )
 from agentscope.hashing import djb2_hex, js_number, structural_string
 
-__all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
+__all__ = [
+    "UNDEFINED",
+    "Cancel",
+    "Emit",
+    "MachineFactory",
+    "Raise",
+    "StateIn",
+    "StatechartMachine",
+    "setup",
+    "state_in",
+    "structural_view",
+]
+
+
+def state_in(state: Any) -> StateIn:
+    """Return a guard that passes while the machine is in ``state`` (XState's ``stateIn``).
+
+    ``state`` is a state id (``"#m.b.b2"``: that node is active) or a state value (``"a"``,
+    ``"b.b2"``, ``{"b": "b2"}``: the current value matches it, as ``snapshot.matches`` does).
+    Use it as a transition's ``guard``; it is evaluated on the snapshot of the microstep.
+    """
+    return StateIn(state)
 
 
 def structural_view(config: Mapping[str, Any], extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -153,6 +188,7 @@ class StatechartMachine(MachineBase):
             raise StatechartConfigError("'context' must be a dict or a callable(input) -> dict")
         self._root_address = root_address(self.machine_id)
         self._graph: Graph | None = None
+        self._edges: dict[Transition, int] | None = None
 
     # -- Machine protocol ----------------------------------------------------------------
     def initial(self, input: Any = NO_INPUT) -> Snapshot:
@@ -166,11 +202,14 @@ class StatechartMachine(MachineBase):
             context = ctx_cfg
         else:
             context = {}
+        if isinstance(context, Mapping) and has_undefined(context):
+            context = UndefinedDict(context)
         ev: dict[str, Any] = {"type": "@xstate.init"}
         if input is not NO_INPUT:
             ev["input"] = input
+        cx = Ctx(self._compiled, self.machine_id)
         try:
-            return self._wrap(initial_state(Ctx(self._compiled, self.machine_id), context, ev))
+            return self._wrap(initial_state(cx, context, ev), cx)
         except AgentscopeError:
             raise
         except Exception as exc:
@@ -265,8 +304,9 @@ class StatechartMachine(MachineBase):
         state = self._state(snapshot)
         if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
+        cx = Ctx(self._compiled, self.machine_id)
         try:
-            nxt = macrostep(Ctx(self._compiled, self.machine_id), state, event, [])
+            nxt = macrostep(cx, state, event, [])
         except AgentscopeError:
             raise
         except Exception as exc:  # a user callable (guard, context function, ...) raised
@@ -277,8 +317,10 @@ class StatechartMachine(MachineBase):
                 kind="machine-error",
             ) from exc
         if nxt is state:
-            return snapshot
-        return self._wrap(nxt)
+            if not cx.taken and not cx.actions:
+                return Snapshot(snapshot.persisted, state, (), ())
+            return Snapshot(snapshot.persisted, state, *self._trace(cx))
+        return self._wrap(nxt, cx)
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
@@ -335,19 +377,44 @@ class StatechartMachine(MachineBase):
                 )
             self._validate_value(v, child, [*path, str(k)])
 
-    def _wrap(self, state: State) -> Snapshot:
-        return Snapshot(self._persist_state(state), state)
+    def _wrap(self, state: State, cx: Ctx | None = None) -> Snapshot:
+        if cx is None:
+            return Snapshot(self._persist_state(state), state)
+        return Snapshot(self._persist_state(state), state, *self._trace(cx))
+
+    def _trace(self, cx: Ctx) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
+        edges = self._edge_index()
+        taken = tuple(
+            TakenTransition(
+                microstep=step,
+                event=ev,
+                source=t.source.id,
+                targets=tuple(n.id for n in targets),
+                edge=edges.get(t),
+                guard=t.guard_name,
+                kind=t.kind,  # type: ignore[arg-type]
+                reenter=reenter,
+            )
+            for step, ev, t, targets, reenter in cx.taken
+        )
+        return taken, tuple(cx.actions)
+
+    def _edge_index(self) -> dict[Transition, int]:
+        if self._edges is None:
+            self._graph = self._build_graph()
+        assert self._edges is not None
+        return self._edges
 
     def _persist_state(self, s: State) -> dict[str, Any]:
         out: dict[str, Any] = {"status": s.status}
         if s.output is not UNDEFINED:
-            out["output"] = s.output
+            out["output"] = strip_undefined(s.output)
         if s.error is not UNDEFINED:
-            out["error"] = s.error
+            out["error"] = strip_undefined(s.error)
         out["value"] = get_value(self._compiled, s)
         out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in s.history.items()}
         out["_nextTimerId"] = s.next_timer_id
-        out["context"] = s.context
+        out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
         children: dict[str, Any] = {}
         for cid, c in s.children.items():
             if c.snapshot is not UNDEFINED:
@@ -355,7 +422,7 @@ class StatechartMachine(MachineBase):
             else:
                 snap = {"status": "active"}
                 if c.input is not UNDEFINED:
-                    snap["input"] = c.input
+                    snap["input"] = strip_undefined(c.input)
                 snap["effects"] = {"async": {"status": "active"}}
             children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
         out["children"] = children
@@ -368,6 +435,7 @@ class StatechartMachine(MachineBase):
     def _build_graph(self) -> Graph:
         nodes: dict[str, StateNodeInfo] = {}
         transitions: list[TransitionInfo] = []
+        edges: dict[Transition, int] = {}
         for n in sorted(self._compiled.id_map.values(), key=lambda x: x.order):
             kind = n.type
             nodes[n.id] = StateNodeInfo(
@@ -390,6 +458,9 @@ class StatechartMachine(MachineBase):
                 lists.append(n.always)
             for lst in lists:
                 for t in lst:
+                    if t.hidden:
+                        continue
+                    edges[t] = len(transitions)
                     if t.kind == "after":
                         delay = t.matches["delay"]
                         shown = delay if isinstance(delay, str) else js_number(delay)
@@ -412,6 +483,7 @@ class StatechartMachine(MachineBase):
                             actions=t.actions,
                         )
                     )
+        self._edges = edges
         return Graph(self.machine_id, self._compiled.root.id, nodes, tuple(transitions))
 
 
