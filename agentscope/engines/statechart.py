@@ -487,10 +487,22 @@ class StatechartMachine(MachineBase):
         return Graph(self.machine_id, self._compiled.root.id, nodes, tuple(transitions))
 
 
+def _opaque(*_: Any) -> None:
+    """Stands for a JS function in the structural view (it vanishes from the structural string)."""
+
+
 def _string_keys(v: Any) -> Any:
-    """Return ``v`` with every dict key a string (JS object keys are strings: ``after: {1000: ...}``)."""
+    """Return ``v`` as XState's ``machine.config`` would show it to the structural string: every
+    dict key a string (JS object keys are: ``after: {1000: ...}``), and what a JS machine writes as
+    a function shown as one (action data and ``state_in`` guards, which XState 6 writes inside
+    functions; a choice candidate list, which is XState's ``choice`` function; ``UNDEFINED``)."""
+    if isinstance(v, (Raise, Cancel, Emit, StateIn)) or v is UNDEFINED:
+        return _opaque
     if isinstance(v, Mapping):
-        return {str(k): _string_keys(x) for k, x in v.items()}
+        out = {str(k): _string_keys(x) for k, x in v.items()}
+        if out.get("type") == "choice" and isinstance(v.get("choice"), (list, tuple)):
+            out["choice"] = _opaque
+        return out
     if isinstance(v, (list, tuple)):
         return [_string_keys(x) for x in v]
     return v
