@@ -363,3 +363,22 @@ def test_initial_naming_no_child_state_is_rejected() -> None:
     # XState 6 throws `Initial state not found on "#x"` at its first transition; we refuse at once
     with pytest.raises(StatechartConfigError, match=r"state x: initial state 'a' not found"):
         StatechartMachine({"id": "x", "initial": "a", "states": {}})
+
+
+@pytest.mark.parametrize(
+    ("state", "match"),
+    [
+        ({"timeout": 1000, "onTimeout": "a"}, r"unsupported key\(s\) \['timeout', 'onTimeout'\]"),
+        ({"onError": "a"}, r"unsupported key\(s\) \['onError'\]"),
+        ({"invoke": {"src": "x", "timeout": 5}}, r"unsupported invoke key\(s\) \['timeout'\]"),
+        ({"invoke": {"src": lambda i: i}}, "invoke 'src' must be a non-empty actor name"),
+        ({"on": {"X": {"target": "a", "input": {}}}}, r"unsupported transition key\(s\) \['input'\]"),
+        ({"route": {}}, r"unsupported key\(s\) \['route'\]"),
+        ({"on": {"X": {"actions": [{"type": "xstate.sendTo"}]}}}, "action names or Raise/Cancel/Emit"),
+        ({"after": {"P1Y": "a"}}, "unknown delay 'P1Y'"),
+    ],
+)
+def test_unsupported_xstate_features_named_in_the_docs_are_rejected(state: dict[str, Any], match: str) -> None:
+    """The "Not supported" table of docs/how-to/python-machines.md, row by row."""
+    with pytest.raises(StatechartConfigError, match=match):
+        StatechartMachine({"id": "m", "initial": "a", "states": {"a": state}})

@@ -530,6 +530,12 @@ class Resolver:
                     f"got {type(res).__name__}"
                 )
             res = res or {}
+            extra = [k for k in res if k not in _RESULT_KEYS]
+            if extra:
+                raise EngineError(
+                    f"function transition of '{t.source.id}' returned unsupported key(s) {extra!r} "
+                    f"(supported: target, context, reenter, actions)"
+                )
             tgt = res.get("target")
             targets = None
             if tgt:
@@ -546,6 +552,9 @@ class Resolver:
             if ctx is None:
                 ctx = UNDEFINED
         return Result(t.targets, ctx, t.reenter, t.action_data)
+
+
+_RESULT_KEYS = frozenset({"target", "context", "reenter", "actions"})
 
 
 def _actions_of(res: Mapping[str, Any], where: str) -> tuple[Action, ...]:

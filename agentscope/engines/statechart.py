@@ -29,8 +29,18 @@ Config vocabulary (a dict, like XState's; callables replace JS functions)
   ``actorId`` and ``sessionId`` (the output is ``event["output"]``, the error ``event["error"]``).
 - ``onDone`` on compound/parallel states, ``output`` on final states and the root (a value or
   ``callable(context, event)``), and ``migrate(persisted, from_version) -> persisted`` at the root.
-- Transition ``actions`` are effect-only (as in XState 6 they never change the snapshot); they are
-  named in the graph and never run by this pure engine.
+- Actions are data: :class:`Raise` (``delay``/``id`` for a delayed one, kept in ``timers``),
+  :class:`Cancel` and :class:`Emit`, listed in a dict transition's ``actions`` or returned under
+  ``"actions"`` by a function transition or an entry/exit callable; they are reported on
+  :attr:`Snapshot.actions`. Other transition ``actions`` (names, callables) are effect-only (as in
+  XState 6 they never change the snapshot); they are named in the graph and never run here.
+- ``type: "choice"`` states with ``choice`` (a function or a candidate list), :func:`state_in`
+  guards, callables taking the state value as a third argument, ``after`` keys as ISO-8601
+  durations (``"PT1S"``) or ``"1.5s"``/``"200ms"``, and :data:`UNDEFINED` for JS ``undefined``.
+- Every step reports the transitions it took on :attr:`Snapshot.transitions`.
+
+The how-to page "Python machines" (``docs/how-to/python-machines.md``) lists every supported XState
+feature with its Python spelling, and the unsupported ones.
 
 Callables must be pure and must not mutate their arguments. Anything else raises
 :class:`~agentscope.errors.StatechartConfigError` at construction.
