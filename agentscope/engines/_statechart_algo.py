@@ -686,16 +686,37 @@ class UndefinedDict(dict[str, Any]):
     """A context holding :data:`UNDEFINED` somewhere (so persisting it strips those values)."""
 
 
-def has_undefined(v: Any, depth: int = 0) -> bool:
-    """True when ``v`` contains :data:`UNDEFINED` (JS ``undefined``) at any depth."""
-    if v is UNDEFINED:
-        return True
-    if depth > 10_000:
-        return False
-    if isinstance(v, Mapping):
-        return any(has_undefined(x, depth + 1) for x in v.values())
-    if isinstance(v, (list, tuple)):
-        return any(has_undefined(x, depth + 1) for x in v)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def has_undefined(v: Any) -> bool:
+    """True when ``v`` contains :data:`UNDEFINED` (JS ``undefined``) at any depth (iterative, so
+    deep values are fine; cost: one look at every value, like the hash of it)."""
+    stack = [v]
+    leaves = _LEAVES
+    while stack:
+        x = stack.pop()
+        if x is UNDEFINED:
+            return True
+        t = type(x)
+        if t in leaves:
+            continue
+        if t is dict or t is UndefinedDict:
+            for y in x.values():
+                if y is UNDEFINED:
+                    return True
+                if type(y) not in leaves:
+                    stack.append(y)
+        elif t is list or t is tuple:
+            for y in x:
+                if y is UNDEFINED:
+                    return True
+                if type(y) not in leaves:
+                    stack.append(y)
+        elif isinstance(x, Mapping):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
     return False
 
 
@@ -716,8 +737,9 @@ def strip_undefined(v: Any) -> Any:
 def _merge(ctx: Any, patch: Any, where: str) -> Any:
     if not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
-    undefined = isinstance(ctx, UndefinedDict) or has_undefined(patch)
-    out: dict[str, Any] = (UndefinedDict if undefined else dict)(ctx if isinstance(ctx, Mapping) else {})
+    undefined = type(ctx) is UndefinedDict or has_undefined(patch)
+    base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
+    out: dict[str, Any] = (UndefinedDict if undefined else dict)(base)
     out.update(patch)
     return out
 

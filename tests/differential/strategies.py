@@ -24,6 +24,7 @@ UPDATES: list[list[Any]] = [
 ]
 ACTIONS: list[list[Any]] = [
     ["raise", "R", None],
+    ["raise", "R", 1],
     ["raise", "R", 2],
     ["raise", "A", None],
     ["raise", "B", 1],
@@ -133,7 +134,7 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             return []
         pool = ACTIONS if immediate else [a for a in ACTIONS if a[0] != "raise"]
         if hook:
-            pool = [*pool, ["raise", "C", None]]
+            pool = [*pool, ["raise", "C", None], ["raise", "R", 3]]
         return draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2))
 
     def trans(sid: str, parent: str | None, *, eventless: bool = False, key: str = "") -> dict[str, Any]:
@@ -224,6 +225,11 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
                 s[key] = acts
         if s["type"] == "final" and draw(st.booleans()):
             s["output"] = True
+    if draw(st.booleans()):
+        # a root handler logging raised R events (their `x`), so the order of raised events shows
+        root.setdefault("on", {}).setdefault(
+            "R", [{"form": "obj", "target": None, "guard": None, "update": ["appendX"], "reenter": False}]
+        )
     return {
         "id": "m",
         "context": {"n": draw(st.integers(-1, 2)), "log": [], "flag": draw(st.booleans())},
