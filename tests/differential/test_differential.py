@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 
 from agentscope.hashing import state_hash
 from tests.conftest import requires_node
-from tests.differential.harness import NodeDriver, difference, run_python
+from tests.differential.harness import NodeDriver, difference, restore_then_step_differences, run_python
 from tests.differential.strategies import cases
 
 pytestmark = [requires_node, pytest.mark.node]
@@ -46,6 +46,8 @@ def check(driver: NodeDriver, case: dict[str, Any]) -> None:
     assert difference(case, py, again) is None, "python engine not deterministic: " + json.dumps(case)
     diff = difference(case, js, py)
     assert diff is None, diff + "\ncase: " + json.dumps(case)
+    # restore(persist(s)) then the next event: the same as stepping s (hence as XState)
+    assert restore_then_step_differences(case) == [], json.dumps(case)
     if js["ok"]:
         assert [state_hash(p) for p in js["snapshots"]] == [state_hash(p) for p in py["snapshots"]]
 
