@@ -203,3 +203,20 @@ def test_recorded_log_with_raises_and_iso_timers_verifies() -> None:
     rec.send({"type": "PONG"})
     report = verify(m, rec.entries)
     assert report.ok and report.counts()["verified"] == len(rec.entries)
+
+
+def test_a_choice_state_draws() -> None:
+    from agentscope.render import text_tree, to_dot
+
+    m = StatechartMachine(
+        {
+            "id": "c",
+            "initial": "idle",
+            "states": {
+                "idle": {"on": {"GO": "routing"}},
+                "routing": {"type": "choice", "choice": [{"target": "idle"}]},
+            },
+        }
+    )
+    assert "◇ routing  — always → idle" in text_tree(m.graph)
+    assert "as-choice" in to_dot(m.graph)
