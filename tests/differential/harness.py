@@ -94,33 +94,3 @@ def difference(case: dict[str, Any], js: dict[str, Any], py: dict[str, Any]) -> 
             return f"step {i} after {json.dumps(ev)}:\n  js     {json.dumps(x)}\n  python {json.dumps(y)}"
     return None
 
-
-def restore_then_step_differences(case: dict[str, Any]) -> list[str]:
-    """For every step of the case: ``restore(persist(s))`` then the next event must give the
-    same persisted snapshot as stepping ``s`` itself (so, with the main check, as XState)."""
-    out: list[str] = []
-    try:
-        machine = python_machine(case["desc"])
-        s = machine.initial()
-    except Exception:  # construction/init failures are compared by the main check
-        return out
-    sessions: dict[str, str] = {}
-    for i, ev in enumerate(case["events"]):
-        try:
-            restored = machine.restore(json.loads(json.dumps(machine.persist(s))))
-            via_restore = machine.fold(restored, [ev], sessions={})[0]
-        except Exception as exc:
-            via_restore_p: Any = f"{type(exc).__name__}: {exc}"
-        else:
-            via_restore_p = json.loads(json.dumps(machine.persist(via_restore)))
-        try:
-            s = machine.fold(s, [ev], sessions=sessions)[0]
-        except Exception as exc:
-            direct_p: Any = f"{type(exc).__name__}: {exc}"
-            if direct_p != via_restore_p and not isinstance(via_restore_p, str):
-                out.append(f"step {i + 1}: direct raised {direct_p}, restored gave {via_restore_p}")
-            break
-        direct_p = json.loads(json.dumps(machine.persist(s)))
-        if isinstance(via_restore_p, str) or canonical_json(direct_p) != canonical_json(via_restore_p):
-            out.append(f"step {i + 1} after {json.dumps(ev)}:\n  direct   {direct_p}\n  restored {via_restore_p}")
-    return out
