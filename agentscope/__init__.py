@@ -11,6 +11,9 @@ heavy parts (pandas, ipywidgets, the Node runner) load only when used.
 - Forks: :func:`compare`, :func:`fork_tree` (spec §5.1, §6).
 - Views: :class:`TimeTravel`, :class:`ForkView`, :func:`history`.
 - Bulk: :func:`verify_store`.
+- Questions over the one pass: :func:`whatif` (history under a changed machine).
+- Questions: :func:`check` (invariants), :func:`coverage` / :class:`Coverage`; on a
+  ``Timeline``: ``states()``, ``find()``, ``find_all()``, ``next_change()``, ``last_change()``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ _EXPORTS: dict[str, str] = {
     "ForkView": "agentscope.widgets",
     "history": "agentscope.widgets",
     "verify_store": "agentscope.bulk",
+    "whatif": "agentscope.whatif",
+    "WhatIf": "agentscope.whatif",
+    "check": "agentscope.queries",
+    "coverage": "agentscope.coverage_map",
+    "Coverage": "agentscope.coverage_map",
     "AgentscopeError": "agentscope.errors",
 }
 
@@ -55,9 +63,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.hashing import state_hash as state_hash
 
 
-# ``agentscope.replay`` is both a submodule and the public function: importing the submodule would
-# bind the package attribute to the module, so the function is bound eagerly here and wins.
-from agentscope.replay import replay as replay  # noqa: E402
+# ``agentscope.replay`` is both a subpackage and the public function: importing the subpackage binds
+# this attribute to the package, so it is imported here first (cheap: its names load lazily) and
+# the function is bound over it. ``agentscope.replay.fold`` imports no pandas.
+from agentscope.replay.fold import replay as replay  # noqa: E402
+
+# the same for ``agentscope.whatif`` (a module and the function); it imports no pandas either
+from agentscope.whatif import whatif as whatif  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

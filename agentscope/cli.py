@@ -8,7 +8,8 @@ people or as JSON (``--json``) for programs.
 Exit codes (for CI):
 
 - ``0``: verified / identical / done;
-- ``1``: a mismatch (``verify``) or a divergence (``diff``);
+- ``1``: a mismatch (``verify``), a divergence (``diff``), a violated invariant (``check``), or
+  no step matching (``query``, as ``grep``);
 - ``2``: bad input or usage: a missing or unreadable file, a malformed entry, an unknown thread,
   a machine that cannot load, wrong arguments. The message is one line on stderr, without a
   traceback (``--debug`` shows it).
@@ -200,6 +201,8 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     try:
         return read_log(path, thread=thread)
     except ThreadNotFoundError as exc:
+        if not _is_sqlite(path):
+            raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
         raise _cli_thread_error(source, path, thread, option) from exc
 
 
@@ -294,11 +297,13 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     cols = [("thread_id", "thread"), ("length", "entries"), ("machine_id", "machine"),
             ("machine_version", "version"), ("first_recorded_at", "first entry (UTC)"),
             ("last_recorded_at", "last entry (UTC)")]
+    if "error" in df.columns and df["error"].notna().any():  # a damaged store: say which thread
+        cols += [("readable", "readable"), ("error", "error")]
     cols = [(c, h) for c, h in cols if c in df.columns]
     for c, h in cols:
         table.add_column(h, justify="right" if c == "length" else "left", overflow="fold")
     for rec in records:
-        table.add_row(*[_short(rec.get(c), 40) for c, _ in cols])
+        table.add_row(*[_short(rec.get(c), 200 if c == "error" else 40) for c, _ in cols])
     out.print(table)
     return EXIT_OK
 
@@ -454,7 +459,8 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
 
 
 _BAD_INPUT_ERRORS = ("invalid-entry", "LogFormatError", "EntryValidationError", "NonSerializableError",
-                     "ThreadNotFoundError", "MachineLoadError")
+                     "ThreadNotFoundError", "MachineLoadError", "DamagedStoreError", "IncompleteRecordError",
+                     "UnreadableSourceError")
 
 
 def _is_bad_input(row: Mapping[str, Any]) -> bool:
@@ -615,6 +621,114 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     return EXIT_OK if same else EXIT_FAILED
 
 
+def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
+    """Replay a log or every thread of a store under a changed machine (a CI gate for changes)."""
+    from agentscope.whatif import whatif
+
+    source, thread = _split_thread(args.log)
+    thread = args.thread or thread
+    path = _existing(source)
+    new = _spec(args.machine)
+    base = _spec(args.baseline) if args.baseline else None
+    extra = _machines_option(args.machines) if args.machines else None
+    if _is_sqlite(path):
+        threads = [thread] if thread is not None else None
+        result = whatif(path, new, baseline=base, machines=extra, threads=threads,
+                        max_workers=args.workers)
+    else:
+        with _Machines(args.machine, None) as ms, _Machines(args.baseline, None) as bs, \
+                _Machines(None, args.machines) as xs:
+            result = whatif(_read(source, thread), ms.load()[0] or new,
+                            baseline=bs.load()[0] if bs.given else None,
+                            machines=xs.load()[1] if xs.given else None)
+    rows = _records(result.df)
+    bad = [t for t in result.threads if t.kind in ("error", "unchecked")]
+    changed = result.diverged
+    if out.as_json:
+        out.json({
+            "source": str(path), "machine": args.machine, "baseline": args.baseline or None,
+            "identical": result.identical, "threads": len(rows), "diverged": len(changed),
+            "results": [dict(r, event_id=t.event_id, event_type=t.event_type,
+                             recorded_hash=t.recorded_hash, new_hash=t.new_hash,
+                             ignored=list(t.ignored), newly_handled=list(t.newly_handled),
+                             changes=[{"path": c.path, "recorded": None if c.op == "add" else c.left,
+                                       "new": None if c.op == "remove" else c.right}
+                                      for c in t.changes[:50]])
+                        for r, t in zip(rows, result.threads, strict=True)],
+        })
+    else:
+        from rich.table import Table
+
+        status = "[green]identical[/green]" if result.identical else "[red]DIVERGES[/red]"
+        out.print(f"{path}: {status} - {len(rows) - len(changed)}/{len(rows)} threads replay the "
+                  f"same under {args.machine} (vs {args.baseline or 'the recorded hashes'})")
+        table = Table(title_justify="left")
+        for col, j in (("thread", "left"), ("entries", "right"), ("first divergence", "right"),
+                       ("kind", "left"), ("detail", "left")):
+            table.add_column(col, justify=j, overflow="fold")  # type: ignore[arg-type]
+        for r in rows:
+            table.add_row(_short(r["thread"]), str(r["entries"]),
+                          "" if r["first_divergence"] is None else str(r["first_divergence"]),
+                          str(r["kind"]), _short(r["detail"], 160))
+        out.print(table)
+        for t in changed[:5]:
+            for c in t.changes[:8]:
+                out.print(f"    {t.thread} @{t.first_divergence} {c.path}: "
+                          f"{_short(json.dumps(c.left, default=str), 40)} -> "
+                          f"{_short(json.dumps(c.right, default=str), 40)}", markup=False)
+    if bad:
+        for t in bad:
+            out.note(f"agentscope: {t.thread}: {t.kind}: {t.detail}")
+        return EXIT_BAD_INPUT
+    return EXIT_OK if result.identical else EXIT_FAILED
+
+
+def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
+    """Follow a store's thread or a JSONL file as it is appended to: one line per entry."""
+    from agentscope.follow import follow
+
+    source, thread = _split_thread(args.log)
+    thread = args.thread or thread
+    path = Path(source)
+    if path.exists() and _is_sqlite(path) and thread is None:
+        raise UsageError(f"watch follows one thread: {source}#THREAD (or --thread)")
+    counts: dict[str, int] = {}
+    seen = 0
+    stopped = "idle" if args.idle_exit is not None else "end"
+    with _Machines(args.machine, args.machines) as ms:
+        machine, extra = ms.load() if ms.given else (None, None)
+        follower = follow(machine, str(path), thread=thread, machines=extra)
+        try:
+            for frame in follower.frames(interval=args.interval, idle_exit=args.idle_exit):
+                seen += 1
+                verdict = frame.verdict.value
+                counts[verdict] = counts.get(verdict, 0) + 1
+                if out.as_json:
+                    out.stdout.write(json.dumps(
+                        {"index": frame.index, "id": frame.event_id, "event_type": frame.event_type,
+                         "verdict": verdict, "value": frame.value},
+                        ensure_ascii=False, default=_json_default) + "\n")
+                    out.stdout.flush()
+                else:
+                    out.print(f"{frame.index:>7}  {_short(frame.event_type, 32):<32}  {verdict:<9}  "
+                              f"{_short(json.dumps(frame.value, default=str), 80)}", markup=False)
+                    out.stdout.flush()
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+    problem = follower.problem
+    if problem is not None:
+        stopped = f"{problem.kind}: {problem}"
+    parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
+    if out.as_json:
+        out.note(summary)
+    else:
+        out.print(summary, markup=False)
+    if problem is not None and problem.kind == "invalid":
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+
+
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
 
 
@@ -758,6 +872,117 @@ def _open_lab(out: _Out) -> int:
         return EXIT_OK
 
 
+def _question_timeline(args: argparse.Namespace, ms: _Machines) -> tuple[Any, EventLog]:
+    """The log of ``query``/``check`` (a file or STORE#THREAD) and its Timeline."""
+    from agentscope.replay import Timeline
+
+    if not ms.given:
+        raise UsageError(f"{args.command} needs a machine: --machine M or --machines v1=M1,v2=M2")
+    source, thread = _split_thread(args.log)
+    log = _read(source, args.thread or thread)
+    primary, extra = ms.load()
+    return Timeline(primary, log, machines=extra, checkpoint_every="auto"), log
+
+
+def _cmd_query(args: argparse.Namespace, out: _Out) -> int:
+    """``agentscope query LOG --machine M EXPR``: the steps where EXPR holds (exit 1: none)."""
+    from agentscope.errors import QueryError
+
+    with _Machines(args.machine, args.machines) as ms:
+        tl, log = _question_timeline(args, ms)
+        try:
+            hits = tl.find_all(args.expression)
+            shown = hits if args.limit == 0 else hits[: args.limit]
+            columns = list(args.column or ())
+            df = tl.states(columns) if shown else None
+        except QueryError as exc:
+            raise UsageError(str(exc).replace("\n", " ")) from exc
+        rows = []
+        for i in shown:
+            assert df is not None
+            rec = {"index": i, "id": str(log.entries[i].get("id", "")),
+                   "event_type": str(df["event_type"].iloc[i]),
+                   "value": _cell(df["value"].iloc[i]), "status": _cell(df["status"].iloc[i])}
+            rec.update({c: _cell(df[c].iloc[i]) for c in columns})
+            rows.append(rec)
+        if out.as_json:
+            out.json({"source": log.source, "thread": log.thread, "expression": args.expression,
+                      "entries": len(tl), "count": len(hits), "matches": rows})
+            return EXIT_OK if hits else EXIT_FAILED
+        from rich.table import Table
+
+        where = (log.source or "log") + (f"#{log.thread}" if log.thread else "")
+        out.print(f"{where}: {len(hits)} of {len(tl)} steps match {args.expression!r}",
+                  markup=False)
+        if rows:
+            table = Table(title_justify="left")
+            for c in ("index", "id", "event", "value", *columns):
+                table.add_column(c, justify="right" if c == "index" else "left", overflow="fold")
+            for r in rows:
+                table.add_row(str(r["index"]), _short(r["id"], 24), _short(r["event_type"], 28),
+                              _short(r["value"], 60), *[_short(r[c], 40) for c in columns])
+            out.print(table)
+            if len(hits) > len(shown):
+                out.print(f"  … {len(hits) - len(shown)} more (--limit 0 lists them all)",
+                          markup=False)
+        return EXIT_OK if hits else EXIT_FAILED
+
+
+def _rules(texts: Sequence[str]) -> dict[str, str]:
+    rules: dict[str, str] = {}
+    for text in texts:
+        name, sep, expr = text.partition("=")
+        if not sep or not name.strip() or not expr.strip() or expr.startswith("="):
+            raise UsageError(f"--rule expects NAME=EXPRESSION, got {text!r}")
+        rules[name.strip()] = expr.strip()
+    return rules
+
+
+def _cmd_check(args: argparse.Namespace, out: _Out) -> int:
+    """``agentscope check LOG --machine M --rule NAME=EXPR``: exit 1 on any violation."""
+    from agentscope.errors import QueryError
+    from agentscope.queries import check
+
+    rules = _rules(args.rule or ())
+    if not rules and args.loop is None and args.stuck is None:
+        raise UsageError("check needs at least one --rule NAME=EXPR, --loop N or --stuck SECONDS")
+    with _Machines(args.machine, args.machines) as ms:
+        tl, log = _question_timeline(args, ms)
+        try:
+            df = check(tl, rules, loop=args.loop, stuck=args.stuck)
+        except QueryError as exc:
+            raise UsageError(str(exc).replace("\n", " ")) from exc
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        records = _records(df)
+        names = [*rules, *(["loop"] if args.loop is not None else []),
+                 *(["stuck"] if args.stuck is not None else [])]
+        if out.as_json:
+            out.json({"source": log.source, "thread": log.thread, "entries": len(tl),
+                      "ok": not records, "invariants": names, "violations": records})
+            return EXIT_FAILED if records else EXIT_OK
+        where = (log.source or "log") + (f"#{log.thread}" if log.thread else "")
+        if not records:
+            out.print(f"{where}: [green]ok[/green], {len(names)} invariant(s) hold over "
+                      f"{len(tl)} entries")
+            return EXIT_OK
+        from rich.table import Table
+
+        out.print(f"{where}: [red]{len(records)} violation(s)[/red]; first at entry "
+                  f"{records[0]['index']} ({records[0]['invariant']})")
+        table = Table(title_justify="left")
+        for c in ("index", "invariant", "value", "message"):
+            table.add_column(c, justify="right" if c == "index" else "left", overflow="fold")
+        for rec in records[:_PROBLEM_ROWS]:
+            table.add_row(str(rec["index"]), _short(rec["invariant"]), _short(rec["value"], 50),
+                          _first_line(rec["message"], 120))
+        out.print(table)
+        if len(records) > _PROBLEM_ROWS:
+            out.print(f"  … {len(records) - _PROBLEM_ROWS} more (--json lists them all)",
+                      markup=False)
+        return EXIT_FAILED
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -844,6 +1069,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (default: ./<name>[.<thread>].<format>)")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("whatif", parents=[common],
+                       help="replay a log or every thread of a store under a changed machine")
+    p.add_argument("log", metavar="LOG|STORE", help="a log file, a store (every thread), or STORE#THREAD")
+    p.add_argument("--thread", help="only this thread of a store")
+    p.add_argument("--machine", metavar="M", required=True, help="the changed machine; " + machine_help)
+    p.add_argument("--baseline", metavar="M",
+                   help="compare with this machine's replay instead of the recorded hashes")
+    p.add_argument("--machines", metavar="V=M,...",
+                   help="machines by machineVersion for the segments of version-bridged logs")
+    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.set_defaults(func=_cmd_whatif)
+
+    p = sub.add_parser("watch", parents=[common],
+                       help="follow a store's thread or a JSONL file as it grows, verifying each entry")
+    p.add_argument("log", metavar="STORE#THREAD|LOG.jsonl", help="a store's thread or a JSON Lines file")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+                   help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
+    p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
+                   help="seconds between polls (default 0.2)")
+    p.set_defaults(func=_cmd_watch)
+
+    p = sub.add_parser("query", parents=[common],
+                       help="list the steps where an expression over the replayed state holds",
+                       description="Replay LOG and print every step where EXPR holds, e.g. "
+                       "\"context.retries > 3\", \"in('working.escalating')\", \"event.type == "
+                       "'APPROVE' and context.rejections >= 2\". Exit 0 when some step matches, "
+                       "1 when none does.")
+    p.add_argument("log", metavar="LOG", help="a log file or STORE#THREAD")
+    p.add_argument("expression", metavar="EXPR", help="a query expression (quote it)")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--column", action="append", metavar="PATH",
+                   help="also show this path per match, e.g. context.queue.length (repeatable)")
+    p.add_argument("--limit", type=int, default=50, help="matches to list (default 50; 0: all)")
+    p.set_defaults(func=_cmd_query)
+
+    p = sub.add_parser("check", parents=[common],
+                       help="check invariants at every step of a log (exit 1 on a violation)")
+    p.add_argument("log", metavar="LOG", help="a log file or STORE#THREAD")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--rule", action="append", metavar="NAME=EXPR",
+                   help="an invariant that must hold after every entry (repeatable)")
+    p.add_argument("--loop", type=int, metavar="N",
+                   help="flag the same state and context recurring N times without progress")
+    p.add_argument("--stuck", type=float, metavar="SECONDS",
+                   help="flag staying in one state longer than SECONDS of recorded time")
+    p.set_defaults(func=_cmd_check)
     return parser
 
 
@@ -860,6 +1139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = " ".join(str(exc).split("\n")[0].split())
         print(f"agentscope: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # e.g. an unwritable --html/-o target: bad input, one line
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"agentscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("agentscope: interrupted", file=sys.stderr)

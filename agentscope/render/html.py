@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentscope.frames import Frame, Verdict
+from agentscope.frames import Frame, Verdict, set_html_view
 from agentscope.render._escape import esc, truncate
 from agentscope.render.chart import CHART_CSS, Layout, frame_svg
 from agentscope.render.context import CONTEXT_CSS, context_html
@@ -308,17 +308,19 @@ def sparkline_svg(
     return Sparkline(values, width=width, height=height, label=label).svg(current)
 
 
-_STRIP_COLORS = {"mismatch": "#e53935", "explained": "#ffb300", "missing": "#90a4ae", "divergence": "#8e24aa"}
-_STRIP_PRIO = {"mismatch": 3, "divergence": 3, "explained": 2, "missing": 1}
+_STRIP_COLORS = {"mismatch": "#e53935", "explained": "#ffb300", "missing": "#90a4ae", "divergence": "#8e24aa",
+                 "violation": "#00897b", "hit": "#1e88e5"}
+_STRIP_PRIO = {"mismatch": 3, "divergence": 3, "violation": 3, "explained": 2, "hit": 2, "missing": 1}
 
 
 class MarkerStrip:
     """A thin SVG strip for under a slider, one tick per marked index, drawn once.
 
     ``marks`` maps an index to a verdict/kind (``"mismatch"`` red, ``"explained"`` amber,
-    ``"missing"`` grey, ``"divergence"`` purple). Ticks are merged per pixel, so the size is
-    bounded by ``width``. The ticks are computed at construction; :meth:`svg` only adds the
-    cursor.
+    ``"missing"`` grey, ``"divergence"`` purple, ``"violation"`` teal (an invariant, see
+    :func:`agentscope.check`), ``"hit"`` blue (a ``find_all`` match)). Ticks are merged per
+    pixel, so the size is bounded by ``width``. The ticks are computed at construction;
+    :meth:`svg` only adds the cursor.
     """
 
     def __init__(self, n: int, marks: Mapping[int, str], *, width: int = 600, height: int = 8) -> None:
@@ -478,3 +480,6 @@ def fork_diff_html(
         f"<div>{esc(names[0])} only: {types(left_suffix)}</div>"
         f"<div>{esc(names[1])} only: {types(right_suffix)}</div>{table}</div>"
     )
+
+
+set_html_view(frame_html)  # Frame._repr_html_ draws with the rich view once render is loaded

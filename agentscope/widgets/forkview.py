@@ -13,8 +13,7 @@ from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html, pointer_join
 from agentscope.render.html import MarkerStrip, badge_html, event_html, style_block
-from agentscope.widgets._source import FrameCache, FrameSource, as_entries, step_info
-from agentscope.widgets.timetravel import _make_timeline
+from agentscope.widgets._source import FrameCache, FrameSource, as_entries, make_fork_timelines, step_info
 
 __all__ = ["ForkView", "common_prefix", "differing_paths"]
 
@@ -82,6 +81,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         Labels of the two sides.
     timelines : (FrameSource, FrameSource), optional
         Ready timelines to use instead of building ``Timeline(machine, a)`` and ``(machine, b)``.
+    divergence, kind : optional
+        Mark this index as the divergence, labelled ``kind``, instead of where the two logs'
+        entries part (e.g. one log under two machines: :meth:`agentscope.whatif.WhatIf.view`).
     """
 
     step = traitlets.Int(0, help="Aligned entry index shown on both sides.")
@@ -95,25 +97,30 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         names: tuple[str, str] = ("a", "b"),
         timelines: tuple[FrameSource, FrameSource] | None = None,
         engine: Any = None,
+        divergence: int | None = None,
+        kind: str | None = None,
     ) -> None:
         self.machine = machine
         self.logs = (a, b)
         self.names = names
         self.entries = (as_entries(a), as_entries(b))
-        if timelines is None:
-            timelines = (_make_timeline(machine, a, None), _make_timeline(machine, b, None))
+        from agentscope.forks import compare
+
+        self.diff = compare(a, b)
+        """The :class:`~agentscope.forks.ForkDiff` of the two logs (no replay)."""
+        if timelines is None:  # the shared prefix is folded once
+            timelines = make_fork_timelines(machine, a, b, int(self.diff.common_prefix))
         self.timelines = timelines
         self._frames = (FrameCache(timelines[0]), FrameCache(timelines[1]))
         self.lengths = (len(timelines[0]), len(timelines[1]))
         self.n = max(self.lengths)
         if self.n == 0:
             raise ValueError("ForkView needs at least one non-empty log")
-        from agentscope.forks import compare
-
-        self.diff = compare(a, b)
-        """The :class:`~agentscope.forks.ForkDiff` of the two logs (no replay)."""
         self.common = int(self.diff.common_prefix)
-        self.divergence: int | None = self.diff.divergence
+        self.divergence: int | None = self.diff.divergence if divergence is None else divergence
+        self.kind: str = self.diff.kind if kind is None else kind
+        if divergence is not None:
+            self.common = divergence  # the two sides agree up to the given divergence
         self._strip_svg = MarkerStrip(
             self.n, {self.divergence: "divergence"} if self.divergence is not None else {}, width=520
         )
@@ -217,11 +224,11 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         fa, fb = self.frames()
         paths = _paths(fa, fb)
         if self.divergence is None:
-            where = f"{esc(self.diff.kind)}: the logs agree on all {self.common} shared entries"
+            where = f"{esc(self.kind)}: the logs agree on all {self.common} shared entries"
         elif i < self.divergence:
             where = f"shared entry (prefix of {self.common}); divergence at {self.divergence}"
         else:
-            kind = esc(self.diff.kind)
+            kind = esc(self.kind)
             where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
         with self.hold_sync():
             self._strip.value = self._strip_svg.svg(i)
