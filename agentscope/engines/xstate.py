@@ -65,7 +65,14 @@ from agentscope.engines.nodepath import TS_SUFFIXES, node_argv
 from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError, SnapshotRestoreError
 from agentscope.hashing import djb2_hex
 
-__all__ = ["DEFAULT_RESEED_EVERY", "RUNNER_PATH", "XStateMachine", "load_machine"]
+__all__ = [
+    "DEFAULT_LOAD_TIMEOUT",
+    "DEFAULT_RESEED_EVERY",
+    "LOAD_TIMEOUT_ENV",
+    "RUNNER_PATH",
+    "XStateMachine",
+    "load_machine",
+]
 
 RUNNER_PATH = Path(__file__).resolve().parent / "runner" / "runner.mjs"
 """The JS runner shipped as package data."""
@@ -96,6 +103,14 @@ _DEPTH_FLAGS = ("--stack-size=4000",)
 """V8's JS stack (KiB) for the runner: with the default (~984) ``JSON.stringify`` itself fails
 below 10,000 levels; 4,000 writes and hashes values nested to past ``MAX_DEPTH`` (measured:
 12,000 levels) and stays well inside the 8 MiB main-thread stack."""
+
+DEFAULT_LOAD_TIMEOUT = 30.0
+"""Seconds :func:`load_machine` waits for the module to finish importing (and the machine to be
+described) before it stops the runner and raises :class:`~agentscope.errors.MachineLoadError`.
+Overridden by the ``load_timeout=`` argument, else by the ``AGENTSCOPE_LOAD_TIMEOUT`` environment
+variable (seconds; ``inf`` or ``0`` waits without bound)."""
+
+LOAD_TIMEOUT_ENV = "AGENTSCOPE_LOAD_TIMEOUT"
 
 _CLOSE_LOCK_WAIT = 1.0
 """Seconds ``close()`` waits for a call in another thread before killing the runner outright."""
@@ -164,8 +179,16 @@ class _Runner:
     that issued it: never to a restarted one, nor to another machine's runner.
     """
 
-    def __init__(self, argv: list[str], cwd: str | None, load: dict[str, Any], label: str) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: str | None,
+        load: dict[str, Any],
+        label: str,
+        load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+    ) -> None:
         self.argv = argv
+        self.load_timeout = load_timeout
         self.cwd = cwd
         self.load_request = load
         self.label = label
@@ -252,7 +275,7 @@ class _Runner:
                 return self.load_result
             self._kill()
             self._spawn()
-            result = self._recv(self.send(self.load_request))
+            result = self._load_within_timeout()
             if not isinstance(result, dict):
                 self._kill()
                 raise EngineError(f"Malformed 'load' reply from the Node runner for {self.label}: {result!r}")
@@ -269,10 +292,56 @@ class _Runner:
             self.load_result = result
             return result
 
+    def _load_within_timeout(self) -> Any:
+        """Send the ``load`` request and wait for its reply at most ``load_timeout`` seconds.
+
+        A module that never finishes importing (a top-level ``await`` that never settles, a
+        loop at import) makes the watchdog kill the runner's process group; the read then sees
+        EOF and the caller gets a :class:`MachineLoadError` naming the module and the timeout.
+        """
+        proc = self.proc
+        assert proc is not None
+        expired = threading.Event()
+        timer: threading.Timer | None = None
+        if 0 < self.load_timeout < float("inf"):
+
+            def expire() -> None:
+                expired.set()
+                self._signal_group(proc, signal.SIGKILL)
+
+            timer = threading.Timer(self.load_timeout, expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            return self._recv(self.send(self.load_request))
+        except EngineError as exc:
+            if not expired.is_set():
+                raise
+            path = self.load_request.get("path")
+            raise MachineLoadError(
+                f"Loading the machine module {path} ({self.label}) did not finish within "
+                f"{self.load_timeout:g} s (load_timeout; {LOAD_TIMEOUT_ENV}); the module never "
+                "finished importing (a top-level await that never settles, or a loop at import?). "
+                "The runner was stopped."
+            ) from exc
+        finally:
+            if timer is not None:
+                timer.cancel()
+
     def _kill(self) -> None:
         proc = self.proc
         if proc is None:
             return
+        try:
+            self._stop(proc)
+        except BaseException:
+            # interrupted (a second Ctrl-C) while waiting for a polite exit: never leave it running
+            self._signal_group(proc, signal.SIGKILL)
+            with contextlib.suppress(BaseException):  # reap it; the interrupt is re-raised below
+                proc.wait(timeout=5.0)
+            raise
+
+    def _stop(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = None
         self.load_result = None
         self._inflight = []
@@ -379,7 +448,13 @@ class _Runner:
 
     def _join_writer(self) -> None:
         if self._writer is not None:
-            self._writer.join()
+            try:
+                self._writer.join()
+            except BaseException:
+                # interrupted while the runner does not read its stdin (stuck in user code)
+                self._writer = None
+                self._kill()
+                raise
             self._writer = None
 
     def _read_ahead(self) -> None:
@@ -1050,6 +1125,22 @@ def _node_version(node: str) -> tuple[int, int, int] | None:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
+def _load_timeout(value: float | None) -> float:
+    if value is None:
+        raw = os.environ.get(LOAD_TIMEOUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_LOAD_TIMEOUT
+        try:
+            value = float(raw)
+        except ValueError:
+            raise MachineLoadError(
+                f"{LOAD_TIMEOUT_ENV}={raw!r} is not a number of seconds (e.g. 30, or inf for no bound)."
+            ) from None
+    if value != value or value < 0:  # NaN or negative
+        raise MachineLoadError(f"load_timeout must be >= 0 seconds (0 or inf: no bound), got {value!r}.")
+    return float(value)
+
+
 def load_machine(
     path: str | os.PathLike[str],
     export: str | None = None,
@@ -1057,6 +1148,7 @@ def load_machine(
     node: str = "node",
     cwd: str | os.PathLike[str] | None = None,
     reseed_every: int = DEFAULT_RESEED_EVERY,
+    load_timeout: float | None = None,
 ) -> XStateMachine:
     """Load an XState machine from a JS/TS module and return it as a :class:`Machine`.
 
@@ -1080,6 +1172,10 @@ def load_machine(
         Working directory of the Node process (default: inherited).
     reseed_every
         Re-seed interval of folds (see the module docstring); 0 disables it.
+    load_timeout
+        Seconds to wait for the module to finish importing, each time the runner starts
+        (default: ``AGENTSCOPE_LOAD_TIMEOUT`` if set, else :data:`DEFAULT_LOAD_TIMEOUT`, 30 s;
+        ``0`` or ``math.inf`` waits without bound). Past it the runner is killed.
 
     Raises
     ------
@@ -1087,7 +1183,10 @@ def load_machine(
         Node not found; module not found; unsupported extension; TypeScript with no ``tsx`` on
         a Node that cannot strip types; ``xstate`` found nowhere in the order (the message says
         ``npm install xstate@6.0.0-alpha.48`` or ``agentscope setup-node``); the module threw at
-        import; export missing, not a machine, or ambiguous. The runner's stderr is included.
+        import; export missing, not a machine, or ambiguous; the module did not finish
+        importing within ``load_timeout`` (the message names the module and the timeout).
+        The runner's stderr is included. Interrupting the load (``KeyboardInterrupt``) stops
+        the runner.
     """
     p = Path(path).expanduser().resolve()
     label = f"{p.name}" + (f" (export {export!r})" if export else "")
@@ -1100,7 +1199,8 @@ def load_machine(
     load_req: dict[str, Any] = {"op": "load", "path": str(p)}
     if export is not None:
         load_req["export"] = export
-    runner = _Runner(argv, None if cwd is None else os.fspath(cwd), load_req, label)
+    timeout = _load_timeout(load_timeout)
+    runner = _Runner(argv, None if cwd is None else os.fspath(cwd), load_req, label, timeout)
     try:
         return XStateMachine(runner, p, reseed_every=reseed_every)
     except BaseException:

@@ -71,6 +71,7 @@ function writeAll(text) {
 let xs = null; // the xstate module resolved from the user's module
 let machine = null;
 let loaded = null; // the 'load' reply (machine id, versions, graph)
+let loading = false; // a module import in progress (it may never settle: see stdin's "end")
 let nextHandle = 1;
 const handles = new Map(); // id -> {snap, cache: SessionCache, sinceSeed}
 const foldResults = new Map(); // fold request id -> the handle of its last snapshot (seed {after})
@@ -747,7 +748,12 @@ async function handle(req) {
   if (Array.isArray(req.release)) for (const h of req.release) handles.delete(h);
   switch (req.op) {
     case "load":
-      loaded = await opLoad(req);
+      loading = true;
+      try {
+        loaded = await opLoad(req);
+      } finally {
+        loading = false;
+      }
       return loaded;
     case "describe":
       if (!loaded) throw new RunnerError("protocol", "no machine loaded (send 'load' first)");
@@ -823,6 +829,9 @@ process.stdin.on("data", (chunk) => {
   }
 });
 process.stdin.on("end", () => {
+  // A module whose import never settles (a top-level await on a promise that never resolves)
+  // would keep the queue pending forever: the caller has gone, so stop now.
+  if (loading) process.exit(0);
   queue.then(() => process.exit(0));
 });
 // When the Python process dies, stdin's EOF only reaches a runner that is idle. A machine stuck
