@@ -833,6 +833,7 @@ def export_table(log: EventLog) -> Any:
     import pandas as pd
 
     from agentscope.hashing import escape_lone_surrogates, lossless_json
+    from agentscope.log.entry import recorded_hash
 
     def text(value: Any) -> str | None:
         if value is None:
@@ -845,7 +846,6 @@ def export_table(log: EventLog) -> Any:
     rows: list[dict[str, Any]] = []
     for entry in log.entries:
         event = entry.get("event")
-        verification = entry.get("verification")
         rows.append({
             "index": entry.get("index"),
             "id": cell(entry.get("id")),
@@ -856,7 +856,7 @@ def export_table(log: EventLog) -> Any:
             "event": text(event),
             "causation_id": cell(entry.get("causationId")),
             "metadata": text(entry.get("metadata")),
-            "state_hash": cell(verification.get("stateHash")) if isinstance(verification, Mapping) else None,
+            "state_hash": cell(recorded_hash(entry)),
         })
     columns = ["index", "id", "timestamp", "machine_id", "machine_version", "type", "event",
                "causation_id", "metadata", "state_hash"]

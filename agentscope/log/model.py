@@ -43,7 +43,13 @@ DF_COLUMNS = (
 )
 
 
-from agentscope.log.entry import Segment  # noqa: E402  (the one Segment type)
+from agentscope.log.entry import (  # noqa: E402  (the one Segment type, the one entry vocabulary)
+    Segment,
+    event_of,
+    event_type,
+    execution_id,
+    init_has_snapshot,
+)
 
 _ISO_PARTS = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
@@ -135,11 +141,6 @@ def recorded_at_series(values: Sequence[object]) -> tuple[pd.Series, list[int]]:
             outside.append(i)
     series = pd.Series(out.view("datetime64[ns]")).dt.tz_localize("UTC")
     return series, outside
-
-
-def _snapshot_init(entry: Mapping[str, Any]) -> bool:
-    event = entry.get("event")
-    return isinstance(event, dict) and event.get("type") == AGENT_INIT_EVENT_TYPE and "snapshot" in event
 
 
 def _empty_problems() -> pd.DataFrame:
@@ -276,10 +277,8 @@ class EventLog:
         if cached is not _SENTINEL:
             return cached  # type: ignore[no-any-return]
         for entry in self.entries:
-            event = entry.get("event")
-            if isinstance(event, dict) and event.get("type") == AGENT_INIT_EVENT_TYPE:
-                meta = entry.get("metadata")
-                value = meta.get("executionId") if isinstance(meta, dict) else None
+            if event_type(entry) == AGENT_INIT_EVENT_TYPE:
+                value = execution_id(entry)
                 return value if isinstance(value, str) else None
         return None
 
@@ -299,7 +298,7 @@ class EventLog:
         start, ident, bridge = 0, None, False
         migrated: Mapping[str, Any] | None = None
         for i, entry in enumerate(entries):
-            if _snapshot_init(entry):
+            if init_has_snapshot(entry):
                 if i > start:
                     out.append(Segment(start, i, *(ident or (None, None)), bridge, migrated, len(out)))
                 start, ident, bridge = i, None, True
@@ -438,8 +437,7 @@ class EventLog:
         if not flatten:
             return base.copy()
         payloads = [
-            {k: v for k, v in e["event"].items() if k != "type"} if isinstance(e.get("event"), dict) else {}
-            for e in self.entries
+            {k: v for k, v in event_of(e).items() if k != "type"} for e in self.entries
         ]
         flat = pd.json_normalize(payloads, sep=".") if payloads else pd.DataFrame(index=range(0))
         flat.columns = [f"event.{c}" for c in flat.columns]

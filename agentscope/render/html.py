@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentscope.frames import Frame, Verdict, set_html_view
+from agentscope.log.entry import event_of, event_type, recorded_hash
 from agentscope.render._escape import esc, truncate
 from agentscope.render.chart import CHART_CSS, Layout, frame_svg
 from agentscope.render.context import CONTEXT_CSS, context_html
@@ -425,12 +426,10 @@ def log_html(entries: Sequence[Mapping[str, Any]], *, head: int = 10, source: st
         if i != prev + 1:
             rows.append('<tr><td colspan="4" class="as-meta">…</td></tr>')
         e = entries[i]
-        ev_raw = e.get("event")
-        ev: Mapping[str, Any] = ev_raw if isinstance(ev_raw, Mapping) else {}
-        ver = e.get("verification")
-        h = ver.get("stateHash") if isinstance(ver, Mapping) else None
+        ev = event_of(e)
+        h = recorded_hash(e)
         rows.append(
-            f"<tr><td>{i}</td><td>{esc(short(ev.get('type', ''), 50))}</td>"
+            f"<tr><td>{i}</td><td>{esc(short(event_type(e), 50))}</td>"
             f"<td class='as-hash'>{esc(short(h, 12) if h is not None else '—')}</td>"
             f"<td>{esc(short({k: v for k, v in ev.items() if k != 'type'}, 80))}</td></tr>"
         )
@@ -476,7 +475,7 @@ def fork_diff_html(
     """Return a fork comparison: shared prefix, divergence, both suffixes' event types, changes."""
 
     def types(entries: Sequence[Mapping[str, Any]]) -> str:
-        ts = [str((e.get("event") or {}).get("type", "")) for e in entries[:12]]
+        ts = [event_type(e) for e in entries[:12]]
         more = f" … +{len(entries) - 12}" if len(entries) > 12 else ""
         return esc(", ".join(ts) + more) or '<span class="as-meta">(none)</span>'
 
