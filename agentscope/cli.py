@@ -824,21 +824,22 @@ def export_table(log: EventLog) -> Any:
     ``machine_id``, ``machine_version``, ``type`` (the event type), ``event`` (the whole event,
     compact JSON), ``causation_id``, ``metadata`` (compact JSON or empty), ``state_hash``
     (``verification.stateHash`` or empty). JSON cells are lossless (lone surrogates as
-    ``\\udxxx`` escapes, :func:`agentscope.hashing.lossless_json`); a lone surrogate in a plain text
-    cell is written as the six characters ``\\udxxx`` (CSV and Parquet need valid Unicode). The
-    names are the column-mapping keys of
+    ``\\udxxx`` escapes, :func:`agentscope.log.writers.js_json` with ``integers="exact"``); a
+    lone surrogate in a plain text cell is written as the six characters ``\\udxxx`` (CSV and
+    Parquet need valid Unicode). The names are the column-mapping keys of
     :func:`agentscope.log.read_log` for tables, so ``read_log`` reads the file back with no
     ``columns=``, hashes included: every field written here round-trips.
     """
     import pandas as pd
 
-    from agentscope.hashing import escape_lone_surrogates, lossless_json
+    from agentscope.hashing import escape_lone_surrogates
     from agentscope.log.entry import recorded_hash
+    from agentscope.log.writers import js_json
 
     def text(value: Any) -> str | None:
         if value is None:
             return None
-        return lossless_json(value)  # lone surrogates as \udxxx escapes, exact integers, deep values
+        return js_json(value, integers="exact")  # \udxxx escapes, exact integers, deep values
 
     def cell(value: Any) -> Any:
         return escape_lone_surrogates(value) if isinstance(value, str) else value
@@ -878,9 +879,9 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)
     if args.to == "jsonl":
-        from agentscope.hashing import lossless_json
+        from agentscope.log.writers import js_json
 
-        lines = [lossless_json(entry) + "\n" for entry in log.entries]  # lossless; before the file opens
+        lines = [js_json(e, integers="exact") + "\n" for e in log.entries]  # before the file opens
         with target.open("w", encoding="utf-8") as fh:
             fh.writelines(lines)
     else:

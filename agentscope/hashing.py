@@ -11,7 +11,6 @@ integers above 2**53 are rounded exactly as ``JSON.parse`` would round them.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -34,7 +33,6 @@ __all__ = [
     "js_number",
     "js_string",
     "js_values",
-    "lossless_json",
     "machine_version",
     "state_hash",
     "structural_string",
@@ -281,28 +279,6 @@ def escape_lone_surrogates(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     return _PAIR_OR_LONE.sub(_pair_or_escape, text)
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def lossless_json(value: Any) -> str:
-    """Return compact JSON text of ``value`` that ``JSON.parse`` reads back as the same value.
-
-    For *raw* entry values (exports, data embedded in pages): unlike
-    :func:`agentscope.log.writers.js_json` (what a JS host writes: numbers rounded to doubles),
-    integers keep the log's literal digits.
-
-    Like ``JSON.stringify`` (keys in their order, ``/``, U+2028 and non-ASCII literal, controls
-    as lowercase ``\\u00xx``), with lone surrogates written as ``\\udxxx`` escapes, so the text
-    is valid UTF-8 and nothing is lost. Integers keep their exact digits (a log's literal, e.g.
-    ``9007199254740993``; ``JSON.parse`` rounds it as it rounded the original), floats their
-    shortest round-trip form. Nesting up to :data:`~agentscope._deep.MAX_DEPTH`. Raises
-    ``ValueError`` for NaN/Infinity and ``TypeError`` for non-JSON values.
-    """
-    # a raw lone surrogate can only sit inside a string, where "\\udxxx" is its JSON escape
-    return escape_lone_surrogates(call_deep_checked("JSON text", value, _json_text))
 
 
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")

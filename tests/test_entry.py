@@ -90,3 +90,33 @@ def test_writers_write_json_as_v8_does(tmp_path: object) -> None:
     assert json.loads(p.read_text(encoding="utf-8")) == {"event": {"type": "A", "s": "\udc00"}}
     with pytest.raises(FileExistsError):
         write_jsonl([], p)
+
+
+def test_the_one_writer_keeps_integer_digits_or_rounds_as_v8() -> None:
+    """js_json's two number modes: a host's JSON.stringify (doubles) or a raw value's digits."""
+    import json
+
+    import agentscope.hashing
+    from agentscope._deep import MAX_DEPTH, DepthLimitError
+    from agentscope.log.writers import js_json
+
+    value = {"by": 9007199254740993, "big": 123456789012345678901234567890, "s": "\ud83d", "f": 1.5}
+    assert js_json(value) == (
+        '{"by":9007199254740992,"big":1.2345678901234568e+29,"s":"\\ud83d","f":1.5}'
+    )
+    assert js_json(value, integers="exact") == (
+        '{"by":9007199254740993,"big":123456789012345678901234567890,"s":"\\ud83d","f":1.5}'
+    )
+    deep: object = 1
+    for _ in range(5_000):  # beyond Python's recursion limit, within MAX_DEPTH: both modes write it
+        deep = [deep]
+    for mode in ("double", "exact"):
+        text = js_json(deep, integers=mode)  # type: ignore[arg-type]
+        assert text == "[" * 5_000 + "1" + "]" * 5_000
+    too_deep: object = 1
+    for _ in range(MAX_DEPTH + 5):
+        too_deep = [too_deep]
+    with pytest.raises(DepthLimitError):
+        js_json(too_deep, integers="exact")
+    assert json.loads(js_json(value, integers="exact"))["by"] == 9007199254740993
+    assert not hasattr(agentscope.hashing, "lossless_json")  # one writer module, no duplicate

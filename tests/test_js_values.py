@@ -230,7 +230,7 @@ def test_any_json_value_folds_and_hashes_identically_everywhere(node_echo: XStat
 
 def odd_log(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     """The counter fixture with one event carrying odd strings/keys, a big integer, deep arrays."""
-    from agentscope.hashing import lossless_json
+    from agentscope.log.writers import js_json
     from tests.conftest import load_json
 
     entries = load_json("a_counter.log.json")
@@ -238,7 +238,7 @@ def odd_log(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
             "deep": nested(2000, 1), "😀": "\ud83d"}
     entries[1]["event"]["note"] = note
     path = tmp_path / "odd.json"
-    path.write_text(lossless_json(entries), encoding="utf-8")
+    path.write_text(js_json(entries, integers="exact"), encoding="utf-8")
     return path, entries[1]["event"]
 
 
@@ -288,12 +288,12 @@ def test_export_round_trips_js_values(tmp_path: Path, fmt: str) -> None:
 
 def _jsonl_with(tmp_path: Path, payload_text: str) -> Path:
     """The counter log as JSONL with ``event.deep`` of entry 1 given as JSON text."""
-    from agentscope.hashing import lossless_json
+    from agentscope.log.writers import js_json
     from tests.conftest import load_json
 
     entries = load_json("a_counter.log.json")
     entries[1]["event"]["deep"] = "@@DEEP@@"
-    text = "".join(lossless_json(e) + "\n" for e in entries).replace('"@@DEEP@@"', payload_text)
+    text = "".join(js_json(e, integers="exact") + "\n" for e in entries).replace('"@@DEEP@@"', payload_text)
     path = tmp_path / "deep.jsonl"
     path.write_text(text, encoding="utf-8")
     return path

@@ -30,6 +30,7 @@ from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, RecorderError
 from agentscope.hashing import state_hash
 from agentscope.log.validate import json_safety_problem
+from agentscope.log.writers import js_json  # the one JSON writer: entries as a JS host writes them
 
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
@@ -380,7 +381,7 @@ class Recorder:
                 con.execute(
                     f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
                     (thread, entry["index"], entry["id"],
-                     json.dumps(entry, ensure_ascii=False, separators=(",", ":"))),
+                     js_json(entry)),
                 )
             except BaseException:
                 con.execute("ROLLBACK")
@@ -414,7 +415,7 @@ class Recorder:
                         thread,
                         e["index"],
                         e["id"],
-                        json.dumps(e, ensure_ascii=False, separators=(",", ":")),
+                        js_json(e),
                     )
                     for e in self.entries
                 ],

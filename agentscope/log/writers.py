@@ -1,27 +1,40 @@
-"""Writing logs: the one place entries become JSON text, as a JavaScript host writes them.
+"""Writing JSON: the one place entries and values become JSON text (spec §1.1, §1.4).
 
-:func:`js_json` is ``JSON.stringify`` as V8 runs it over parsed JSON values: numbers as
-``Number::toString`` (``1.0`` is ``1``, ``-0`` is ``0``, ``5e-7``), strings as ``JSON.stringify``
-quotes them (lone surrogates escaped ``\\udxxx``, the rest literal), object members in V8's
-property order (integer-like keys first, ascending, then the others in insertion order). So a log
-written here reads back to the same values in Node and in Python, byte for byte what a host
-would write. :func:`write_json` and :func:`write_jsonl` write whole logs; the
-:class:`~agentscope.engines.recorder.Recorder` uses them.
+:func:`js_json` has two number modes:
+
+- ``integers="double"`` (default): ``JSON.stringify`` as V8 runs it over parsed JSON values, what
+  a JavaScript host writes. Numbers as ``Number::toString`` (``1.0`` is ``1``, ``-0`` is ``0``,
+  ``5e-7``; an integer beyond 2^53 rounded to its double), strings as ``JSON.stringify`` quotes
+  them (lone surrogates escaped ``\\udxxx``, the rest literal), object members in V8's property
+  order (integer-like keys first, ascending, then the others in insertion order). The
+  :class:`~agentscope.engines.recorder.Recorder` writes its logs so (:func:`write_json`,
+  :func:`write_jsonl`, ``to_sqlite``).
+- ``integers="exact"``: *raw* entry values as read (``agentscope export``, data embedded in HTML
+  pages): integers keep the log's literal digits (``9007199254740993``; ``JSON.parse`` rounds it
+  as it rounded the original), floats their shortest round-trip form, keys in the order held;
+  compact; lone surrogates as ``\\udxxx`` escapes, so the text is valid UTF-8 and nothing is lost.
+
+Both modes write nesting up to :data:`~agentscope._deep.MAX_DEPTH`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from agentscope._deep import call_deep_checked
 from agentscope.errors import NonSerializableError
-from agentscope.hashing import js_number, js_string
+from agentscope.hashing import escape_lone_surrogates, js_number, js_string
 
-__all__ = ["js_json", "write_json", "write_jsonl"]
+__all__ = ["Integers", "js_json", "write_json", "write_jsonl"]
+
+Integers = Literal["double", "exact"]
+"""How :func:`js_json` writes numbers: as V8 holds them, or with a raw value's integer digits."""
 
 _MAX_INDEX = 4294967294
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -87,18 +100,47 @@ def _write(value: Any, out: list[str], indent: str | None, depth: int, path: str
         raise NonSerializableError(path, type(value).__name__)
 
 
-def js_json(value: Any, *, indent: int | None = None) -> str:
-    """Return ``JSON.stringify(value, null, indent)`` as V8 writes it (see the module docstring).
+def _double(value: Any, indent: str | None) -> str:
+    out: list[str] = []
+    _write(value, out, indent, 0, "entry")
+    return "".join(out)
+
+
+def _exact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def js_json(value: Any, *, indent: int | None = None, integers: Integers = "double") -> str:
+    """Return ``value`` as JSON text (see the module docstring for the two modes).
+
+    Parameters
+    ----------
+    value
+        A JSON value (``dict``/``list``/``tuple``/``str``/``int``/``float``/``bool``/``None``),
+        nested up to :data:`~agentscope._deep.MAX_DEPTH` levels.
+    indent
+        ``integers="double"`` only: ``JSON.stringify(value, null, indent)``'s indent; ``None``
+        writes compact text.
+    integers
+        ``"double"``: ``JSON.stringify`` as V8 writes the parsed value. ``"exact"``: a raw value,
+        integer digits kept (exports, embedded page data).
 
     Raises
     ------
     NonSerializableError
-        A value JSON cannot hold (``NaN``, ``Infinity``, a non-JSON Python type); ``.path`` names
-        it (``entry.event.output``).
+        ``"double"``: a value JSON cannot hold (``NaN``, ``Infinity``, a non-JSON Python type);
+        ``.path`` names it (``entry.event.output``).
+    ValueError, TypeError
+        ``"exact"``: NaN/Infinity, resp. a non-JSON value.
+    DepthLimitError
+        Nesting beyond :data:`~agentscope._deep.MAX_DEPTH`.
     """
-    out: list[str] = []
-    _write(value, out, " " * indent if indent else None, 0, "entry")
-    text = "".join(out)
+    if integers == "exact":
+        if indent is not None:
+            raise ValueError("js_json(integers='exact') writes compact text only (indent=None)")
+        # a raw lone surrogate can only sit inside a string, where "\\udxxx" is its JSON escape
+        return escape_lone_surrogates(call_deep_checked("JSON text", value, _exact))
+    text = call_deep_checked("JSON text", value, _double, " " * indent if indent else None)
     # lone surrogates are escaped by now; a pair held as two code points becomes the one
     # character it encodes, so the text is valid UTF-8 (what a JS host's UTF-16 string writes)
     if _SURROGATE.search(text):

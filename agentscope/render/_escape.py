@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from agentscope.hashing import escape_lone_surrogates, lossless_json
+from agentscope.hashing import escape_lone_surrogates
+from agentscope.log.writers import js_json
 
 __all__ = ["esc", "json_for_script", "truncate"]
 
@@ -43,13 +44,13 @@ def json_for_script(value: Any) -> str:
     ``<``, ``>`` and ``&`` are written as ``\\u003c``, ``\\u003e`` and ``\\u0026`` (so neither
     ``</script`` nor ``<!--`` can appear) and U+2028/U+2029 as escapes; ``JSON.parse`` reads the
     same value back. Lone surrogates are ``\\udxxx`` escapes, integers beyond 64 bits keep their
-    digits and nesting may go to ``MAX_DEPTH`` (:func:`agentscope.hashing.lossless_json`, used when
-    orjson refuses). Non-JSON values raise ``TypeError``.
+    digits and nesting may go to ``MAX_DEPTH`` (:func:`agentscope.log.writers.js_json` with
+    ``integers="exact"``, used when orjson refuses). Non-JSON values raise ``TypeError``.
     """
     try:
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
     except orjson.JSONEncodeError:  # lone surrogate, > 64-bit integer, > 255 levels
-        text = lossless_json(value)
+        text = js_json(value, integers="exact")
     return text.translate(_SCRIPT_UNSAFE)
 
 
