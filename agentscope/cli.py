@@ -525,20 +525,31 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
 
 
 def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = ()) -> Path:
-    from agentscope.widgets import TimeTravel
+    """Write the static player of ``log``: built from its one Timeline pass (no widget)."""
+    from agentscope.widgets._source import EntriesOnly, make_timeline, usage_series
+    from agentscope.widgets.player import timeline_page
 
-    view = TimeTravel(machine, log) if machine is not None else TimeTravel(log)
+    source = make_timeline(machine, log) if machine is not None else EntriesOnly(log)
+    page = timeline_page(
+        source,
+        machine.graph if machine is not None else None,
+        log=log,
+        usage=usage_series(log.entries) if len(log) else None,
+        redact=list(redact),
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
-    view.to_html(path, redact=list(redact))
+    path.write_text(page, encoding="utf-8")
     return path.resolve()
 
 
-def _html_fork_player(machine: Machine, a: Any, b: Any, names: tuple[str, str], path: Path,
-                      redact: Sequence[str] = ()) -> Path:
-    from agentscope.widgets import ForkView
+def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, logs: tuple[Any, Any],
+                      names: tuple[str, str], path: Path, redact: Sequence[str] = ()) -> Path:
+    """Write the fork player from the timelines ``diff`` was computed from (no widget, no fold)."""
+    from agentscope.widgets.player import fork_page
 
+    page = fork_page(timelines, diff, machine.graph, names=names, logs=logs, redact=list(redact))
     path.parent.mkdir(parents=True, exist_ok=True)
-    ForkView(machine, a, b, names=names).to_html(path, redact=list(redact))
+    path.write_text(page, encoding="utf-8")
     return path.resolve()
 
 
@@ -639,12 +650,21 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     html_path: Path | None = None
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None
-        diff = compare(left, right, machine=machine)
         if args.html is not None and machine is not None:
+            from agentscope.replay.timeline import fork_timelines
+
+            # one pass: the shared prefix folded once, both the diff and the player read it
+            shared = int(compare(left, right).common_prefix)  # entry scan only, no fold
+            timelines = fork_timelines(machine, left, right, shared=shared)
+            diff = compare(left, right, machine=machine, timelines=timelines)
             names = (a_thread or Path(a_src).name, b_thread or Path(b_src).name)
             if names[0] == names[1]:
                 names = ("a", "b")
-            html_path = _html_fork_player(machine, left, right, names, Path(args.html), args.redact or ())
+            html_path = _html_fork_player(
+                timelines, diff, machine, (left, right), names, Path(args.html), args.redact or ()
+            )
+        else:
+            diff = compare(left, right, machine=machine)
     same = diff.kind in ("identical", "prefix")
     data: dict[str, Any] = {
         "a": args.a,

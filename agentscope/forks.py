@@ -714,17 +714,25 @@ class ForkDiff:
 
 
 def _side_frames(
-    machine: Machine, left: _Side, right: _Side, divergence: int, stop: int
+    machine: Machine,
+    left: _Side,
+    right: _Side,
+    divergence: int,
+    stop: int,
+    timelines: tuple[Any, Any] | None = None,
 ) -> tuple[Iterator[Frame], Iterator[Frame]]:
     """Return each side's frames, in order, for indices ``[max(divergence-1, 0), stop)``.
 
     Each side is an :class:`agentscope.replay.Timeline` (spec §4.1 fold with session
     rebinding, verdicts with their explanations) of the one pass, with the shared prefix folded
-    once for both (:func:`~agentscope.replay.timeline.fork_timelines`), read in order.
+    once for both (:func:`~agentscope.replay.timeline.fork_timelines`), read in order; or the
+    caller's ``timelines`` of the two logs, read without folding again.
     """
     from agentscope.replay.timeline import fork_timelines  # lazy: replay pulls in numpy/pandas
 
     lo = max(divergence - 1, 0)
+    if timelines is not None:
+        return timelines[0].iter_frames(lo, stop), timelines[1].iter_frames(lo, stop)
     tl, tr = fork_timelines(
         machine,
         left.log if left.log is not None else list(left.entries),
@@ -739,7 +747,12 @@ def _side_frames(
 
 
 def compare(
-    a: Any, b: Any, *, machine: Machine | None = None, horizon: int | None = None
+    a: Any,
+    b: Any,
+    *,
+    machine: Machine | None = None,
+    horizon: int | None = None,
+    timelines: tuple[Any, Any] | None = None,
 ) -> ForkDiff:
     """Return how two logs relate: common prefix, divergence, kind and (with a machine) states.
 
@@ -757,6 +770,10 @@ def compare(
     horizon : int, optional
         With a machine: diff at most this many aligned indices from the divergence on (at least
         1); ``None`` diffs to the end of the shorter log. For very long logs.
+    timelines : (Timeline, Timeline), optional
+        With a machine: the two logs' :class:`~agentscope.replay.Timeline` objects (e.g. from
+        :func:`~agentscope.replay.timeline.fork_timelines`, which a player also reads); their
+        frames are read instead of folding the sides again.
 
     Returns
     -------
@@ -829,7 +846,7 @@ def compare(
     if machine is not None and divergence is not None:
         stop = n if horizon is None else min(n, divergence + max(horizon, 1))
         out: list[StateDiff] = []
-        for a_f, b_f in zip(*_side_frames(machine, left, right, divergence, stop), strict=True):
+        for a_f, b_f in zip(*_side_frames(machine, left, right, divergence, stop, timelines), strict=True):
             i = a_f.index
             if i < divergence:
                 frames["left_before"], frames["right_before"] = a_f, b_f

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -252,3 +253,48 @@ def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch)
     bad = dict(log.entries[-1], index=len(log), id="new", schemaVersion=2)
     tl.extend([bad])
     assert len(calls) == 1 and tl.report.df.loc[len(log), "kind"] == "invalid-entry"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "py:agentscope.examples.python_machines:triage_machine",
+        pytest.param(f"{MACHINES / 'triage.mjs'}:triageMachine", marks=requires_node),
+    ],
+    ids=["python", "node"],
+)
+def test_cli_diff_html_folds_the_shared_prefix_once(
+    spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``agentscope diff A B --machine M --html OUT``: the diff and the fork player read one pass."""
+    from agentscope import cli
+    from tests.conftest import FIXTURES
+
+    counters: list[Counting] = []
+    load = cli._Machines._load
+
+    def counted(self: Any, machine_spec: Any) -> Any:
+        m = _counting(load(self, machine_spec))
+        counters.append(m)
+        return m
+
+    monkeypatch.setattr(cli._Machines, "_load", counted)
+    a_path, b_path = FIXTURES / "g_triage.main.log.json", FIXTURES / "g_triage.fork.log.json"
+    a, b = load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json")
+    shared = 0
+    while shared < min(len(a), len(b)) and a[shared] == b[shared]:
+        shared += 1
+    assert 1 < shared < min(len(a), len(b))
+    out = tmp_path / "fork.html"
+    code = cli.main(["diff", str(a_path), str(b_path), "--machine", spec, "--html", str(out), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["kind"] == "fork" and data["html"] == str(out.resolve())
+    assert len(counters) == 1
+    assert counters[0].applied == len(a) + len(b) - shared
+    page = out.read_text(encoding="utf-8")
+    assert '"kind":"fork"' in page and f'"divergence":{data["divergence"]}' in page
+    # the diff read from the player's timelines is the one compare() computes on its own
+    assert cli.main(["diff", str(a_path), str(b_path), "--machine", spec, "--json"]) == 1
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["state_changes"] == data["state_changes"] and plain["state_changes"]
+    assert plain["reconverged_at"] == data["reconverged_at"]
