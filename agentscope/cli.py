@@ -524,12 +524,13 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
     return isinstance(error, str) and error.startswith(_BAD_INPUT_ERRORS)
 
 
-def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = ()) -> Path:
+def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = (),
+                 coverage: bool = False) -> Path:
     from agentscope.widgets import TimeTravel
 
     view = TimeTravel(machine, log) if machine is not None else TimeTravel(log)
     path.parent.mkdir(parents=True, exist_ok=True)
-    view.to_html(path, redact=list(redact))
+    view.to_html(path, redact=list(redact), coverage=coverage)
     return path.resolve()
 
 
@@ -576,8 +577,12 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
             report = verify(machine, log)
             summary["verification"] = report.summary()
             summary["ok"] = bool(report.ok)
+        if args.coverage and (args.html is None or machine is None):
+            raise SystemExit("agentscope show: --coverage needs --html and --machine (the heat map "
+                             "counts replayed states)")
         if args.html is not None:
-            summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or ()))
+            summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or (),
+                                               coverage=args.coverage))
     code = EXIT_OK if report is None or report.ok else EXIT_FAILED
     if out.as_json:
         out.json(summary)
@@ -1192,6 +1197,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
     p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
+    p.add_argument("--coverage", action="store_true",
+                   help="with --html: add a heat-map toggle (visits per state) to the player")
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("verify", parents=[common],
