@@ -146,7 +146,7 @@ function setHeat(on){
   heatTitles.forEach(function(x){ x[0].textContent = x[1]; }); heatTitles = [];
   chart.classList.toggle('as-coverage', heat);
   if ($('as-heat-legend')) $('as-heat-legend').hidden = !heat;
-  document.querySelectorAll('.as-legend').forEach(function(l){ l.hidden = heat; });  // the step legend
+  document.querySelectorAll('.as-legend').forEach(function(l){ l.style.display = heat ? 'none' : ''; });  // the step legend
   if (!heat){ show(cur); return; }
   C.states.forEach(function(s){ var e = document.getElementById(s[0]);
     if (!e || !chart.contains(e)) return;

@@ -429,6 +429,9 @@ def timeline_page(
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:
             marks[i] = f["v"]
+    broken = sorted({int(i) for i in violations if 0 <= int(i) < n})
+    for i in broken:  # teal ticks on the track, under any verdict mark
+        marks.setdefault(i, "violation")
     data = {
         "kind": "timetravel",
         "n": n,
@@ -443,7 +446,7 @@ def timeline_page(
         if graph is not None
         else "No machine: entries and recorded hashes only. "
         "Replay (states, context, verification) needs a machine.",
-        "violations": sorted({int(i) for i in violations if 0 <= int(i) < n}),
+        "violations": broken,
         "coverage": None,
     }
     heat_legend = ""
