@@ -205,7 +205,9 @@ def test_static_player_heat_map_toggle_and_first_violation(browser_context: Any,
 
     page.click("#as-first-vio")
     assert page.input_value("#as-slider") == str(first)
-    assert "as-row-violation" in (page.locator(f"#as-rows tr[data-index='{first}']").get_attribute("class") or "")
+    assert "as-row-violation" in (
+        page.locator(f"#as-rows tr[data-index='{first}']").get_attribute("class") or ""
+    )
     page.screenshot(path=str(ARTIFACTS / "static-player-violation.png"), full_page=False)
     assert errors == []
 
@@ -225,3 +227,39 @@ def test_static_player_hides_first_violation_and_heat_map_without_them(
     assert page.locator("#as-first-vio").count() == 1 and not page.is_visible("#as-first-vio")
     assert page.locator("#as-heat").count() == 0
     assert errors == []
+
+
+def test_heat_map_shows_hostile_state_names_as_text(browser_context: Any, tmp_path: Path) -> None:
+    from agentscope.engines.statechart import setup
+    from tests.test_replay_support import write_log
+
+    bad, never = "</script><img src=x onerror=alert(1)>", "never &amp; <i>x</i>"
+    m = setup().create_machine(
+        {
+            "id": "h<b>",
+            "initial": "idle",
+            "states": {"idle": {"on": {"GO": bad}}, bad: {"on": {"BACK": "idle"}}, never: {}},
+        }
+    )
+    log = write_log(m, [{"type": "GO"}, {"type": "BACK"}, {"type": "GO"}])
+    path = tmp_path / "hostile.html"
+    page_text = TimeTravel(m, log).to_html(path, coverage=True)
+    assert page_text.count("</script>") == 2  # the data and the player, nothing from the log
+    page = browser_context.new_page()
+    errors: list[str] = []
+    dialogs: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".as-badge")
+    page.check("#as-heat")
+    bad_id, never_id = state_element_id(f"h<b>.{bad}"), state_element_id(f"h<b>.{never}")
+    assert "as-heat-5" in (page.get_attribute(f"#{bad_id}", "class") or "")
+    assert page.get_attribute(f"#{bad_id}", "data-visits") == "2"
+    assert "as-unvisited" in (page.get_attribute(f"#{never_id}", "class") or "")
+    title = page.locator(f"#{bad_id} > title").evaluate("t => t.textContent")
+    assert title == f"h<b>.{bad}: 2 visits"  # the state id shown as text in the tooltip
+    assert page.locator("#as-chart img").count() == 0 and page.locator("#as-chart i").count() == 0
+    page.uncheck("#as-heat")
+    assert page.locator(f"#{bad_id} > title").evaluate("t => t.textContent") == bad_id  # restored
+    assert errors == [] and dialogs == []
