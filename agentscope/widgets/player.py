@@ -430,8 +430,8 @@ def timeline_page(
         if f["v"] in ("mismatch", "explained") and i not in marks:
             marks[i] = f["v"]
     broken = sorted({int(i) for i in violations if 0 <= int(i) < n})
-    for i in broken:  # teal ticks on the track, under any verdict mark
-        marks.setdefault(i, "violation")
+    if broken:  # the first violation on the track, like a mismatch (teal; a verdict mark wins)
+        marks.setdefault(broken[0], "violation")
     data = {
         "kind": "timetravel",
         "n": n,
