@@ -60,7 +60,7 @@ def _resolve(owner: Any, target: str) -> str | None:
 class RstRoles(griffe.Extension):
     """Rewrite ``:role:`target``` in every docstring into an autorefs cross-reference."""
 
-    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:  # noqa: D102
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         # Run once the whole package is loaded, so every target can be looked up.
         stack: list[griffe.Object] = [pkg]
         while stack:
