@@ -9,6 +9,8 @@ Directives, as HTML comments on the line before a block (invisible on the site):
 
 - ``<!-- skip: why -->`` — the block is not run (a placeholder path, a long-running server);
 - ``<!-- exit-code: N -->`` — the bash block must exit with ``N`` (default 0);
+- ``<!-- new-script -->`` — this python block and the ones after it run in a fresh interpreter
+  (a page that says "save this as a script" shows separate scripts);
 - ``<!-- output -->`` before a ``text`` block — that block is the expected standard output of the
   code block just above it; a line ``...`` matches any number of lines.
 """
@@ -99,6 +101,25 @@ def _env() -> dict[str, str]:
                 PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
 
 
+def _run_python(page: Path, group: list[Block], sandbox: Path, script: Path) -> None:
+    src = []
+    for n, b in enumerate(group):
+        # (worker processes that re-import the script must not print the markers again)
+        src.append(f"if __name__ == '__main__': print({MARK.format(n)!r}, flush=True)")
+        src.append(b.body)
+    script.write_text("\n".join(src) + "\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], cwd=sandbox, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (
+        f"{_where(group[0])}: python blocks failed\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    parts = re.split(r"@@agentscope-doc-block (\d+)@@\n", proc.stdout)
+    outputs = {int(parts[i]): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    for n, b in enumerate(group):
+        if b.expected is not None:
+            assert _matches(b.expected, outputs.get(n, "")), (
+                f"{_where(b)}: the page shows\n{b.expected}\nbut the code printed\n{outputs.get(n, '')}")
+
+
 def _where(b: Block) -> str:
     return f"{b.page.relative_to(REPO)}:{b.line}"
 
@@ -112,22 +133,13 @@ def test_page_code_runs(page: Path, sandbox: Path) -> None:
     scripts = sandbox.parent / f"{sandbox.name}-scripts"
     scripts.mkdir()
     py = [b for b in todo if b.lang in ("python", "py")]
-    if py:
-        src = []
-        for n, b in enumerate(py):
-            src.append(f"print({MARK.format(n)!r}, flush=True)")
-            src.append(b.body)
-        script = scripts / "page.py"
-        script.write_text("\n".join(src) + "\n", encoding="utf-8")
-        proc = subprocess.run([sys.executable, str(script)], cwd=sandbox, env=_env(),
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"{page.name}: python blocks failed\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        parts = re.split(r"@@agentscope-doc-block (\d+)@@\n", proc.stdout)
-        outputs = {int(parts[i]): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
-        for n, b in enumerate(py):
-            if b.expected is not None:
-                assert _matches(b.expected, outputs.get(n, "")), (
-                    f"{_where(b)}: the page shows\n{b.expected}\nbut the code printed\n{outputs.get(n, '')}")
+    scripts_of_page: list[list[Block]] = []
+    for b in py:
+        if not scripts_of_page or "new-script" in b.directives:
+            scripts_of_page.append([])
+        scripts_of_page[-1].append(b)
+    for k, group in enumerate(scripts_of_page):
+        _run_python(page, group, sandbox, scripts / f"page{k}.py")
     for b in (b for b in todo if b.lang in ("bash", "sh")):
         want = int(b.directives.get("exit-code", "0"))
         proc = subprocess.run(["bash", "-eo", "pipefail", "-c", b.body], cwd=sandbox, env=_env(),
