@@ -3,12 +3,15 @@
 The pages are read as a notebook would be: a page's ``python`` blocks run in order in one
 interpreter (later blocks see earlier names), each ``bash`` block runs on its own with the
 package's console script on ``PATH``. Both run in an empty temporary folder that holds only the
-clone's bundled examples (``agentscope/examples``), so a page can use only what a user has.
+package folder, as the root of a clone does (so ``agentscope/examples/...`` paths work), and a
+page can use only what a user has.
 
 Directives, as HTML comments on the line before a block (invisible on the site):
 
 - ``<!-- skip: why -->`` — the block is not run (a placeholder path, a long-running server);
 - ``<!-- exit-code: N -->`` — the bash block must exit with ``N`` (default 0);
+- ``<!-- file: NAME -->`` — the block is the content of the file ``NAME`` the page asks you to
+  write: it is saved in the folder (before anything runs), not executed;
 - ``<!-- new-script -->`` — this python block and the ones after it run in a fresh interpreter
   (a page that says "save this as a script" shows separate scripts);
 - ``<!-- output -->`` before a ``text`` block — that block is the expected standard output of the
@@ -90,15 +93,16 @@ def _matches(expected: str, actual: str) -> bool:
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
-    (tmp_path / "agentscope").mkdir()
-    (tmp_path / "agentscope" / "examples").symlink_to(REPO / "agentscope" / "examples")
+    # like the root of a clone: the package folder (with its bundled examples) and nothing else
+    (tmp_path / "agentscope").symlink_to(REPO / "agentscope")
     return tmp_path
 
 
-def _env() -> dict[str, str]:
+def _env(sandbox: Path) -> dict[str, str]:
+    # the folder is importable, as the working directory is in a notebook or a REPL
     bin_dir = str(Path(sys.executable).parent)
     return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+                PYTHONPATH=str(sandbox), PYTHONDONTWRITEBYTECODE="1")
 
 
 def _run_python(page: Path, group: list[Block], sandbox: Path, script: Path) -> None:
@@ -108,7 +112,7 @@ def _run_python(page: Path, group: list[Block], sandbox: Path, script: Path) -> 
         src.append(f"if __name__ == '__main__': print({MARK.format(n)!r}, flush=True)")
         src.append(b.body)
     script.write_text("\n".join(src) + "\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], cwd=sandbox, env=_env(),
+    proc = subprocess.run([sys.executable, str(script)], cwd=sandbox, env=_env(sandbox),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (
         f"{_where(group[0])}: python blocks failed\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -127,7 +131,12 @@ def _where(b: Block) -> str:
 @requires_node
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
 def test_page_code_runs(page: Path, sandbox: Path) -> None:
-    todo = [b for b in blocks(page) if b.lang in ("python", "py", "bash", "sh") and "skip" not in b.directives]
+    found = blocks(page)
+    for b in found:
+        if "file" in b.directives:
+            (sandbox / b.directives["file"]).write_text(b.body + "\n", encoding="utf-8")
+    todo = [b for b in found if b.lang in ("python", "py", "bash", "sh")
+            and "skip" not in b.directives and "file" not in b.directives]
     if not todo:
         pytest.skip("no runnable code blocks")
     scripts = sandbox.parent / f"{sandbox.name}-scripts"
@@ -142,7 +151,7 @@ def test_page_code_runs(page: Path, sandbox: Path) -> None:
         _run_python(page, group, sandbox, scripts / f"page{k}.py")
     for b in (b for b in todo if b.lang in ("bash", "sh")):
         want = int(b.directives.get("exit-code", "0"))
-        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", b.body], cwd=sandbox, env=_env(),
+        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", b.body], cwd=sandbox, env=_env(sandbox),
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == want, (
             f"{_where(b)}: exit {proc.returncode}, expected {want}\n{b.body}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
