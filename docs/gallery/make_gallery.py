@@ -12,6 +12,7 @@ page embeds) and ``img/*.png``.
 from __future__ import annotations
 
 import copy
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -112,7 +113,44 @@ def photograph(shots: list[Shot]) -> None:
         ctx.close()
 
 
+NOTEBOOKS = REPO / "notebooks"
+PUBLISHED = REPO / "docs" / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def publish_notebooks() -> None:
+    """Execute the notebooks and write each as a static HTML page under ``docs/notebooks/``.
+
+    A widget's output is published as its static ``text/html`` fallback (the current step's chart,
+    badge and context), because a page with no kernel and no network cannot run the widget.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    PUBLISHED.mkdir(parents=True, exist_ok=True)
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if WIDGET_VIEW in data and "text/html" in data:
+                    del data[WIDGET_VIEW]
+        nb.metadata.pop("widgets", None)
+        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        # the page makes no request off the site: drop the template's CDN scripts (MathJax,
+        # Mermaid, require.js), which these notebooks do not use
+        body = re.sub(r"<script[^>]*>(?:(?!</script>).)*?cdnjs\.cloudflare\.com.*?</script>", "", body,
+                      flags=re.S)
+        body = re.sub(r"<script[^>]*src=\"https://[^\"]*\"[^>]*>\s*</script>", "", body)
+        (PUBLISHED / f"{path.stem}.html").write_text(body, encoding="utf-8")
+        print(f"gallery: notebooks/{path.stem}.html")
+
+
 def main() -> int:
+    publish_notebooks()
     shots = build_players()
     if not CHROMIUM.exists():
         print("gallery: /usr/bin/chromium not found; players rebuilt, pictures kept as committed",
