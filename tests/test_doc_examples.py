@@ -170,3 +170,14 @@ def test_directive_parser() -> None:
         ("bash", {"skip": "placeholder path"}, None),
     ]
     assert _matches("a\n...\nd", "a\nb\nc\nd") and not _matches("a\n...\nd", "a\nb")
+
+
+WIDTH = 88
+"""Longest code line a page may show: wider lines are clipped by the site's code blocks."""
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_page_code_fits(page: Path) -> None:
+    wide = [f"{_where(b)}+{i}: {len(line)} chars"
+            for b in blocks(page) for i, line in enumerate(b.body.split("\n")) if len(line) > WIDTH]
+    assert not wide, "code lines wider than the page's code block:\n" + "\n".join(wide)
