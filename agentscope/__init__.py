@@ -54,9 +54,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.hashing import state_hash as state_hash
 
 
-# ``agentscope.replay`` is both a submodule and the public function: importing the submodule would
-# bind the package attribute to the module, so the function is bound eagerly here and wins.
-from agentscope.replay import replay as replay  # noqa: E402
+# ``agentscope.replay`` is both a subpackage and the public function: importing the subpackage binds
+# this attribute to the package, so it is imported here first (cheap: its names load lazily) and
+# the function is bound over it. ``agentscope.replay.fold`` imports no pandas.
+from agentscope.replay.fold import replay as replay  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,6 @@ import html
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cached_property
 from itertools import compress, count, islice
 from operator import eq, ne
@@ -29,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from agentscope._forks_diff import MISSING, Change, diff_json
 from agentscope.engines.base import Machine
 from agentscope.errors import LogFormatError
 from agentscope.frames import Frame
 from agentscope.hashing import HashVariant, canonical_event_json, canonical_json, state_hash
+from agentscope.jsondiff import MISSING, Change, diff_json
+from agentscope.log.entry import event_type, recorded_at_ms, recorded_hash
 from agentscope.log.model import DF_COLUMNS
 
 if TYPE_CHECKING:
@@ -167,12 +167,7 @@ def _quick_equal(a: Any, b: Any) -> bool:
 
 
 def _state_hash_of(entry: Mapping[str, Any]) -> str | None:
-    ver = entry.get("verification")
-    if isinstance(ver, Mapping):
-        h = ver.get("stateHash")
-        if isinstance(h, str):
-            return h
-    return None
+    return recorded_hash(entry)
 
 
 def _canon_event(event: Any) -> str:
@@ -326,16 +321,6 @@ def _scan(left: _Side, right: _Side, start: int = 0) -> _Scan:
     return _Scan(i, i if whole is None else whole, fields)
 
 
-def _recorded_at(entry: Mapping[str, Any]) -> datetime | None:
-    v = entry.get("recordedAt")
-    if not isinstance(v, str):
-        return None
-    try:
-        return datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _related(left: _Side, right: _Side, whole: int) -> bool:
     """Same execution: equal ``executionId`` (§1.5); without one, a byte-identical init entry."""
     ea, eb = left.execution_id, right.execution_id
@@ -392,12 +377,7 @@ def _short(value: Any, limit: int = _CELL_CHARS) -> str:
 
 
 def _event_type(entry: Any) -> str | None:
-    if isinstance(entry, Mapping):
-        ev = entry.get("event")
-        if isinstance(ev, Mapping):
-            t = ev.get("type")
-            return t if isinstance(t, str) else None
-    return None
+    return event_type(entry) or None
 
 
 def _entries_frame(entries: Sequence[Any]) -> pd.DataFrame:
@@ -737,15 +717,19 @@ def _side_frames(
     """Return each side's frames, in order, for indices ``[max(divergence-1, 0), stop)``.
 
     Each side is an :class:`agentscope.replay.Timeline` (spec §4.1 fold with session
-    rebinding, verdicts with their explanations, checkpointed seeks) read sequentially, so
-    consecutive frames continue one fold.
+    rebinding, verdicts with their explanations) of the one pass, with the shared prefix folded
+    once for both (:func:`~agentscope.replay.timeline.fork_timelines`), read in order.
     """
-    from agentscope.replay import Timeline  # lazy: replay pulls in numpy/pandas
+    from agentscope.replay.timeline import fork_timelines  # lazy: replay pulls in numpy/pandas
 
     lo = max(divergence - 1, 0)
-    tl = Timeline(machine, left.log if left.log is not None else list(left.entries))
-    tr = Timeline(machine, right.log if right.log is not None else list(right.entries))
-    return (tl[i] for i in range(lo, stop)), (tr[i] for i in range(lo, stop))
+    tl, tr = fork_timelines(
+        machine,
+        left.log if left.log is not None else list(left.entries),
+        right.log if right.log is not None else list(right.entries),
+        shared=divergence,
+    )
+    return tl.iter_frames(lo, stop), tr.iter_frames(lo, stop)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -979,7 +963,7 @@ def _older_at(x: _Side, y: _Side, k: int, order_x: int, order_y: int) -> bool:
     """Whether ``x`` is the older line at fork point ``k`` (so ``x`` may be ``y``'s parent)."""
     nx, ny = len(x.entries), len(y.entries)
     if nx > k and ny > k:
-        tx, ty = _recorded_at(_entry(x, k)), _recorded_at(_entry(y, k))
+        tx, ty = recorded_at_ms(_entry(x, k)), recorded_at_ms(_entry(y, k))  # V8 rules, §1.4
         if tx is not None and ty is not None and tx != ty:
             return tx < ty
         return order_x < order_y
@@ -1046,8 +1030,8 @@ def fork_tree(source: Any) -> pd.DataFrame:
                 if u == t or k is None or not _older_at(sides[u][1], sides[t][1], k, u, t):
                     continue
                 us = sides[u][1]
-                when = _recorded_at(_entry(us, k)) if len(us.entries) > k else None
-                stamp = when.timestamp() if when is not None else float("inf")
+                when = recorded_at_ms(_entry(us, k)) if len(us.entries) > k else None
+                stamp = when / 1000 if when is not None else float("inf")
                 cands.append(((-k, stamp, u), u, k))
             if not cands:
                 continue

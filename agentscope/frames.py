@@ -7,12 +7,16 @@ compute them. :class:`agentscope.replay.Timeline` produces them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Frame", "Verdict"]
+from agentscope.log.entry import event_of
+
+__all__ = ["Frame", "Verdict", "set_html_view"]
+
+_HTML_VIEW: list[Callable[[Frame], str] | None] = [None]
 
 
 class Verdict(StrEnum):
@@ -68,8 +72,7 @@ class Frame:
     @property
     def event(self) -> Mapping[str, Any]:
         """The entry's event payload (``{"type": …, …}``)."""
-        ev = self.entry.get("event")
-        return ev if isinstance(ev, Mapping) else {}
+        return event_of(self.entry)
 
     @property
     def event_type(self) -> str:
@@ -121,18 +124,38 @@ class Frame:
         return None if self.persisted is None else self.persisted.get("error")
 
     def _repr_html_(self) -> str:
-        """The step as escaped HTML (event, hash badge, context tree); no statechart without a layout."""
-        try:
-            from agentscope.render.html import frame_html  # views import the core, lazily here
+        """The step as escaped HTML: the rich view when :mod:`agentscope.render` is loaded (it
+        registers itself with :func:`set_html_view`), else event, verdict, hashes and context."""
+        import html
 
-            return frame_html(self)
-        except Exception as err:  # IPython hides errors raised in repr methods: show them instead
-            import html
+        view = _HTML_VIEW[0]
+        if view is not None:
+            try:
+                return view(self)
+            except Exception as err:  # IPython hides errors raised in repr methods: show them instead
+                return f"<pre>Frame HTML failed: {html.escape(repr(err))}</pre>"
+        import json
 
-            return f"<pre>Frame HTML failed: {html.escape(repr(err))}</pre>"
+        ctx = json.dumps(self.context, indent=1, ensure_ascii=False, default=repr)[:20_000]
+        return (
+            f"<div class='as-frame'><b>#{self.index}</b> {html.escape(self.event_type)} "
+            f"<code>{html.escape(self.verdict.value)}</code> recorded "
+            f"<code>{html.escape(str(self.recorded_hash))}</code> computed "
+            f"<code>{html.escape(str(self.computed_hash))}</code>"
+            f"<pre>{html.escape(ctx)}</pre></div>"
+        )
 
     def __repr__(self) -> str:
         return (
             f"Frame(index={self.index}, event={self.event_type!r}, value={self.value!r}, "
             f"verdict={self.verdict.value})"
         )
+
+
+def set_html_view(view: Callable[[Frame], str] | None) -> None:
+    """Register the function that draws a :class:`Frame` as HTML in a notebook.
+
+    :mod:`agentscope.render.html` registers its ``frame_html`` when it is imported, so the data
+    layer never imports the views (imports point down the pipeline).
+    """
+    _HTML_VIEW[0] = view

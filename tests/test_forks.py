@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope._forks_diff import MISSING, Change, diff_json, json_equal, pointer_escape
 from agentscope.errors import LogFormatError
 from agentscope.forks import ENTRY_COLUMNS, ForkDiff, _entries_frame, compare, fork_tree
 from agentscope.hashing import canonical_event_json
+from agentscope.jsondiff import MISSING, Change, diff_json, json_equal, pointer_escape
 from agentscope.log import read_log
 from tests.conftest import FIXTURES, load_json
 

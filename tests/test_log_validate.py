@@ -341,3 +341,29 @@ def test_errors_are_value_errors_with_common_root() -> None:
     assert issubclass(NonSerializableError, EntryValidationError)
     assert issubclass(EntryValidationError, LogFormatError)
     assert issubclass(LogFormatError, AgentscopeError) and issubclass(LogFormatError, ValueError)
+
+
+def test_every_validation_error_names_its_problem_kind() -> None:
+    """The rules in log.validate tag what they raise with a ProblemKind code (one place per rule)."""
+    from agentscope.log.problems import ProblemKind
+    from agentscope.log.validate import SegmentChecker, log_problems, problem_kind
+
+    base = {"schemaVersion": 1, "machineId": "m", "machineVersion": "1",
+            "recordedAt": "2026-01-01T00:00:00.000Z"}
+    good = [dict(base, id="a", index=0, event={"type": "@agent.init"}),
+            dict(base, id="b", index=1, event={"type": "X"})]
+    cases = {
+        "non-contiguous": [good[0], dict(good[1], index=5)],
+        "duplicate-id": [good[0], dict(good[1], id="a")],
+        "no-init": [dict(good[0], event={"type": "X"})],
+        "machine-mismatch": [good[0], dict(good[1], machineId="other")],
+        "invalid-entry": [good[0], dict(good[1], schemaVersion=2)],
+    }
+    for kind, entries in cases.items():
+        found = [problem_kind(p) for p in log_problems(entries)]
+        assert kind in found, (kind, found)
+        assert ProblemKind(kind)
+        if kind != "machine-mismatch":
+            seg = [k for k, _ in SegmentChecker(0).check(entries, 0, len(entries))[0]]
+            assert seg == [problem_kind(e) for _, e in SegmentChecker(0).check(entries, 0, len(entries))[0]]
+            assert kind in seg

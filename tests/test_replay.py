@@ -602,7 +602,7 @@ def test_first_mismatch_is_plain_python() -> None:
     assert row == {
         "index": 4, "segment": 0, "id": "evt_00000004", "event_type": "DONE",
         "recorded_hash": "00000000", "computed_hash": "76e9d64c", "verdict": "mismatch",
-        "reason": "state-mismatch: expected '00000000', got '76e9d64c'",
+        "kind": "state-mismatch", "reason": "state-mismatch: expected '00000000', got '76e9d64c'",
         "explanation": row["explanation"], "ignored": False, "failed": True,
     }
     assert row["explanation"].startswith("unexplained: hash variant 8b7f21a0 does not")
@@ -698,3 +698,27 @@ def test_concatenation_restarting_indices_is_a_problem_like_read_log() -> None:
     ok = verify(None, renumbered, machines={"1": Jobber(loop=True, version="1"),
                                             "2": Jobber(loop=True, version="2")})
     assert not ok.df["failed"].any(), ok.summary()
+
+
+def test_verify_report_problems_share_the_log_problems_vocabulary() -> None:
+    """VerifyReport.problems has the fixed columns and ProblemKind codes of EventLog.problems."""
+    from agentscope.log.problems import PROBLEM_COLUMNS, ProblemKind
+
+    log = copy.deepcopy(SPEC_72)
+    log[4]["verification"]["stateHash"] = "00000000"
+    log[2]["machineVersion"] = "other"
+    rep = verify(SpecCounter(), log, strict=True)
+    probs = rep.problems
+    assert tuple(probs.columns) == PROBLEM_COLUMNS
+    assert set(probs["kind"]) <= {k.value for k in ProblemKind}
+    by_kind = {r["kind"]: r for r in probs.to_dict("records")}
+    mm = by_kind["state-mismatch"]
+    assert (mm["index"], mm["id"], mm["expected"], mm["actual"]) == (4, "evt_00000004", "00000000", "76e9d64c")
+    ident = by_kind["machine-mismatch"]
+    assert ident["index"] == 2 and ident["actual"] == "counter@other"
+    assert ident["expected"] == f"counter@{SpecCounter().version}"
+    assert rep.df.loc[4, "kind"] == "state-mismatch" and rep.df.loc[0, "kind"] is None
+    assert list(probs["index"]) == sorted(probs["index"])
+    assert not verify(SpecCounter(), SPEC_72).problems.shape[0]
+    empty = verify(SpecCounter(), []).problems
+    assert list(empty["kind"]) == ["empty-log"] and empty["index"].isna().all()

@@ -275,14 +275,7 @@ class Recorder:
         child.machine_version = self.machine_version
         child.execution_id = self.execution_id
         child.entries = copy.deepcopy(self.entries[:up_to_index])
-        init = child.entries[0]["event"]
-        seed = (
-            self.machine.restore(init["snapshot"])
-            if "snapshot" in init
-            else self.machine.initial(init.get("input", NO_INPUT))
-        )
-        states = self.machine.fold(seed, [e["event"] for e in child.entries[1:]])
-        child.snapshot = states[-1] if states else seed
+        child.snapshot = fold_entries(self.machine, child.entries)[-1]  # the one fold
         child._completed = set()
         child._due = {}
         child._sync_timers()
@@ -290,17 +283,18 @@ class Recorder:
 
     # -- writing ----------------------------------------------------------------------
     def to_json(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the entries as one JSON array (UTF-8). Refuses an existing file unless ``overwrite``."""
-        p = self._target(path, overwrite)
-        p.write_text(json.dumps(self.entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        return p
+        """Write the entries as one JSON array (UTF-8, as ``JSON.stringify`` writes it:
+        :func:`agentscope.log.writers.write_json`). Refuses an existing file unless ``overwrite``."""
+        from agentscope.log.writers import write_json
+
+        return write_json(self.entries, self._target(path, overwrite), overwrite=True)
 
     def to_jsonl(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write one compact JSON entry per line (UTF-8). Refuses an existing file unless ``overwrite``."""
-        p = self._target(path, overwrite)
-        lines = [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in self.entries]
-        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return p
+        """Write one compact JSON entry per line (UTF-8, :func:`agentscope.log.writers.write_jsonl`).
+        Refuses an existing file unless ``overwrite``."""
+        from agentscope.log.writers import write_jsonl
+
+        return write_jsonl(self.entries, self._target(path, overwrite), overwrite=True)
 
     def to_sqlite(
         self, path: str | os.PathLike[str], thread: str = "main", *, table: str = "agent_event_log"
@@ -472,11 +466,11 @@ def _non_json_pointer(value: Any, pointer: str = "") -> tuple[str, str] | None:
 
 
 def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list[Snapshot]:
-    """Fold a log's entries with ``machine`` (spec §4.1 seed + ``fold``); one snapshot per entry."""
-    init = entries[0]["event"]
-    seed = (
-        machine.restore(init["snapshot"])
-        if "snapshot" in init
-        else machine.initial(init.get("input", NO_INPUT))
-    )
-    return [seed, *machine.fold(seed, [e["event"] for e in entries[1:]])]
+    """Fold one segment of entries with ``machine``: one snapshot per entry (spec §4.1).
+
+    The library's one fold (:func:`agentscope.replay.fold.fold_segment`: seed, batched ``fold``
+    with session rebinding, the failing entry named).
+    """
+    from agentscope.replay.fold import fold_segment  # the host sits above the fold
+
+    return [snap for _, snap in fold_segment(machine, entries, 0, len(entries))]

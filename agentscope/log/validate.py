@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from agentscope.errors import (
     EntryValidationError,
@@ -34,9 +34,14 @@ __all__ = [
     "AGENT_INIT_EVENT_TYPE",
     "RECORDED_AT_PATTERN",
     "Era",
+    "SegmentChecker",
     "UnsafeLiteral",
+    "identity_problem",
     "is_recorded_at",
+    "is_validated",
     "loads",
+    "problem_kind",
+    "segment_problems",
     "validate_entries",
     "validate_entry",
 ]
@@ -448,22 +453,22 @@ def log_problems(
     for i in good:
         entry = entries[i]
 
-        def bad(detail: str, field: str, i: int = i) -> EntryValidationError:
-            return EntryValidationError(
+        def bad(detail: str, field: str, kind: str, i: int = i) -> EntryValidationError:
+            return _kinded(EntryValidationError(
                 detail, source=source, index=pos[i], line=line_of[i], field=field
-            )
+            ), kind)
 
         if entry.get("index") != pos[i]:
             yield bad(
                 "Event log must be contiguous from index 0; "
                 f"found entry.index {_js_repr(entry.get('index'))} at position {pos[i]}.",
-                "index",
+                "index", "non-contiguous",
             )
         if era == "A":
             continue
         entry_id = entry["id"]
         if entry_id in seen:
-            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id")
+            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id", "duplicate-id")
         seen.add(entry_id)
         event_type = entry["event"]["type"]
         if era == "C":
@@ -471,12 +476,12 @@ def log_problems(
                 yield bad(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
                     f"found '{event_type}'.",
-                    "event.type",
+                    "event.type", "no-init",
                 )
             elif pos[i] > 0 and event_type == AGENT_INIT_EVENT_TYPE:
                 yield bad(
                     f"Event log has a second '{AGENT_INIT_EVENT_TYPE}' entry at index {pos[i]}.",
-                    "event.type",
+                    "event.type", "invalid-entry",
                 )
         bridge = era == "C" and _is_snapshot_init(entry)
         if entry["machineId"] != expected_id or (
@@ -528,3 +533,159 @@ def validate_entries(
         lines=lines,
     ):
         raise problem
+
+
+# ---------------------------------------------------------------------------------------------
+# One segment of a lineage, reported (not raised) for the verifying pass (§1.3, §1.5, §4.2)
+
+
+def identity_problem(
+    entry: Mapping[str, Any], index: int, machine_id: str, machine_version: str
+) -> MachineVersionMismatchError | None:
+    """Return the §1.3 identity error for one entry, or ``None`` when it targets this machine.
+
+    The ``machineVersion`` of an init entry carrying ``snapshot`` is exempt (the version bridge);
+    its ``machineId`` is still checked. ``index`` is the position named in the error.
+    """
+    aid = entry.get("machineId")
+    aver = entry.get("machineVersion")
+    if aid == machine_id and (aver == machine_version or _is_snapshot_init(entry)):
+        return None
+    return MachineVersionMismatchError(
+        str(entry.get("id", "")),
+        index,
+        {"machineId": machine_id, "machineVersion": machine_version},
+        {"machineId": aid, "machineVersion": aver},
+    )
+
+
+def _is_bridge(entry: Mapping[str, Any]) -> bool:
+    meta = entry.get("metadata")
+    return _is_snapshot_init(entry) and isinstance(meta, Mapping) and isinstance(
+        meta.get("migratedFrom"), Mapping
+    )
+
+
+class SegmentChecker:
+    """The §1.2/§1.3 structure rules of one segment, checked incrementally (reported, not raised).
+
+    :meth:`check` takes positions ``lo .. hi - 1`` of the segment starting at ``start`` and keeps
+    what the next call needs (ids seen, the last index), so checking a growing log costs O(new
+    entries). The rules:
+
+    - every entry passes :func:`entry_problem` (kind ``invalid-entry``);
+    - numbering (§1.3): one log is ``0..n-1`` across its segments, reported where it breaks, not
+      at every later entry (``non-contiguous``); a version-bridge init (``snapshot`` +
+      ``metadata.migratedFrom``, §1.5, §4.2) may restart it at 0 (the bridged run is a new log);
+    - ids are unique (``duplicate-id``);
+    - the segment starts with ``@agent.init`` (``no-init``).
+
+    :attr:`stopped_at` is the first position a fold cannot pass (an entry that is not an object
+    or has no event type, a segment that does not start with ``@agent.init``), or ``None``.
+    """
+
+    def __init__(self, start: int, *, source: str | None = None, envelope: bool = True) -> None:
+        self.start = start
+        self.source = source
+        self.envelope = envelope  # False: the entries already passed §1.2 (a validated EventLog)
+        self.seen: dict[Any, int] = {}
+        self.prev_index: int | None = None
+        self.stopped_at: int | None = None
+
+    def check(
+        self, entries: Sequence[Any], lo: int, hi: int
+    ) -> tuple[list[tuple[str, LogFormatError]], int]:
+        """Check ``entries[lo:hi]``; return ``(problems, fold_stop)`` (``fold_stop`` <= ``hi``)."""
+        out: list[tuple[str, LogFormatError]] = []
+        source, start = self.source, self.start
+        fold_stop = hi if self.stopped_at is None else min(hi, self.stopped_at)
+        for i in range(lo, hi):
+            e = entries[i]
+            if not isinstance(e, Mapping):
+                out.append(("invalid-entry", EntryValidationError(
+                    "Agent event entry must be an object.", source=source, index=i)))
+                fold_stop = min(fold_stop, i)
+                self.prev_index = None
+                continue
+            problem = entry_problem(e, index=i, source=source) if self.envelope else None
+            if problem is not None:
+                out.append(("invalid-entry", problem))
+            prev = self.prev_index
+            want = i if i == start else (prev + 1 if isinstance(prev, int) else i)
+            got = e.get("index")
+            if i == start and i > 0 and got == 0 and _is_bridge(e):
+                want = 0
+            if got != want:
+                out.append(("non-contiguous", EntryValidationError(
+                    f"Event log must be contiguous from index 0; found entry.index "
+                    f"{got} at position {i} (expected {want}).",
+                    source=source, index=i, field="index",
+                )))
+            self.prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
+            eid = e.get("id")
+            if isinstance(eid, str) and eid in self.seen:
+                out.append(("duplicate-id", EntryValidationError(
+                    f"Event log contains duplicate entry id '{eid}' (first at {self.seen[eid]}).",
+                    source=source, index=i, field="id",
+                )))
+            elif isinstance(eid, str):
+                self.seen[eid] = i
+            ev = e.get("event")
+            if not isinstance(ev, Mapping) or not isinstance(ev.get("type"), str) or not ev["type"]:
+                fold_stop = min(fold_stop, i)
+            elif i == start and ev["type"] != AGENT_INIT_EVENT_TYPE:
+                out.append(("no-init", EntryValidationError(
+                    f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
+                    f"found '{ev['type']}'.",
+                    source=source, index=i, field="event.type",
+                )))
+                fold_stop = min(fold_stop, i)
+        if fold_stop < hi and self.stopped_at is None:
+            self.stopped_at = fold_stop
+        return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop
+
+
+def segment_problems(
+    entries: Sequence[Any],
+    start: int,
+    stop: int,
+    *,
+    source: str | None = None,
+) -> tuple[list[tuple[str, LogFormatError]], int]:
+    """Every structure problem of the segment ``entries[start:stop]`` (:class:`SegmentChecker`).
+
+    Returns ``(problems, fold_stop)``: ``problems`` is a list of ``(kind, error)`` in log order,
+    ``kind`` a :class:`~agentscope.log.problems.ProblemKind` code, and ``fold_stop`` the first
+    position a fold cannot pass, else ``stop``.
+    """
+    return SegmentChecker(start, source=source).check(entries, start, stop)
+
+
+def is_validated(log: Any) -> bool:
+    """Whether ``log`` is an ``EventLog`` whose reader validated every entry (§1.2) and the log
+    (§1.3, without a machine) when it was read, so replay checks only the machine identity."""
+    return getattr(log, "validated", False) is True
+
+
+_E = TypeVar("_E", bound=LogFormatError)
+
+
+def _kinded(err: _E, kind: str) -> _E:
+    """Tag ``err`` with the :class:`~agentscope.log.problems.ProblemKind` code of the rule it
+    breaks (read back with :func:`problem_kind`)."""
+    err.problem_kind = kind  # type: ignore[attr-defined]
+    return err
+
+
+def problem_kind(err: BaseException) -> str:
+    """The :class:`~agentscope.log.problems.ProblemKind` code of a validation error: the rule that
+    raised it (set here, where the rules live), else by type (``machine-mismatch``,
+    ``non-serializable-event``, ``invalid-entry``)."""
+    kind = getattr(err, "problem_kind", None)
+    if isinstance(kind, str):
+        return kind
+    if isinstance(err, MachineVersionMismatchError):
+        return "machine-mismatch"
+    if isinstance(err, NonSerializableError):
+        return "non-serializable-event"
+    return "invalid-entry"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentscope.frames import Frame, Verdict
+from agentscope.frames import Frame, Verdict, set_html_view
 from agentscope.render._escape import esc, truncate
 from agentscope.render.chart import CHART_CSS, Layout, frame_svg
 from agentscope.render.context import CONTEXT_CSS, context_html
@@ -478,3 +478,6 @@ def fork_diff_html(
         f"<div>{esc(names[0])} only: {types(left_suffix)}</div>"
         f"<div>{esc(names[1])} only: {types(right_suffix)}</div>{table}</div>"
     )
+
+
+set_html_view(frame_html)  # Frame._repr_html_ draws with the rich view once render is loaded

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame, Verdict
+from agentscope.log.entry import AGENT_USAGE, entry_id, event_of, event_type, recorded_hash
 from agentscope.render.chart import taken_edges
 from agentscope.render.dot import ObservedEdge
 
@@ -27,9 +28,9 @@ __all__ = [
     "StepInfo",
     "as_entries",
     "entries_frame",
-    "folded_frames",
     "iter_frames",
-    "recorded_hash",
+    "make_fork_timelines",
+    "make_timeline",
     "step_info",
     "usage_series",
 ]
@@ -53,13 +54,6 @@ def as_entries(log: Any) -> list[Mapping[str, Any]]:
         if not isinstance(e, Mapping):
             raise TypeError(f"entry {i} is {type(e).__name__}, expected a mapping")
     return out
-
-
-def recorded_hash(entry: Mapping[str, Any]) -> str | None:
-    """Return ``entry.verification.stateHash`` when it is a string."""
-    ver = entry.get("verification")
-    h = ver.get("stateHash") if isinstance(ver, Mapping) else None
-    return h if isinstance(h, str) else None
 
 
 class EntriesOnly:
@@ -116,86 +110,33 @@ class FrameCache:
         return f
 
 
-def iter_frames(source: FrameSource, *, batch: int = 1_000) -> Iterator[Frame]:
-    """Yield every frame in order.
-
-    Uses, in this order: the source's own ``iter_frames()``; a batched fold (see
-    :func:`folded_frames`) when the source is a replaying timeline over a one-segment log; else
-    ``source.at(n)`` for each ``n``.
-    """
+def iter_frames(source: FrameSource) -> Iterator[Frame]:
+    """Yield every frame in order: the source's own ``iter_frames()`` (a
+    :class:`~agentscope.replay.Timeline` reads its one pass, no fold), else ``source.at(n)``."""
     it = getattr(source, "iter_frames", None)
     if callable(it):
         yield from it()
-        return
-    folded = folded_frames(source, batch=batch)
-    if folded is not None:
-        yield from folded
         return
     for n in range(len(source)):
         yield source.at(n)
 
 
-def folded_frames(source: Any, *, batch: int = 1_000) -> Iterator[Frame] | None:
-    """Frames of a replaying timeline produced by ``machine.fold`` in batches (spec §4.1).
+def make_timeline(machine: Any, log: Any, checkpoint_every: int | None = None) -> FrameSource:
+    """The :class:`~agentscope.replay.Timeline` a view replays with (default settings: every state
+    kept in the byte-budgeted store, so the view never folds again)."""
+    from agentscope.replay import Timeline
 
-    One engine call per ``batch`` entries instead of one per entry. The verdicts, hashes,
-    explanations and ``ignored`` flags come from the timeline's report (its one indexing pass);
-    ``changed_paths`` is left empty (the player derives it from its context patches). Returns
-    ``None`` when the source has no machine, no report or more than one ``@agent.init`` segment.
-    """
-    from agentscope.engines.base import NO_INPUT
+    tl: FrameSource = Timeline(machine, log, checkpoint_every=checkpoint_every)
+    return tl
 
-    machine = getattr(source, "machine", None)
-    report = getattr(source, "report", None)
-    log = getattr(source, "log", None)
-    df = getattr(report, "df", None)
-    if machine is None or df is None or log is None or not hasattr(machine, "fold"):
-        return None
-    entries = as_entries(log)
-    if len(entries) != len(df) or not entries:
-        return None
-    inits = [
-        i
-        for i, e in enumerate(entries)
-        if isinstance(e.get("event"), Mapping) and e["event"].get("type") == "@agent.init"
-    ]
-    if inits != [0]:
-        return None
-    cols = {
-        c: df[c].tolist() for c in ("computed_hash", "verdict", "explanation", "ignored") if c in df.columns
-    }
 
-    def frame(i: int, persisted: Mapping[str, Any]) -> Frame:
-        v = cols.get("verdict", [None] * len(entries))[i]
-        expl = cols.get("explanation", [None] * len(entries))[i]
-        return Frame(
-            index=i,
-            entry=entries[i],
-            persisted=persisted,
-            recorded_hash=recorded_hash(entries[i]),
-            computed_hash=cols.get("computed_hash", [None] * len(entries))[i],
-            verdict=Verdict(v) if v else Verdict.UNCHECKED,
-            explanation=expl if isinstance(expl, str) else None,
-            ignored=bool(cols.get("ignored", [False] * len(entries))[i]),
-        )
+def make_fork_timelines(machine: Any, a: Any, b: Any, shared: int) -> tuple[FrameSource, FrameSource]:
+    """Timelines of two forks folding their shared prefix once
+    (:func:`agentscope.replay.timeline.fork_timelines`)."""
+    from agentscope.replay.timeline import fork_timelines
 
-    def walk() -> Iterator[Frame]:
-        init = entries[0]["event"]
-        if "snapshot" in init:
-            seed = machine.restore(init["snapshot"])
-        else:
-            seed = machine.initial(init.get("input", NO_INPUT))
-        yield frame(0, machine.persist(seed))
-        sessions: dict[str, str] = {}
-        snap = seed
-        for start in range(1, len(entries), batch):
-            stop = min(len(entries), start + batch)
-            snaps = machine.fold(snap, [entries[i]["event"] for i in range(start, stop)], sessions=sessions)
-            for k, sn in enumerate(snaps):
-                yield frame(start + k, machine.persist(sn))
-            snap = snaps[-1]
-
-    return walk()
+    ta, tb = fork_timelines(machine, a, b, shared=shared)
+    return ta, tb
 
 
 @dataclass(frozen=True)
@@ -233,8 +174,8 @@ def usage_series(entries: Sequence[Mapping[str, Any]]) -> np.ndarray[Any, Any] |
     per = np.zeros(len(entries), dtype=np.float64)
     seen = False
     for i, e in enumerate(entries):
-        ev = e.get("event")
-        if not isinstance(ev, Mapping) or ev.get("type") != "@agent.usage":
+        ev = event_of(e)
+        if ev.get("type") != AGENT_USAGE:
             continue
         u = ev.get("usage")
         if not isinstance(u, Mapping):
@@ -267,11 +208,10 @@ def entries_frame(log: Any, entries: Sequence[Mapping[str, Any]]) -> pd.DataFram
             return out
     rows = []
     for e in entries:
-        ev = e.get("event")
         rows.append(
             {
-                "event_type": str(ev.get("type", "")) if isinstance(ev, Mapping) else "",
-                "id": str(e.get("id", "")),
+                "event_type": event_type(e),
+                "id": entry_id(e),
                 "state_hash": recorded_hash(e),
                 "causation_id": e.get("causationId"),
             }

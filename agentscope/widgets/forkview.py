@@ -13,8 +13,7 @@ from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html, pointer_join
 from agentscope.render.html import MarkerStrip, badge_html, event_html, style_block
-from agentscope.widgets._source import FrameCache, FrameSource, as_entries, step_info
-from agentscope.widgets.timetravel import _make_timeline
+from agentscope.widgets._source import FrameCache, FrameSource, as_entries, make_fork_timelines, step_info
 
 __all__ = ["ForkView", "common_prefix", "differing_paths"]
 
@@ -100,18 +99,18 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self.logs = (a, b)
         self.names = names
         self.entries = (as_entries(a), as_entries(b))
-        if timelines is None:
-            timelines = (_make_timeline(machine, a, None), _make_timeline(machine, b, None))
+        from agentscope.forks import compare
+
+        self.diff = compare(a, b)
+        """The :class:`~agentscope.forks.ForkDiff` of the two logs (no replay)."""
+        if timelines is None:  # the shared prefix is folded once
+            timelines = make_fork_timelines(machine, a, b, int(self.diff.common_prefix))
         self.timelines = timelines
         self._frames = (FrameCache(timelines[0]), FrameCache(timelines[1]))
         self.lengths = (len(timelines[0]), len(timelines[1]))
         self.n = max(self.lengths)
         if self.n == 0:
             raise ValueError("ForkView needs at least one non-empty log")
-        from agentscope.forks import compare
-
-        self.diff = compare(a, b)
-        """The :class:`~agentscope.forks.ForkDiff` of the two logs (no replay)."""
         self.common = int(self.diff.common_prefix)
         self.divergence: int | None = self.diff.divergence
         self._strip_svg = MarkerStrip(

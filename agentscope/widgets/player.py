@@ -160,7 +160,7 @@ def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) 
             "h": frame.computed_hash,
             "x": (frame.explanation or "")[:500] or None,
             "ig": bool(frame.ignored),
-            "ch": [p[:300] for p in frame.changed_paths[:100]],
+            "ch": [p[:300] for p in frame.changed_paths[:100]] if k else [],  # nothing before step 0
         }
         patch: list[dict[str, Any]] | None = None
         if frame.persisted is not None:

@@ -30,6 +30,7 @@ from agentscope.widgets._source import (
     as_entries,
     entries_frame,
     iter_frames,
+    make_timeline,
     step_info,
     usage_series,
 )
@@ -41,13 +42,9 @@ _ROW_MARKS = {"mismatch": "✗", "explained": "≈"}
 
 
 def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
-    from agentscope.replay import Timeline
-
-    # "auto": the Timeline times a short probe fold and picks k so that a seek stays interactive
-    tl: FrameSource = Timeline(
-        machine, log, checkpoint_every="auto" if checkpoint_every is None else checkpoint_every
-    )
-    return tl
+    # default: every state kept in the Timeline's byte-budgeted store, so the widget, its steps
+    # and to_html() read the one pass and never fold again
+    return make_timeline(machine, log, checkpoint_every)
 
 
 def _ignored(source: Any) -> set[int]:
@@ -89,8 +86,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
         use instead of building one.
     checkpoint_every : int, optional
-        Passed to ``Timeline`` (default ``"auto"``: sized from a timed probe so a seek stays
-        interactive).
+        Passed to ``Timeline`` (default: every state kept in its byte-budgeted store; the log is
+        folded once for the widget, its steps and :meth:`to_html`).
     engine : str, optional
         Force a layout engine (see :func:`agentscope.render.chart`).
     observed : bool, optional

@@ -72,6 +72,23 @@ def _summary(name: str) -> str:
     return first.replace("|", "\\|")
 
 
+STAGES = [("Segments", "segments"), ("The fold", "fold"), ("Explaining mismatches", "explain"),
+          ("The snapshot store", "snapshots"), ("The pass", "verdicts"), ("The report", "report"),
+          ("The timeline", "timeline")]
+
+
+def _stages_page() -> str:
+    out = ["# The pipeline's stages", "",
+           "The modules behind `replay`, `verify` and `Timeline`, one per stage, in pipeline order",
+           "(see [the pipeline](../pipeline.md) for how they fit together). Users call the flat",
+           "names; these pages are for reading the code.", ""]
+    for title, module in STAGES:
+        # the module's own docstring: its public names have their pages already
+        out += [f"## {title}", "", f"::: agentscope.replay.{module}",
+                "    options:", "      members: false", "      show_root_heading: false", ""]
+    return "\n".join(out)
+
+
 def _errors_page() -> str:
     import agentscope.errors as errors
     from agentscope.log.problems import ProblemKind
@@ -147,6 +164,11 @@ def pages() -> dict[Path, str]:
             index.append(f"| [`{name}`]({page}) | {_summary(name)} |")
             nav.append(f"          - {name}: reference/{page}")
         index.append("")
+    out[REF / "pipeline-stages.md"] = _stages_page()
+    nav.append("      - Pipeline stages: reference/pipeline-stages.md")
+    index += ["## Internals", "",
+              "[The pipeline's stages](pipeline-stages.md): the modules behind `replay`, `verify` and"
+              " `Timeline`.", ""]
     index += ["## Command line", "",
               "The `agentscope` command is documented in [Command line](../cli.md).", ""]
     out[REF / "index.md"] = "\n".join(index)

@@ -5,61 +5,29 @@ Private module: the public name is :class:`agentscope.replay.Timeline`.
 
 from __future__ import annotations
 
+import copy
 import time
+from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
-import jsonpatch
 import numpy as np
 import pandas as pd
 
-from agentscope._replay_core import (
-    DEFAULT_BATCH,
-    as_log,
-    entries_of,
-    event_type,
-    fold_segment,
-    source_of,
-)
-from agentscope._replay_index import _CODE, LogIndex, build_index, check_machines
-from agentscope._replay_report import VerifyReport, report_from_index
 from agentscope.engines.base import Machine, Snapshot
 from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
+from agentscope.jsondiff import ABSENT as _ABSENT
+from agentscope.jsondiff import changed_paths, resolve_pointer
+from agentscope.log.entry import as_log, entries_of, event_type, source_of
+from agentscope.log.validate import is_validated
+from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
+from agentscope.replay.report import VerifyReport, report_from_index
+from agentscope.replay.snapshots import DEFAULT_BUDGET, SnapshotStore
+from agentscope.replay.verdicts import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 
-__all__ = ["Timeline", "changed_paths", "choose_checkpoint_every", "resolve_pointer"]
-
-_VOLATILE_TOP = frozenset({"_nextTimerId", "_nextActorIds", "sessionId", "agentMeta"})
-_ABSENT: Any = object()
-
-
-def _project(p: Mapping[str, Any] | None) -> dict[str, Any]:
-    if p is None:
-        return {}
-    return {k: v for k, v in p.items() if k not in _VOLATILE_TOP}
-
-
-def changed_paths(
-    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
-) -> tuple[str, ...]:
-    """JSON Pointer paths (RFC 6901) that differ between two persisted snapshots.
-
-    Computed with ``jsonpatch.make_patch`` over the snapshots without their volatile
-    bookkeeping keys (``_nextTimerId``, ``_nextActorIds``, ``sessionId``, ``agentMeta``), so the
-    paths are under ``/value``, ``/context``, ``/children``, ``/timers``, ``/status``,
-    ``/output``, ``/error``, ``/historyValue``. ``before=None`` (a segment's first step) lists
-    every top-level member as added.
-    """
-    patch = jsonpatch.make_patch(_project(before), _project(after))
-    out: list[str] = []
-    for op in patch.patch:
-        for key in ("from", "path"):
-            p = op.get(key)
-            if isinstance(p, str) and p not in out:
-                out.append(p)
-    return tuple(out)
-
+__all__ = ["Timeline", "choose_checkpoint_every", "fork_timelines"]
 
 def choose_checkpoint_every(
     machine: Machine,
@@ -100,31 +68,6 @@ def choose_checkpoint_every(
     return k
 
 
-def resolve_pointer(doc: Any, pointer: str) -> Any:
-    """Resolve an RFC 6901 JSON Pointer in ``doc``; return a private sentinel when absent.
-
-    Raises ``ValueError`` for a pointer that is neither ``""`` nor starts with ``"/"``.
-    """
-    if pointer == "":
-        return doc
-    if not pointer.startswith("/"):
-        raise ValueError(f"a JSON Pointer starts with '/': got {pointer!r} (try '/context/…')")
-    cur = doc
-    for raw in pointer[1:].split("/"):
-        tok = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(cur, Mapping):
-            if tok not in cur:
-                return _ABSENT
-            cur = cur[tok]
-        elif isinstance(cur, list):
-            if not tok.isdigit() or int(tok) >= len(cur) or (tok != "0" and tok[0] == "0"):
-                return _ABSENT
-            cur = cur[int(tok)]
-        else:
-            return _ABSENT
-    return cur
-
-
 def _first_stop(entries: Sequence[Mapping[str, Any]]) -> int:
     for i in range(1, len(entries)):
         if event_type(entries[i]) == "@agent.init":
@@ -133,16 +76,23 @@ def _first_stop(entries: Sequence[Mapping[str, Any]]) -> int:
 
 
 class Timeline:
-    """Random access to every step of a log: ``timeline[n] -> Frame`` without replaying from 0.
+    """Random access to every step of a log: ``timeline[n] -> Frame``, from one pass.
 
-    Construction runs one indexing pass: every segment is folded once with ``machine.fold`` in
-    large batches; each entry's recomputed hash, verdict and ``ignored`` flag are kept in compact
-    arrays, and the persisted snapshot every ``checkpoint_every`` entries of a segment (and at
-    its start). Memory is O(n) small integers plus O(n / k) snapshots, so 10^6 entries fit.
+    Construction runs the one pass (:class:`~agentscope.replay.verdicts.Pass`): every segment is
+    folded once with ``machine.fold`` in large batches; each entry's recomputed hash, verdict and
+    ``ignored`` flag are kept in compact arrays. What is kept of the states depends on
+    ``checkpoint_every``:
 
-    A seek to ``n`` restores the nearest checkpoint at or before ``n - 1`` (``machine.restore``;
-    a segment start is seeded from its init entry instead) and folds forward with
-    ``machine.fold``. Why that equals the unbroken fold (spec §4.1):
+    - **default** (``None``): every persisted snapshot, in a byte-budgeted
+      :class:`~agentscope.replay.snapshots.SnapshotStore` (keyframes plus deltas, ``memory_budget``
+      bytes per segment). A seek decodes the nearest keyframe and the deltas after it: no engine
+      call, so a log is folded **exactly once** whoever reads it (``TimeTravel``, ``to_html``,
+      ``changes``, ``compare``). Past the budget the rest of the segment keeps sparse checkpoints
+      (every 256 entries) and seeks there fold again.
+    - an ``int`` k or ``"auto"``: the persisted snapshot every k entries only; a seek restores the
+      nearest checkpoint at or before ``n - 1`` (``machine.restore``) and folds forward.
+
+    Why a checkpoint seek equals the unbroken fold (spec §4.1):
 
     - the fixtures README observed that re-seeding from the persisted snapshot
       (``restore(persist(S))``) changes no hash, and the tests check every position of
@@ -153,23 +103,24 @@ class Timeline:
       or stale completion) are stored with the checkpoint: one that pointed at the child running
       there follows it to its session in the restored snapshot; a stale one keeps its
       never-matching value;
-    - and every seek is checked: the frame's hash must equal the indexing pass's hash for that
-      entry, else the seek re-folds the segment from its start (counted in
-      :attr:`seek_fallbacks`; expected 0).
+    - and every seek is checked: the frame's hash must equal the pass's hash for that entry,
+      else the seek re-folds the segment from its start (counted in :attr:`seek_fallbacks`;
+      expected 0).
 
-    Consecutive steps (``timeline[n]`` then ``timeline[n+1]``) continue the last fold; recent
-    frames are kept in an LRU of ``cache_size``.
+    :meth:`extend` adds entries with work proportional to the new entries only (live follow).
+    Recent frames are kept in an LRU of ``cache_size``.
 
     Parameters
     ----------
     machine : Machine or None
         The engine; ``None`` gives frames with entries only (verdict ``missing``/``unchecked``).
     log : EventLog or Sequence[Mapping]
-    checkpoint_every : int or "auto"
-        Entries between checkpoints (k): a seek folds at most k entries. ``"auto"`` measures the
-        engine on a short probe fold and picks k for ~10 ms median seeks within a memory budget
-        (:func:`choose_checkpoint_every`): about 1024 for the Python engine, 32-64 for the Node
-        engine. The chosen value is :attr:`checkpoint_every`.
+    checkpoint_every : None, int or "auto"
+        ``None`` (default): keep every state in the snapshot store. An int k: a checkpoint every
+        k entries (a seek folds at most k). ``"auto"``: k from a short timed probe fold
+        (:func:`choose_checkpoint_every`).
+    memory_budget : int
+        Bytes the snapshot store of one segment may hold (default 256 MiB).
     machines : Mapping[str, Machine], optional
         Machines by ``machineVersion`` for version-bridged logs (spec §1.5).
     cache_size : int
@@ -183,7 +134,8 @@ class Timeline:
         machine: Machine | None,
         log: Any,
         *,
-        checkpoint_every: int | Literal["auto"] = 1024,
+        checkpoint_every: int | Literal["auto"] | None = None,
+        memory_budget: int = DEFAULT_BUDGET,
         machines: Mapping[str, Machine] | None = None,
         cache_size: int = 256,
         strict: bool = False,
@@ -195,24 +147,25 @@ class Timeline:
         log = as_log(log)
         self._log = log
         self._entries: Sequence[Mapping[str, Any]] = entries_of(log)
+        self._own_entries = False
         if checkpoint_every == "auto":
             probe_m = machine if machine is not None else next(iter((machines or {}).values()), None)
             checkpoint_every = (
                 1024 if probe_m is None or not self._entries
                 else choose_checkpoint_every(probe_m, self._entries, stop=_first_stop(self._entries))
             )
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or (
-                checkpoint_every < 1):
-            raise ValueError(f"checkpoint_every must be an int >= 1 or 'auto'; got "
+        if checkpoint_every is not None and (
+                isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                or checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be None, an int >= 1 or 'auto'; got "
                              f"{checkpoint_every!r}")
         self._machine = machine
         self._machines = dict(machines) if machines else None
-        self._k = checkpoint_every
+        self._k: int | None = checkpoint_every
         self._cache_size = max(0, cache_size)
-        self._batch = max(batch_size, checkpoint_every)  # seeks fold <= k entries: one call
+        self._batch = max(batch_size, checkpoint_every or 0)  # seeks fold <= k entries: one call
         cached = getattr(log, "cached_snapshot", None)
-        self._index: LogIndex = build_index(
-            self._entries,
+        self._pass = Pass(
             machine=machine,
             machines=self._machines,
             machine_version=machine_version,
@@ -220,16 +173,123 @@ class Timeline:
             checkpoint_every=checkpoint_every,
             batch=self._batch,
             explain=explain,
-            cached_snapshot=cached if isinstance(cached, Mapping) else None,
             source=source_of(log),
+            store_budget=memory_budget if checkpoint_every is None else None,
+            validated=is_validated(log),
         )
+        self._index: LogIndex = self._pass.index
+        if self._entries:
+            self._pass.feed(self._entries)
+            if isinstance(cached, Mapping):
+                check_cache(self._index, self._entries, cached)
+        else:
+            self._index = build_index(self._entries, machine=machine, machines=self._machines,
+                                      source=source_of(log))
+            self._pass.index = self._index
         self._lru: OrderedDict[int, Frame] = OrderedDict()
         # (segment, position, snapshot, sessions, persisted, previous persisted)
         self._cursor: tuple[int, int, Snapshot, dict[str, str], Mapping[str, Any],
                             Mapping[str, Any] | None] | None = None
         self._report: VerifyReport | None = None
+        self._ckpts: list[int] | None = None
         self.seek_fallbacks = 0
         """Seeks whose checkpoint fold did not reproduce the indexed hash (expected: 0)."""
+
+    def extend(self, entries: Iterable[Mapping[str, Any]]) -> range:
+        """Append entries to the log and run the pass over them only; return their positions.
+
+        Work is proportional to the new entries (the last segment's fold resumes from its last
+        engine snapshot and rebinding cache; a new ``@agent.init`` starts a new segment). The
+        entries are appended to the timeline's own list: the log object given at construction is
+        not modified. Problems in the new entries are recorded like the rest (validation of the
+        new entries included); the cached snapshot is not re-checked.
+        """
+        new = list(entries)
+        if not new:
+            n = len(self)
+            return range(n, n)
+        if not self._own_entries:
+            self._entries = list(self._entries)
+            self._own_entries = True
+        assert isinstance(self._entries, list)
+        probs = self._index.log_problems
+        if self._index.n == 0 and probs[:1] and probs[0][0] == "empty-log":
+            self._index.log_problems.pop(0)
+            if self._index.log_failures:
+                self._index.log_failures.pop(0)
+        self._entries.extend(new)
+        self._pass.validated = False  # the new entries were not read by a validating reader
+        added = self._pass.feed(self._entries)
+        self._report = None
+        self._ckpts = None
+        return added
+
+    def fork(self, log: Any) -> Timeline:
+        """A timeline of ``log``, a log that starts with this timeline's entries: the shared
+        prefix is not folded again (its pass state is copied), only ``log``'s remaining entries.
+
+        ``log[:len(self)]`` must equal this timeline's entries (``ValueError`` otherwise). Use
+        :func:`fork_timelines` for two logs that share a prefix.
+        """
+        log = as_log(log)
+        entries = entries_of(log)
+        k = len(self)
+        if len(entries) < k or any(
+            x is not y and x != y for x, y in zip(entries[:k], self._entries, strict=True)
+        ):
+            raise ValueError(f"Timeline.fork: the log does not start with this timeline's {k} entries")
+        out = copy.copy(self)
+        out._log = log
+        out._entries = entries
+        out._own_entries = False
+        out._pass = self._pass.copy()
+        out._index = out._pass.index
+        out._lru = OrderedDict()
+        out._cursor = None
+        out._report = None
+        out._ckpts = None
+        out.seek_fallbacks = 0
+        if len(entries) > k:
+            out._pass.feed(entries)
+        cached = getattr(log, "cached_snapshot", None)
+        if isinstance(cached, Mapping) and entries:
+            check_cache(out._index, entries, cached)
+        return out
+
+    def iter_frames(self, start: int = 0, stop: int | None = None) -> Iterator[Frame]:
+        """Yield the frames ``start .. stop - 1`` in order.
+
+        From the snapshot store where it holds the states (decoding deltas one by one: O(changes)
+        per frame, no engine call), else by seeking (:meth:`at`).
+        """
+        n = len(self)
+        stop = n if stop is None else min(stop, n)
+        i = max(0, start)
+        idx = self._index
+        while i < stop:
+            seg_no = idx.segment_of(i)
+            seg = idx.segments[seg_no]
+            st = self._store(seg_no, i)
+            m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
+            if st is None or m is None:
+                yield self.at(i)
+                i += 1
+                continue
+            hi = min(stop, st.stop, idx.replayed_upto[seg_no])
+            if hi <= i:
+                yield self.at(i)
+                i += 1
+                continue
+            prev: Mapping[str, Any] | None = st.get(i - 1) if i > seg.start else None
+            for j, p in st.iter_from(i, hi):
+                yield self._frame(j, p, prev)
+                prev = p
+            i = hi
+
+    @property
+    def entries(self) -> Sequence[Mapping[str, Any]]:
+        """The entries (those of the log given, then any :meth:`extend` added)."""
+        return self._entries
 
     # -- sequence protocol -------------------------------------------------------------------
     def __len__(self) -> int:
@@ -253,7 +313,8 @@ class Timeline:
     def __repr__(self) -> str:
         return (
             f"<Timeline {len(self)} entries, {len(self._index.segments)} segment(s), "
-            f"{len(self._index.checkpoints)} checkpoints every {self._k}>"
+            + (f"{len(self._index.checkpoints)} checkpoints every {self._k}>" if self._k else
+               f"every state kept ({self.memory_bytes:,} bytes)>")
         )
 
     # -- public data -------------------------------------------------------------------------
@@ -273,13 +334,32 @@ class Timeline:
         return self._machines
 
     @property
-    def checkpoint_every(self) -> int:
+    def checkpoint_every(self) -> int | None:
+        """Entries between checkpoints, or ``None`` when every state is kept in the store."""
         return self._k
 
     @property
     def checkpoint_indices(self) -> list[int]:
-        """Positions whose persisted snapshot is kept."""
-        return sorted(self._index.checkpoints)
+        """Positions whose persisted snapshot is kept whole (checkpoints and store keyframes)."""
+        keys = [k for st in self._index.stores.values() for k in st.keyframes]
+        return sorted(set(self._index.checkpoints) | set(keys))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by the snapshot stores (pickled keyframes and deltas)."""
+        return sum(st.nbytes for st in self._index.stores.values())
+
+    def _store(self, seg_no: int, n: int) -> SnapshotStore | None:
+        st = self._index.stores.get(seg_no)
+        return st if st is not None and st.covers(n) else None
+
+    def _checkpoint_before(self, seg_start: int, n: int) -> int:
+        """The largest checkpoint position in ``seg_start + 1 .. n`` (``seg_start`` if none)."""
+        if self._ckpts is None:
+            self._ckpts = sorted(self._index.checkpoints)
+        j = bisect_right(self._ckpts, n) - 1
+        c = self._ckpts[j] if j >= 0 else seg_start
+        return c if c > seg_start else seg_start
 
     @property
     def report(self) -> VerifyReport:
@@ -361,11 +441,15 @@ class Timeline:
                 explanation=why,
             )
         prev_p, p = self._states(n, seg_no, m)
+        return self._frame(n, p, prev_p)
+
+    def _frame(self, n: int, p: Mapping[str, Any], prev_p: Mapping[str, Any] | None) -> Frame:
+        idx = self._index
         return Frame(
             index=n,
-            entry=entry,
+            entry=self._entries[n],
             persisted=p,
-            recorded_hash=rec,
+            recorded_hash=idx.recorded_hash(n),
             computed_hash=idx.computed_hash(n),
             verdict=idx.verdict_of(n),
             explanation=self._explanation(n),
@@ -377,6 +461,9 @@ class Timeline:
         self, n: int, seg_no: int, m: Machine
     ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
         """Persisted snapshots after ``n - 1`` (``None`` at a segment start) and after ``n``."""
+        st = self._store(seg_no, n)
+        if st is not None:
+            return st.pair(n)
         cur = self._cursor
         if cur is not None and cur[0] == seg_no:
             if cur[1] == n:
@@ -408,9 +495,7 @@ class Timeline:
         seg = self._index.segments[seg_no]
         start = seg.start
         if from_checkpoint and n > seg.start:
-            c = seg.start + ((n - 1 - seg.start) // self._k) * self._k
-            if c > seg.start and c in self._index.checkpoints:
-                start = c
+            start = self._checkpoint_before(seg.start, n - 1)
         sessions: dict[str, str] = {}
         ckpt: Mapping[str, Any] | None = None
         if start == seg.start:
@@ -512,8 +597,14 @@ class Timeline:
         """Persisted snapshots for positions ``lo..hi-1`` of one segment: one continuous fold in
         large batches from the nearest checkpoint at or before ``lo`` (as a seek starts)."""
         seg = self._index.segments[seg_no]
-        c = seg.start + ((lo - seg.start) // self._k) * self._k
-        if c == seg.start or c not in self._index.checkpoints:
+        st = self._index.stores.get(seg_no)
+        if st is not None and st.covers(lo):
+            yield from st.iter_from(lo, hi)
+            if hi <= st.stop:
+                return
+            lo = st.stop
+        c = self._checkpoint_before(seg.start, lo)
+        if c == seg.start:
             it = fold_segment(m, self._entries, seg.start, hi, batch=self._batch)
         else:
             p0 = self._index.checkpoints[c]
@@ -525,3 +616,36 @@ class Timeline:
         for i, snap in it:
             if i >= lo:
                 yield i, m.persist(snap)
+
+
+def fork_timelines(
+    machine: Machine | None, a: Any, b: Any, *, shared: int | None = None, **options: Any
+) -> tuple[Timeline, Timeline]:
+    """Timelines of two logs that share a prefix, folding that prefix **once**.
+
+    Parameters
+    ----------
+    machine : Machine or None
+    a, b : EventLog or Sequence[Mapping] or path
+    shared : int, optional
+        At most this many leading entries are shared (e.g. ``compare(a, b).common_prefix``); the
+        entries actually shared are the leading ones equal on both sides (``==``), so a prefix
+        that differs in ``recordedAt`` or a hash is verified on each side separately.
+    **options
+        Passed to :class:`Timeline` (``checkpoint_every``, ``machines``, ``strict``, …).
+
+    Returns
+    -------
+    (Timeline, Timeline)
+        Folding work: ``shared + (len(a) - shared) + (len(b) - shared)`` entries.
+    """
+    a, b = as_log(a), as_log(b)
+    ea, eb = entries_of(a), entries_of(b)
+    limit = min(len(ea), len(eb)) if shared is None else min(shared, len(ea), len(eb))
+    k = 0
+    while k < limit and (ea[k] is eb[k] or ea[k] == eb[k]):
+        k += 1
+    if k == 0:
+        return Timeline(machine, a, **options), Timeline(machine, b, **options)
+    base = Timeline(machine, list(ea[:k]), **options)
+    return base.fork(a), base.fork(b)

@@ -13,12 +13,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agentscope._replay_core import event_type
-from agentscope._replay_index import VERDICTS, LogIndex
+from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
+from agentscope.log.entry import as_log, entries_of, entry_id, event_type, source_of
+from agentscope.log.problems import problems_frame
+from agentscope.log.validate import is_validated
+from agentscope.replay.fold import DEFAULT_BATCH
+from agentscope.replay.verdicts import VERDICTS, LogIndex, build_index, check_machines
 
-__all__ = ["COLUMNS", "VerifyReport", "report_from_index"]
+__all__ = ["COLUMNS", "VerifyReport", "report_from_index", "verify"]
 
 COLUMNS = (
     "index",
@@ -28,6 +32,7 @@ COLUMNS = (
     "recorded_hash",
     "computed_hash",
     "verdict",
+    "kind",
     "reason",
     "explanation",
     "ignored",
@@ -46,12 +51,21 @@ class VerifyReport:
         One row per entry, in log order, columns ``index`` (position in the given sequence),
         ``segment`` (0-based ``@agent.init`` segment), ``id``, ``event_type``,
         ``recorded_hash`` / ``computed_hash`` (8 hex digits or ``None``), ``verdict`` (a
-        :class:`~agentscope.frames.Verdict` value), ``reason`` (``"<kind>: <detail>"`` items
-        joined with ``"; "``, e.g. ``state-mismatch``, ``machine-mismatch``,
+        :class:`~agentscope.frames.Verdict` value), ``kind`` (the
+        :class:`~agentscope.log.problems.ProblemKind` code of the entry's first problem, or
+        ``None``), ``reason`` (a readable summary of the entry's rows in :attr:`problems`:
+        ``"<kind>: <detail>"`` items joined with ``"; "``, e.g. ``state-mismatch``, ``machine-mismatch``,
         ``missing-verification`` (strict), ``invalid-entry``, ``engine-error``,
         ``explained-mismatch``), ``explanation`` (for a hash mismatch: the benign cause confirmed,
         or every cause tried), ``ignored`` (the state did not react: the persisted snapshot
         equals the previous one) and ``failed`` (the row makes the log fail).
+    problems : pandas.DataFrame
+        The shared problems table (:data:`~agentscope.log.problems.PROBLEM_COLUMNS`: ``index``,
+        ``id``, ``field``, ``kind``, ``message``, ``expected``, ``actual``, ``source``): one row
+        per problem, entry problems in log order (e.g. ``state-mismatch`` with the recorded hash
+        as ``expected`` and the recomputed one as ``actual``; ``machine-mismatch`` with
+        ``id@version`` on both sides), then the log-level ones (``index`` ``<NA>``). The same
+        columns and kinds as :attr:`agentscope.EventLog.problems`.
     log_problems : tuple of (kind, detail, fatal)
         Problems not tied to one entry: a segment without a machine (``no-machine``), a cached
         snapshot that disagrees with the log (``cache-diverged``) or is stale (``cache-stale``,
@@ -65,6 +79,7 @@ class VerifyReport:
     """
 
     df: pd.DataFrame
+    problems: pd.DataFrame = field(default_factory=lambda: problems_frame([]), repr=False)
     log_problems: tuple[tuple[str, str, bool], ...] = ()
     errors: tuple[AgentscopeError, ...] = field(default=(), repr=False)
     strict: bool = False
@@ -180,8 +195,10 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
     for i, h in idx.odd_recorded.items():
         recorded[i] = h
     reasons: list[str | None] = [None] * n
+    kinds: list[str | None] = [None] * n
     for i, items in idx.problems.items():
         reasons[i] = "; ".join(f"{k}: {d}" for k, d in items)
+        kinds[i] = items[0][0]
     expl: list[str | None] = [None] * n
     for i, t in idx.explanations.items():
         expl[i] = t
@@ -192,14 +209,15 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         {
             "index": np.arange(n, dtype=np.int64),
             "segment": seg_col,
-            "id": [str(e.get("id", "")) if isinstance(e, Mapping) else "" for e in entries],
-            "event_type": [event_type(e) if isinstance(e, Mapping) else "" for e in entries],
+            "id": [entry_id(e) for e in entries],
+            "event_type": [event_type(e) for e in entries],
             "recorded_hash": pd.Series(recorded, dtype=object),
             "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
             "verdict": pd.Categorical(
                 [VERDICTS[c].value for c in idx.verdict.tolist()],
                 categories=[v.value for v in Verdict],
             ),
+            "kind": pd.Series(kinds, dtype=object),
             "reason": pd.Series(reasons, dtype=object),
             "explanation": pd.Series(expl, dtype=object),
             "ignored": idx.ignored.copy(),
@@ -211,10 +229,96 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
     for i in sorted(idx.failures):
         errors.extend(idx.failures[i])
     errors.extend(idx.log_failures)
+    src = idx.source or "<memory>"
+    ids = df["id"].tolist()
+    rows: list[dict[str, Any]] = [
+        {"index": i, "id": ids[i] if 0 <= i < n else None, "field": fld, "kind": kind,
+         "message": msg, "expected": exp, "actual": act, "source": src}
+        for i, kind, msg, fld, exp, act in sorted(idx.rows, key=lambda r: r[0])
+    ]
+    for kind, detail, _fatal in idx.log_problems:
+        exp = act = None
+        for err in idx.log_failures:
+            if str(err) == detail and hasattr(err, "expected"):
+                exp, act = str(getattr(err, "expected", None)), str(getattr(err, "actual", None))
+        rows.append({"index": None, "id": None, "field": None, "kind": kind, "message": detail,
+                     "expected": exp, "actual": act, "source": src})
     return VerifyReport(
         df=df,
+        problems=problems_frame(rows),
         log_problems=tuple(idx.log_problems),
         errors=tuple(errors),
         strict=idx.strict,
         source=idx.source,
     )
+
+
+def verify(
+    machine: Machine | None,
+    log: Any,
+    *,
+    machines: Mapping[str, Machine] | None = None,
+    strict: bool = False,
+    machine_version: str | None = None,
+    explain: bool = True,
+    batch_size: int = DEFAULT_BATCH,
+) -> VerifyReport:
+    """Fold a log once and report every problem, not only the first (spec §4.1, §4.2).
+
+    Parameters
+    ----------
+    machine : Machine or None
+        The engine for the log; may be ``None`` when ``machines`` covers every segment.
+    log : EventLog or Sequence[Mapping]
+        A log, possibly several ``@agent.init`` segments (a version bridge, spec §1.5: a v2 log
+        starts with a bridge init carrying ``snapshot`` and ``metadata.migratedFrom``; the lineage
+        v1 + v2 is replayed segment by segment, and the bridge may restart its indices at 0).
+        ``log.cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot,
+        §4.2), when present, is checked against the log.
+    machines : Mapping[str, Machine], optional
+        Machines by ``machineVersion``: each segment replays with the machine for its version.
+        A segment with no machine is reported (``log_problems`` kind ``no-machine``).
+    strict : bool
+        Count entries without ``verification.stateHash`` as failures.
+    machine_version : str, optional
+        Expected version for ``machine`` (default ``machine.version``).
+    explain : bool
+        Try the benign causes of each hash mismatch (older hash variant 8b7f21a0, a pending
+        ``after`` timer's live ``startedAt``, a live ``Error``); a confirmed one gives verdict
+        ``explained``, anything else stays ``mismatch`` with what was tried.
+    batch_size : int
+        Entries per ``Machine.fold`` call.
+
+    Returns
+    -------
+    VerifyReport
+        ``.df`` one row per entry, ``.mismatches``, ``.first_mismatch``, ``.ok``,
+        ``.summary()``, ``.raise_if_failed()``. Never raises for problems in the log; a later
+        segment that restarts its indices at 0 without being a version bridge (a concatenation
+        of unrelated logs) is such a problem (§1.3, ``non-contiguous``), though it still replays.
+
+    Raises
+    ------
+    TypeError
+        ``machines`` is not a mapping of version -> :class:`Machine` (names the bad key).
+    """
+    check_machines(machines)
+    if machine is None and not machines:
+        raise ValueError("verify needs a machine, or machines={version: machine}")
+    log = as_log(log)
+    ents = entries_of(log)
+    cached = getattr(log, "cached_snapshot", None)
+    idx = build_index(
+        ents,
+        machine=machine,
+        machines=machines,
+        machine_version=machine_version,
+        strict=strict,
+        checkpoint_every=None,
+        batch=batch_size,
+        explain=explain,
+        cached_snapshot=cached if isinstance(cached, Mapping) else None,
+        source=source_of(log),
+        validated=is_validated(log),
+    )
+    return report_from_index(idx, ents)

@@ -1,0 +1,185 @@
+"""The one entry vocabulary: reading the fields of an ``AgentLogEntry`` (spec §1.1, §1.4, §1.5, §4.1).
+
+Every module that needs an entry's event, event type, recorded hash, ``recordedAt`` or actor
+session key asks here; nothing else indexes ``entry["event"]["type"]`` by hand. The accessors are
+total: a malformed entry (validation reports it, :mod:`agentscope.log.validate`) reads as
+"absent" (``{}``, ``""``, ``None``) instead of raising. Pure functions, no imports beyond the
+standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "AGENT_INIT",
+    "AGENT_USAGE",
+    "as_log",
+    "entries_of",
+    "entry_id",
+    "event_of",
+    "event_type",
+    "execution_id",
+    "init_has_snapshot",
+    "is_bridge_init",
+    "migrated_from",
+    "recorded_at_ms",
+    "recorded_hash",
+    "session_key",
+    "source_of",
+]
+
+AGENT_INIT = "@agent.init"
+"""The reserved type of entry 0 (spec §1.5)."""
+AGENT_USAGE = "@agent.usage"
+"""The reserved spend-record type (spec §1.5)."""
+
+
+def as_log(log: Any) -> Any:
+    """Read ``log`` with :func:`agentscope.read_log` when it is a path; return anything else as is."""
+    if isinstance(log, (str, os.PathLike)):
+        from agentscope.log.readers import read_log
+
+        return read_log(log)
+    return log
+
+
+def entries_of(log: Any) -> Sequence[Mapping[str, Any]]:
+    """Return the entries of an ``EventLog`` (duck-typed on ``.entries``) or a sequence of dicts.
+
+    The entries are not copied or modified. Raises ``TypeError`` for anything else.
+    """
+    entries = getattr(log, "entries", log)
+    if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Sequence):
+        raise TypeError(
+            "expected an EventLog or a sequence of entry dicts; got "
+            f"{type(log).__name__} (read a file with agentscope.read_log(path) first)"
+        )
+    return entries
+
+
+def source_of(log: Any) -> str | None:
+    """Return ``log.source`` when the log carries one (an ``EventLog`` read from a file)."""
+    src = getattr(log, "source", None)
+    return src if isinstance(src, str) else None
+
+
+def entry_id(entry: Any) -> str:
+    """Return the entry's ``id`` as a string (``""`` when missing)."""
+    v = entry.get("id") if isinstance(entry, Mapping) else None
+    return "" if v is None else str(v)
+
+
+def event_of(entry: Any) -> Mapping[str, Any]:
+    """Return the entry's event payload, or an empty mapping when it has none."""
+    ev = entry.get("event") if isinstance(entry, Mapping) else None
+    return ev if isinstance(ev, Mapping) else {}
+
+
+def event_type(entry: Any) -> str:
+    """Return the entry's ``event.type`` (``""`` when missing or not a string)."""
+    t = event_of(entry).get("type")
+    return t if isinstance(t, str) else ""
+
+
+def recorded_hash(entry: Any) -> str | None:
+    """Return ``entry.verification.stateHash`` (a non-empty string) or ``None`` (spec §2)."""
+    v = entry.get("verification") if isinstance(entry, Mapping) else None
+    if isinstance(v, Mapping):
+        h = v.get("stateHash")
+        if isinstance(h, str) and h:
+            return h
+    return None
+
+
+def init_has_snapshot(entry: Any) -> bool:
+    """True for an ``@agent.init`` entry whose event carries ``snapshot`` (a continuation, §1.5)."""
+    ev = event_of(entry)
+    return ev.get("type") == AGENT_INIT and "snapshot" in ev
+
+
+def migrated_from(entry: Any) -> Mapping[str, Any] | None:
+    """The init entry's ``metadata.migratedFrom`` mapping, or ``None`` (spec §1.5)."""
+    meta = entry.get("metadata") if isinstance(entry, Mapping) else None
+    mig = meta.get("migratedFrom") if isinstance(meta, Mapping) else None
+    return mig if isinstance(mig, Mapping) else None
+
+
+def is_bridge_init(entry: Any) -> bool:
+    """A version-bridge init: carries ``snapshot`` and ``metadata.migratedFrom`` (spec §1.5)."""
+    return init_has_snapshot(entry) and migrated_from(entry) is not None
+
+
+def execution_id(entry: Any) -> Any:
+    """The entry's ``metadata.executionId`` (any JSON value, ``None`` when absent; §1.5)."""
+    meta = entry.get("metadata") if isinstance(entry, Mapping) else None
+    return meta.get("executionId") if isinstance(meta, Mapping) else None
+
+
+def session_key(entry: Any) -> str | None:
+    """The §4.1 rebinding key ``actorId + "\\0" + sessionId`` of a child completion, or ``None``."""
+    ev = event_of(entry)
+    a, sid = ev.get("actorId"), ev.get("sessionId")
+    if isinstance(a, str) and isinstance(sid, str):
+        return a + "\u0000" + sid
+    return None
+
+
+# §1.1's shape with §1.4's V8 ranges: month 1-12, day 1-31 in any month, hour 0-23 or exactly
+# 24:00:00 with a zero fraction, minute/second 0-59, offset hour 0-23 and minute 0-59
+_RECORDED_AT = re.compile(
+    r"([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"T(?:([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])(?:\.([0-9]+))?|(24):00:00(?:\.0+)?)"
+    r"(?:Z|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))"
+)
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date; ``d`` may overflow the month."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    mp = (m + 9) % 12
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def recorded_at_ms(entry_or_text: Any) -> int | None:
+    """Return ``recordedAt`` as epoch milliseconds the way V8's ``Date.parse`` reads it (§1.4).
+
+    Parameters
+    ----------
+    entry_or_text : Mapping or str
+        An entry (its ``recordedAt`` is read) or the string itself.
+
+    Returns
+    -------
+    int or None
+        Milliseconds since 1970-01-01T00:00:00Z. A day past the month's end rolls over
+        (``2026-02-30`` is March 2), ``24:00:00`` is the next midnight, year ``0000`` is valid,
+        fractions beyond milliseconds are truncated. ``None`` for an absent value or one V8
+        rejects (month 13, hour 25, offset ``+24:00``, …). ``datetime.fromisoformat`` is not used:
+        it is stricter about days per month.
+    """
+    text = entry_or_text.get("recordedAt") if isinstance(entry_or_text, Mapping) else entry_or_text
+    if not isinstance(text, str):
+        return None
+    m = _RECORDED_AT.fullmatch(text)
+    if m is None:
+        return None
+    y, mo, d, hh, mi, ss, frac, h24, sign, oh, om = m.groups()
+    days = _days_from_civil(int(y), int(mo), int(d))
+    if h24:
+        secs = 86_400
+        ms = 0
+    else:
+        secs = int(hh) * 3600 + int(mi) * 60 + int(ss)
+        ms = int((frac or "0")[:3].ljust(3, "0"))
+    if sign:
+        off = int(oh) * 3600 + int(om) * 60
+        secs -= off if sign == "+" else -off
+    return (days * 86_400 + secs) * 1000 + ms

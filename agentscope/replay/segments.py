@@ -1,0 +1,70 @@
+"""Split a log at its ``@agent.init`` entries: the segments the fold replays one by one (spec §1.5).
+
+A log is normally one segment. A version-bridged lineage (v1 entries, then a bridge init carrying
+``snapshot`` and ``metadata.migratedFrom``, then v2 entries) is several; each replays with the
+machine for its own ``machineVersion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentscope.log.entry import AGENT_INIT, event_type, init_has_snapshot, migrated_from
+
+__all__ = ["Segment", "segments_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One ``@agent.init``-led run of entries (spec §1.5): positions ``start`` to ``stop - 1``.
+
+    ``version`` is the ``machineVersion`` the segment's entries target: that of its first entry
+    that is not a snapshot init (a bridge init's own version is exempt, §1.3), else the init's.
+    ``migrated_from`` is the bridge init's ``metadata.migratedFrom`` when present.
+    """
+
+    number: int
+    start: int
+    stop: int
+    machine_id: str | None
+    version: str | None
+    bridge: bool
+    migrated_from: Mapping[str, Any] | None
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+
+def _segment(entries: Sequence[Mapping[str, Any]], number: int, start: int, stop: int) -> Segment:
+    ref = next(
+        (entries[i] for i in range(start, stop) if not init_has_snapshot(entries[i])),
+        entries[start],
+    )
+    init = entries[start]
+    mid = ref.get("machineId") if isinstance(ref, Mapping) else None
+    ver = ref.get("machineVersion") if isinstance(ref, Mapping) else None
+    return Segment(
+        number=number,
+        start=start,
+        stop=stop,
+        machine_id=mid if isinstance(mid, str) else None,
+        version=ver if isinstance(ver, str) else None,
+        bridge=init_has_snapshot(init),
+        migrated_from=migrated_from(init),
+    )
+
+
+def segments_of(entries: Sequence[Mapping[str, Any]], start: int = 0) -> list[Segment]:
+    """Split ``entries[start:]`` at each ``@agent.init`` entry.
+
+    Position ``start`` always starts a segment, init or not (validation reports a missing init);
+    segments are numbered from 0. O(n) once: :meth:`agentscope.replay.Timeline.extend` splits
+    only the new entries (the first of them continues the last segment unless it is an init).
+    """
+    starts = [i for i in range(start, len(entries)) if i == start or event_type(entries[i]) == AGENT_INIT]
+    return [
+        _segment(entries, number, s, starts[number + 1] if number + 1 < len(starts) else len(entries))
+        for number, s in enumerate(starts)
+    ]

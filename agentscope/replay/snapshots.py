@@ -1,0 +1,169 @@
+"""Every persisted snapshot of a pass, kept in bounded memory: keyframes plus deltas, budgeted by bytes.
+
+The one pass (:mod:`agentscope.replay.verdicts`) hands each entry's persisted snapshot to a
+:class:`SnapshotStore`, which keeps it as a **delta** against the previous one (the few members
+that changed) and, now and then, as a **keyframe** (the whole snapshot). A seek is "nearest
+keyframe + the deltas after it", with no engine call, so every view (``Timeline``, ``TimeTravel``,
+the static player, ``compare``) reads snapshots without folding again.
+
+Sizes are counted in bytes (each keyframe and delta is stored pickled, which keeps every value
+exactly, lone surrogates and ``-0.0`` included):
+
+- a keyframe is taken when the deltas since the last one reach the keyframe's own size (so a seek
+  decodes at most about two snapshots' worth of bytes) or after ``max_chain`` deltas;
+- a store whose bytes exceed ``budget`` stops growing (:attr:`SnapshotStore.full`); the pass then
+  falls back to sparse checkpoints and seeks there fold again (counted, never silent).
+
+Deltas are :func:`agentscope.jsondiff.delta` (ops on dicts and lists, pruned by ``==`` on equal subtrees).
+``==`` sees ``1 == 1.0 == True``; the two numbers are one JS value, and the rare ``true``/``1``
+swap is caught by the hash check every seek makes (``Timeline.seek_fallbacks``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agentscope.jsondiff import Op, apply_delta, delta
+
+__all__ = ["DEFAULT_BUDGET", "SnapshotStore"]
+
+DEFAULT_BUDGET = 256 * 1024 * 1024
+"""Default byte budget of one store (keyframes plus deltas, pickled)."""
+
+_PROTO = pickle.HIGHEST_PROTOCOL
+
+class SnapshotStore:
+    """The persisted snapshot after every position ``start .. stop - 1`` of one segment, compactly.
+
+    Parameters
+    ----------
+    start : int
+        The segment's first position.
+    budget : int
+        Bytes this store may hold (keyframes plus deltas, pickled); past it, :meth:`add` refuses
+        (returns ``False``) and :attr:`full` is set.
+    max_chain : int
+        Most deltas between two keyframes (bounds a seek's work when deltas are tiny).
+
+    Notes
+    -----
+    Memory is O(sum of the changes) plus about as much again in keyframes, not O(n x snapshot).
+    """
+
+    def __init__(self, start: int, *, budget: int = DEFAULT_BUDGET, max_chain: int = 128) -> None:
+        self.start = start
+        self.stop = start
+        self.budget = budget
+        self.max_chain = max(1, max_chain)
+        self.full = False
+        self.nbytes = 0
+        self._key_pos: list[int] = []
+        self._key_blob: list[bytes] = []
+        self._deltas: list[bytes | None] = []  # per position; None at a keyframe
+        self._since_key = 0
+        self._chain = 0
+        self._last: Mapping[str, Any] | None = None
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def copy(self) -> SnapshotStore:
+        """An independent store with the same contents (the stored bytes are shared: immutable)."""
+        out = SnapshotStore(self.start, budget=self.budget, max_chain=self.max_chain)
+        out.__dict__.update(self.__dict__)
+        out._key_pos = list(self._key_pos)
+        out._key_blob = list(self._key_blob)
+        out._deltas = list(self._deltas)
+        return out
+
+    @property
+    def keyframes(self) -> list[int]:
+        """Positions stored whole."""
+        return list(self._key_pos)
+
+    def add(self, persisted: Mapping[str, Any], ops: list[Op] | None = None) -> bool:
+        """Store the snapshot at position :attr:`stop` (``ops``: its delta from the previous one,
+        computed here when not given). Returns ``False`` (and stores nothing) once over budget."""
+        if self.full:
+            return False
+        blob: bytes | None = None
+        if self._last is not None:
+            if ops is None:
+                ops = delta(self._last, persisted)
+            blob = pickle.dumps(ops, _PROTO)
+            key_size = len(self._key_blob[-1])
+            if self._since_key + len(blob) >= key_size or self._chain >= self.max_chain:
+                blob = None
+        if blob is None:
+            whole = pickle.dumps(persisted, _PROTO)
+            if self.nbytes + len(whole) > self.budget:
+                self.full = True
+                return False
+            self._key_pos.append(self.stop)
+            self._key_blob.append(whole)
+            self._deltas.append(None)
+            self.nbytes += len(whole)
+            self._since_key = 0
+            self._chain = 0
+        else:
+            if self.nbytes + len(blob) > self.budget:
+                self.full = True
+                return False
+            self._deltas.append(blob)
+            self.nbytes += len(blob)
+            self._since_key += len(blob)
+            self._chain += 1
+        self._last = persisted
+        self.stop += 1
+        return True
+
+    def covers(self, i: int) -> bool:
+        return self.start <= i < self.stop
+
+    def _ops(self, i: int) -> list[Op]:
+        blob = self._deltas[i - self.start]
+        assert blob is not None
+        ops: list[Op] = pickle.loads(blob)
+        return ops
+
+    def _key_at_or_before(self, i: int) -> int:
+        return bisect_right(self._key_pos, i) - 1
+
+    def get(self, i: int) -> Mapping[str, Any]:
+        """A fresh copy of the snapshot at position ``i`` (O(keyframe + chain) decoding)."""
+        return self.pair(i)[1]
+
+    def pair(self, i: int) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+        """The snapshots at ``i - 1`` (``None`` at :attr:`start`) and ``i``, as fresh objects."""
+        if not self.covers(i):
+            raise IndexError(f"position {i} is not stored ({self.start}..{self.stop - 1})")
+        k = self._key_at_or_before(i)
+        pos = self._key_pos[k]
+        doc: Any = pickle.loads(self._key_blob[k])
+        prev: Any = None
+        if pos == i:
+            if i > self.start:
+                prev = self.pair(i - 1)[1]
+            return prev, doc
+        for j in range(pos + 1, i):
+            doc = apply_delta(doc, self._ops(j), in_place=True)
+        return doc, apply_delta(doc, self._ops(i))
+
+    def iter_from(self, lo: int, hi: int | None = None) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Yield ``(position, snapshot)`` for ``lo .. hi - 1`` in order; consecutive snapshots share
+        unchanged members (read-only)."""
+        hi = self.stop if hi is None else min(hi, self.stop)
+        if lo >= hi:
+            return
+        doc: Any = self.get(lo)
+        yield lo, doc
+        for j in range(lo + 1, hi):
+            blob = self._deltas[j - self.start]
+            if blob is None:
+                doc = pickle.loads(self._key_blob[self._key_at_or_before(j)])
+            else:
+                doc = apply_delta(doc, pickle.loads(blob))
+            yield j, doc

@@ -1,0 +1,683 @@
+"""One verifying pass over a log: per-entry hashes, verdicts and problems, plus checkpoints.
+
+``verify`` builds its report from it and ``Timeline`` keeps it as its index. Storage is compact
+so a 10^6-entry log stays small: hashes as ``uint32`` arrays, verdicts as ``uint8`` codes,
+``ignored`` as a ``bool`` array, and text (problems, explanations) only for the entries that
+have any. Persisted snapshots are kept only at checkpoints (every ``checkpoint_every`` entries
+of a segment).
+
+Private module.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agentscope.engines.base import Machine, Snapshot
+from agentscope.errors import (
+    AgentscopeError,
+    EngineError,
+    LogFormatError,
+    ReplayDivergenceError,
+    SnapshotDivergedError,
+)
+from agentscope.frames import Verdict
+from agentscope.hashing import state_hash
+from agentscope.jsondiff import delta
+from agentscope.log.entry import (
+    AGENT_INIT,
+    entry_id,
+    event_type,
+    execution_id,
+    recorded_at_ms,
+    recorded_hash,
+    session_key,
+)
+from agentscope.log.validate import SegmentChecker, identity_problem
+from agentscope.replay.explain import explain_mismatch
+from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
+from agentscope.replay.segments import Segment, segments_of
+from agentscope.replay.snapshots import SnapshotStore
+
+__all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
+
+VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
+_CODE = {v: i for i, v in enumerate(VERDICTS)}
+_HEX8 = re.compile(r"^[0-9a-f]{8}$")
+_OVERFLOW_EVERY = 256
+"""Checkpoint interval past a full snapshot store (a seek there folds at most this many entries)."""
+
+
+@dataclass
+class LogIndex:
+    """What one pass learned about every entry (see the module docstring for the layout).
+
+    ``problems[i]`` is a list of ``(kind, detail)``; ``failures[i]`` the typed errors that make
+    entry ``i`` fail (``raise_if_failed`` raises the first). ``log_problems`` are log-level
+    ``(kind, detail, fatal)`` items (segment without a machine, cached snapshot disagreement).
+    """
+
+    n: int
+    segments: list[Segment]
+    machines: list[Machine | None]
+    computed: np.ndarray[Any, np.dtype[np.uint32]]
+    has_computed: np.ndarray[Any, np.dtype[np.bool_]]
+    recorded: np.ndarray[Any, np.dtype[np.uint32]]
+    has_recorded: np.ndarray[Any, np.dtype[np.bool_]]
+    verdict: np.ndarray[Any, np.dtype[np.uint8]]
+    ignored: np.ndarray[Any, np.dtype[np.bool_]]
+    odd_recorded: dict[int, str] = field(default_factory=dict)
+    problems: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    failures: dict[int, list[AgentscopeError]] = field(default_factory=dict)
+    explanations: dict[int, str] = field(default_factory=dict)
+    log_problems: list[tuple[str, str, bool]] = field(default_factory=list)
+    log_failures: list[AgentscopeError] = field(default_factory=list)
+    checkpoints: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    checkpoint_sessions: dict[int, list[tuple[str, str, bool]]] = field(default_factory=dict)
+    replayed_upto: list[int] = field(default_factory=list)
+    strict: bool = False
+    source: str | None = None
+    stores: dict[int, SnapshotStore] = field(default_factory=dict)
+    """Per segment number: every persisted snapshot of the pass (when it kept them)."""
+    rows: list[tuple[int, str, str, str | None, str | None, str | None]] = field(default_factory=list)
+    """Every entry problem as ``(index, kind, message, field, expected, actual)``, in the order found."""
+
+    @classmethod
+    def empty(cls, *, strict: bool = False, source: str | None = None) -> LogIndex:
+        """An index of no entries; :meth:`grow` makes room."""
+        return cls(
+            n=0, segments=[], machines=[],
+            computed=np.zeros(0, np.uint32), has_computed=np.zeros(0, np.bool_),
+            recorded=np.zeros(0, np.uint32), has_recorded=np.zeros(0, np.bool_),
+            verdict=np.zeros(0, np.uint8), ignored=np.zeros(0, np.bool_),
+            strict=strict, source=source,
+        )
+
+    def copy(self) -> LogIndex:
+        """An independent copy (arrays, problem lists and stores copied; errors and snapshots
+        shared: they are never mutated)."""
+        out = LogIndex(
+            n=self.n, segments=list(self.segments), machines=list(self.machines),
+            computed=self.computed.copy(), has_computed=self.has_computed.copy(),
+            recorded=self.recorded.copy(), has_recorded=self.has_recorded.copy(),
+            verdict=self.verdict.copy(), ignored=self.ignored.copy(),
+            odd_recorded=dict(self.odd_recorded),
+            problems={i: list(v) for i, v in self.problems.items()},
+            failures={i: list(v) for i, v in self.failures.items()},
+            explanations=dict(self.explanations),
+            log_problems=list(self.log_problems), log_failures=list(self.log_failures),
+            checkpoints=dict(self.checkpoints),
+            checkpoint_sessions=dict(self.checkpoint_sessions),
+            replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
+            stores={k: v.copy() for k, v in self.stores.items()}, rows=list(self.rows),
+        )
+        return out
+
+    def grow(self, n: int) -> None:
+        """Make the per-entry arrays ``n`` long (new rows: no hash, ``unchecked``); amortised O(1)
+        per entry (the buffers double)."""
+        if n <= self.n:
+            return
+        names = ("computed", "has_computed", "recorded", "has_recorded", "verdict", "ignored")
+        bufs: dict[str, Any] = getattr(self, "_bufs", {})
+        cap = len(bufs["computed"]) if bufs else 0
+        if n > cap:
+            new_cap = max(n, 2 * cap, 64)
+            for name in names:
+                old = getattr(self, name)
+                buf = np.zeros(new_cap, old.dtype)
+                if name == "verdict":
+                    buf[:] = _CODE[Verdict.UNCHECKED]
+                buf[: self.n] = old[: self.n]
+                bufs[name] = buf
+            object.__setattr__(self, "_bufs", bufs)
+        for name in names:
+            setattr(self, name, bufs[name][:n])
+        self.n = n
+
+    def computed_hash(self, i: int) -> str | None:
+        return f"{int(self.computed[i]):08x}" if self.has_computed[i] else None
+
+    def recorded_hash(self, i: int) -> str | None:
+        if i in self.odd_recorded:
+            return self.odd_recorded[i]
+        return f"{int(self.recorded[i]):08x}" if self.has_recorded[i] else None
+
+    def verdict_of(self, i: int) -> Verdict:
+        return VERDICTS[int(self.verdict[i])]
+
+    def segment_of(self, i: int) -> int:
+        lo, hi = 0, len(self.segments) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.segments[mid].start <= i:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def sessions_at(self, c: int, m: Machine, restored: Snapshot) -> dict[str, str]:
+        """The rebinding cache a fold resumed from checkpoint ``c`` (restored as ``restored``)
+        must start with to behave exactly like the unbroken fold.
+
+        Only keys journaled both at/before ``c`` and after it matter (a key first seen after
+        ``c`` resolves the same way in both folds). One that pointed at the child running at
+        ``c`` follows that child to its session in ``restored``; a stale one keeps its old,
+        never-matching value.
+        """
+        cache: dict[str, str] = {}
+        for key, value, live in self.checkpoint_sessions.get(c, ()):
+            if live:
+                now = m.child_session(restored, key.split("\u0000", 1)[0])
+                cache[key] = value if now is None else now
+            else:
+                cache[key] = value
+        return cache
+
+    def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None,
+                    *, expected: str | None = None, actual: str | None = None,
+                    fails: bool = True) -> None:
+        """Record a problem of entry ``i`` (``kind`` a :class:`~agentscope.log.problems.ProblemKind`
+        code); ``error`` makes the entry fail unless ``fails=False``. ``expected``/``actual``
+        default to the error's own (a hash, a machine identity)."""
+        self.problems.setdefault(i, []).append((kind, detail))
+        if expected is None and actual is None and error is not None:
+            expected, actual = _side(getattr(error, "expected", None)), _side(getattr(error, "actual", None))
+        field_ = getattr(error, "field", None)
+        self.rows.append((i, kind, detail, field_ if isinstance(field_, str) else None, expected, actual))
+        if error is not None and fails:
+            self.failures.setdefault(i, []).append(error)
+
+
+def _side(value: Any) -> str | None:
+    """An error's ``expected``/``actual`` as the problems table's string: a hash as is, a machine
+    identity as ``id@version``."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and "machineId" in value:
+        return f"{value.get('machineId')}@{value.get('machineVersion')}"
+    return str(value)
+
+
+def check_machines(machines: Any) -> None:
+    """Raise ``TypeError`` unless ``machines`` is ``None`` or a mapping of version -> Machine."""
+    if machines is None:
+        return
+    if not isinstance(machines, Mapping):
+        raise TypeError(
+            f"machines must be a mapping of machineVersion -> Machine; got {type(machines).__name__}"
+        )
+    for key, m in machines.items():
+        if not isinstance(m, Machine):
+            raise TypeError(
+                f"machines[{key!r}] must be a Machine (e.g. StatechartMachine or load_machine(...)); "
+                f"got {type(m).__name__} {m!r:.80}"
+            )
+
+
+def machine_for_segment(
+    seg: Segment,
+    machine: Machine | None,
+    machines: Mapping[str, Machine] | None,
+) -> tuple[Machine | None, str | None]:
+    """Pick the machine that replays ``seg`` and the version its entries must carry.
+
+    With ``machines`` (version -> machine) the segment's version selects; ``machine`` is the
+    fallback when its own version matches (or when no ``machines`` was given at all, in which
+    case entries of another version are reported as identity mismatches).
+    """
+    if machines:
+        m = machines.get(seg.version) if seg.version is not None else None
+        if m is not None:
+            return m, seg.version
+        if machine is not None and machine.version == seg.version:
+            return machine, seg.version
+        return None, None
+    return machine, None
+
+
+class _SegmentPass:
+    """The pass over one segment, resumable: :meth:`run` folds positions ``lo .. hi - 1`` and
+    keeps everything the next call needs (engine snapshot, rebinding cache, explanation state)."""
+
+    def __init__(self, idx: LogIndex, seg: Segment, m: Machine, *, checkpoint_every: int | None,
+                 batch: int, explain: bool, store: SnapshotStore | None) -> None:
+        self.idx, self.seg, self.m = idx, seg, m
+        self.k = checkpoint_every
+        self.batch = batch
+        self.explain = explain
+        self.store = store
+        self.k_base = seg.start  # checkpoints sit at k_base + j * k
+        self.snap: Snapshot | None = None
+        self.cache: dict[str, str] = {}
+        self.prev: Mapping[str, Any] | None = None
+        self.prev_h = ""
+        self.known_starts: dict[str, int] = {}
+        self.appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
+        self.prev_at: int | None = None
+        self.failed = False
+        self.last = seg.start - 1
+
+    def run(self, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
+        if self.failed or lo >= hi:
+            return
+        idx, m = self.idx, self.m
+        k = self.k
+        try:
+            spans = _recurring_session_keys(entries, self.seg.start, hi) if k else {}
+            # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
+            # cache and the engine's snapshot agree there (an engine may move cache entries when it
+            # re-seeds); otherwise large batches (fewer engine round trips)
+            fold_batch = k if (k and spans) else max(self.batch, k or 0)
+            it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
+                              seed=self.snap if lo > self.seg.start else None)
+            for i, snap in it:
+                self.last = i
+                self.snap = snap
+                self._step(entries, i, snap, spans)
+        except Exception as exc:  # an engine failure: report it and stop this segment
+            self.failed = True
+            at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last
+            detail = f"{type(exc).__name__}: {exc}"
+            err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
+            idx.add_problem(at_i, "engine-error", detail, err)
+        idx.replayed_upto[self.seg.number] = self.last + 1
+
+    def _step(self, entries: Sequence[Mapping[str, Any]], i: int, snap: Snapshot,
+              spans: Mapping[str, tuple[int, int]]) -> None:
+        idx, m, k = self.idx, self.m, self.k
+        p = m.persist(snap)
+        prev = self.prev
+        store = self.store
+        if store is not None and not store.full:
+            ops = delta(prev, p) if prev is not None else None
+            same = ops is not None and not ops
+            if not store.add(p, ops) and k is None:
+                # over the byte budget: the rest of the segment keeps sparse checkpoints instead
+                self.k = k = _OVERFLOW_EVERY
+                self.k_base = i
+        else:
+            same = prev is not None and p == prev  # the state did not react ("ignored")
+        h = self.prev_h if same else state_hash(p)
+        idx.computed[i] = int(h, 16)
+        idx.has_computed[i] = True
+        if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
+            idx.checkpoints[i] = p
+            kept = [
+                (key, self.cache[key],
+                 self.cache[key] == m.child_session(snap, key.split("\u0000")[0]))
+                for key, (first_at, last_at) in spans.items()
+                if first_at <= i < last_at and key in self.cache
+            ]
+            if kept:
+                idx.checkpoint_sessions[i] = kept
+        if same:
+            idx.ignored[i] = True
+        e = entries[i]
+        at = recorded_at_ms(e)
+        rec = idx.recorded_hash(i)
+        timers = p.get("timers")
+        timers = timers if isinstance(timers, Mapping) else {}
+        for tid in list(self.known_starts):
+            if tid not in timers:
+                del self.known_starts[tid]
+        for tid in list(self.appeared):
+            if tid not in timers:
+                del self.appeared[tid]
+        for tid in timers:
+            if tid not in self.appeared and at is not None:
+                self.appeared[tid] = at
+        if rec is None:
+            pass
+        elif rec == h:
+            idx.verdict[i] = _CODE[Verdict.VERIFIED]
+        else:
+            err: AgentscopeError = ReplayDivergenceError(entry_id(e), i, "state", rec, h)
+            if self.explain:
+                ex = explain_mismatch(
+                    p, rec, recorded_at=at, previous_recorded_at=self.prev_at,
+                    known_timer_starts=self.known_starts,
+                    timer_appeared_at=min(self.appeared.values()) if self.appeared else None,
+                )
+                idx.explanations[i] = ex.text
+                if ex.confirmed:
+                    self.known_starts.update(ex.timer_starts)
+                    idx.verdict[i] = _CODE[Verdict.EXPLAINED]
+                    idx.add_problem(i, "explained-mismatch",
+                                    f"expected {rec!r}, got {h!r} ({ex.cause})", None,
+                                    expected=rec, actual=h)
+                else:
+                    idx.verdict[i] = _CODE[Verdict.MISMATCH]
+                    idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+            else:
+                idx.verdict[i] = _CODE[Verdict.MISMATCH]
+                idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+        self.prev, self.prev_h = p, h
+        self.prev_at = at
+
+
+def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
+    out = copy.copy(sp)
+    out.idx = idx
+    out.cache = dict(sp.cache)
+    out.known_starts = dict(sp.known_starts)
+    out.appeared = dict(sp.appeared)
+    out.store = idx.stores.get(sp.seg.number)
+    return out
+
+
+class Pass:
+    """The one pass over a log, resumable: :meth:`feed` processes new positions only.
+
+    Folds every segment once (:func:`~agentscope.replay.fold.fold_segment`), recording per entry
+    the recomputed hash, verdict, ``ignored`` flag and problems into :attr:`index`, and, with
+    ``store_budget``, every persisted snapshot in a byte-budgeted
+    :class:`~agentscope.replay.snapshots.SnapshotStore` per segment (so views never fold again).
+    Never raises for problems in the log: they are recorded. Work is O(new entries) per call.
+    """
+
+    def __init__(
+        self,
+        *,
+        machine: Machine | None,
+        machines: Mapping[str, Machine] | None = None,
+        machine_version: str | None = None,
+        strict: bool = False,
+        checkpoint_every: int | None = None,
+        batch: int = DEFAULT_BATCH,
+        explain: bool = True,
+        source: str | None = None,
+        store_budget: int | None = None,
+        validated: bool = False,
+    ) -> None:
+        check_machines(machines)
+        self.validated = validated  # the entries passed §1.2 when read: not checked again
+        self.machine, self.machines = machine, machines
+        self.machine_version = machine_version
+        self.checkpoint_every = checkpoint_every
+        self.batch, self.explain = batch, explain
+        self.store_budget = store_budget
+        self.index = LogIndex.empty(strict=strict, source=source)
+        self._seg_pass: _SegmentPass | None = None
+        self._check: SegmentChecker | None = None
+
+    def copy(self) -> Pass:
+        """An independent continuation of this pass (e.g. two forks of one shared prefix): the
+        engine snapshot is shared (folds are pure), everything mutable is copied."""
+        out = copy.copy(self)
+        out.index = self.index.copy()
+        if self._seg_pass is not None:
+            out._seg_pass = _copy_segment_pass(self._seg_pass, out.index)
+        if self._check is not None:
+            out._check = copy.copy(self._check)
+            out._check.seen = dict(self._check.seen)
+        return out
+
+    def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
+        """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the
+        new positions. ``entries`` is the whole log so far (earlier positions are not re-read)."""
+        idx = self.index
+        lo = idx.n if lo is None else lo
+        hi = len(entries)
+        if hi <= lo:
+            return range(lo, lo)
+        idx.grow(hi)
+        for i in range(lo, hi):
+            h = recorded_hash(entries[i])
+            if h is None:
+                continue
+            if _HEX8.match(h):
+                idx.recorded[i] = int(h, 16)
+                idx.has_recorded[i] = True
+            else:
+                idx.odd_recorded[i] = h
+        first = lo
+        if idx.segments and not (entries[lo] is not None and event_type(entries[lo]) == AGENT_INIT):
+            # the new entries continue the last segment
+            last = idx.segments[-1]
+            cont = segments_of(entries, lo)
+            head = cont[0]
+            idx.segments[-1] = Segment(last.number, last.start, head.stop, last.machine_id,
+                                       last.version, last.bridge, last.migrated_from)
+            self._run_segment(entries, idx.segments[-1], lo, head.stop, fresh=False)
+            first = head.stop
+        for seg in segments_of(entries, first) if first < hi else []:
+            seg = Segment(len(idx.segments), seg.start, seg.stop, seg.machine_id, seg.version,
+                          seg.bridge, seg.migrated_from)
+            if idx.segments:
+                _check_bridge_link(idx, entries, idx.segments[-1], seg)
+            idx.segments.append(seg)
+            self._run_segment(entries, seg, seg.start, seg.stop, fresh=True)
+        no_hash = ~idx.has_recorded[lo:hi]
+        for i in idx.odd_recorded:
+            if lo <= i < hi:
+                no_hash[i - lo] = False
+        idx.verdict[lo:hi][no_hash] = _CODE[Verdict.MISSING]
+        if idx.strict:
+            for j in np.flatnonzero(no_hash).tolist():
+                i = lo + j
+                idx.add_problem(
+                    i, "missing-verification", "no recorded verification hash",
+                    ReplayDivergenceError(entry_id(entries[i]), i, "missing-verification"),
+                )
+        return range(lo, hi)
+
+    def _run_segment(self, entries: Sequence[Mapping[str, Any]], seg: Segment, lo: int, hi: int,
+                     *, fresh: bool) -> None:
+        idx = self.index
+        if fresh:
+            m, seg_version = machine_for_segment(seg, self.machine, self.machines)
+            idx.machines.append(m)
+            idx.replayed_upto.append(seg.start)
+            self._check = SegmentChecker(seg.start, source=idx.source, envelope=not self.validated)
+            self._seg_pass = None
+            if m is not None:
+                self._version = seg_version or self.machine_version or m.version
+            else:
+                have = ", ".join(sorted(self.machines)) if self.machines else "none"
+                detail = (
+                    f"segment {seg.number} (entries {seg.start}..{seg.stop - 1}, machineVersion "
+                    f"{seg.version!r}) has no machine: pass machines={{{seg.version!r}: ...}} "
+                    f"(given: {have})"
+                )
+                idx.log_problems.append(("no-machine", detail, self.machines is not None))
+                if self.machines is not None:
+                    idx.log_failures.append(EngineError(detail))
+        m = idx.machines[seg.number]
+        assert self._check is not None
+        self._check.envelope = not self.validated
+        found, fold_stop = self._check.check(entries, lo, hi)
+        for kind, err in found:
+            at = err.index if isinstance(err.index, int) else seg.start
+            idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
+        if m is None:
+            return
+        for i in range(lo, hi):
+            e = entries[i]
+            if not isinstance(e, Mapping):
+                continue
+            bad = identity_problem(e, i - seg.start, m.machine_id, self._version)
+            if bad is not None:
+                bad.index = i
+                bad.source = idx.source
+                idx.add_problem(i, "machine-mismatch", str(bad), bad)
+        if self._check.stopped_at is not None and self._check.stopped_at <= lo:
+            return
+        if self._seg_pass is None:
+            store = (SnapshotStore(seg.start, budget=self.store_budget)
+                     if self.store_budget is not None else None)
+            if store is not None:
+                idx.stores[seg.number] = store
+            self._seg_pass = _SegmentPass(idx, seg, m, checkpoint_every=self.checkpoint_every,
+                                          batch=self.batch, explain=self.explain, store=store)
+        self._seg_pass.seg = seg
+        self._seg_pass.run(entries, lo, fold_stop)
+
+
+def build_index(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    machine: Machine | None,
+    machines: Mapping[str, Machine] | None = None,
+    machine_version: str | None = None,
+    strict: bool = False,
+    checkpoint_every: int | None = None,
+    batch: int = DEFAULT_BATCH,
+    explain: bool = True,
+    cached_snapshot: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    store_budget: int | None = None,
+    validated: bool = False,
+) -> LogIndex:
+    """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
+
+    ``cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot, §4.2) is checked against
+    the log at the end.
+    """
+    p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
+             checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
+             store_budget=store_budget, validated=validated)
+    idx = p.index
+    if not entries:
+        idx.log_problems.append(
+            ("empty-log", "Cannot replay an empty event log; it must start with a "
+             "'@agent.init' entry.", True)
+        )
+        idx.log_failures.append(
+            LogFormatError(
+                "Cannot replay an empty event log; it must start with a '@agent.init' entry.",
+                source=source,
+            )
+        )
+        return idx
+    p.feed(entries)
+    if cached_snapshot is not None:
+        check_cache(idx, entries, cached_snapshot)
+    return idx
+
+
+def _recurring_session_keys(
+    entries: Sequence[Mapping[str, Any]], start: int, stop: int
+) -> dict[str, tuple[int, int]]:
+    """Rebinding keys (spec §4.1: ``actorId + "\\0" + sessionId``) journaled more than once in
+    ``entries[start:stop]``, with their first and last positions. Counted through 64-bit hashes
+    in a numpy array so a 10^6-entry log needs ~8 MB, not a dict of every key."""
+    hashes: list[int] = []
+    for i in range(start, stop):
+        key = session_key(entries[i])
+        if key is not None:
+            hashes.append(hash(key))
+    if not hashes:
+        return {}
+    values, counts = np.unique(np.asarray(hashes, dtype=np.int64), return_counts=True)
+    repeated = set(values[counts > 1].tolist())
+    if not repeated:
+        return {}
+    spans: dict[str, tuple[int, int]] = {}
+    for i in range(start, stop):
+        key = session_key(entries[i])
+        if key is not None and hash(key) in repeated:
+            first = spans[key][0] if key in spans else i
+            spans[key] = (first, i)
+    return {k: v for k, v in spans.items() if v[0] != v[1]}
+
+
+def _check_bridge_link(
+    idx: LogIndex, entries: Sequence[Mapping[str, Any]], prev: Segment, seg: Segment
+) -> None:
+    """Spec §1.5: a later segment of a concatenation should be a version bridge that names the
+    segment before it (``migratedFrom {machineVersion, logIndex}``, inherited ``executionId``).
+    Not fatal: each segment still replays on its own."""
+    where = f"segment {seg.number} (entry {seg.start})"
+    if not seg.bridge:
+        idx.log_problems.append(
+            ("bridge-link", f"{where} starts a fresh run (its init has no snapshot), not a "
+             "version bridge from the previous segment", False)
+        )
+        return
+    mig = seg.migrated_from
+    if mig is None:
+        idx.log_problems.append(
+            ("bridge-link", f"{where}: the bridge init has no metadata.migratedFrom", False)
+        )
+        return
+    if mig.get("logIndex") != len(prev) or mig.get("machineVersion") != prev.version:
+        idx.log_problems.append(
+            ("bridge-link",
+             f"{where}: migratedFrom {dict(mig)!r} does not name the previous segment "
+             f"(machineVersion {prev.version!r}, {len(prev)} entries)", False)
+        )
+
+    def exec_id(i: int) -> Any:
+        return execution_id(entries[i])
+
+    if exec_id(seg.start) != exec_id(prev.start):
+        idx.log_problems.append(
+            ("bridge-link",
+             f"{where}: executionId {exec_id(seg.start)!r} is not inherited from the previous "
+             f"segment ({exec_id(prev.start)!r})", False)
+        )
+
+
+def check_cache(
+    idx: LogIndex, entries: Sequence[Mapping[str, Any]], cached: Mapping[str, Any]
+) -> None:
+    """Spec §4.2: does the cached snapshot (with ``agentMeta``) agree with the log?"""
+    meta = cached.get("agentMeta")
+    seg = idx.segments[-1]
+    m = idx.machines[-1] if idx.machines else None
+    if not isinstance(meta, Mapping):
+        idx.log_problems.append(
+            ("cache-unstamped", "the cached snapshot has no agentMeta; the log wins", False)
+        )
+        return
+    k = meta.get("logIndex")
+    seg_len = len(seg)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= seg_len:
+        idx.log_problems.append(
+            ("cache-bad-index",
+             f"cached snapshot agentMeta.logIndex {k!r} is not within 1..{seg_len}", True)
+        )
+        idx.log_failures.append(
+            LogFormatError(f"cached snapshot agentMeta.logIndex {k!r} is not within "
+                           f"1..{seg_len}", source=idx.source, field="agentMeta.logIndex")
+        )
+        return
+    if m is not None and meta.get("machineId") not in (None, m.machine_id):
+        idx.log_problems.append(
+            ("cache-machine",
+             f"cached snapshot is for machine {meta.get('machineId')!r}, not {m.machine_id!r}",
+             True)
+        )
+    init_meta = entries[seg.start].get("metadata")
+    exec_id = init_meta.get("executionId") if isinstance(init_meta, Mapping) else None
+    if "logId" in meta and exec_id is not None and meta.get("logId") != exec_id:
+        idx.log_problems.append(
+            ("cache-lineage",
+             f"cached snapshot agentMeta.logId {meta.get('logId')!r} is not this log's "
+             f"executionId {exec_id!r}", True)
+        )
+    pos = seg.start + k - 1
+    snap_hash = state_hash(cached)
+    log_hash = idx.computed_hash(pos) or idx.recorded_hash(pos)
+    if log_hash is None:
+        idx.log_problems.append(
+            ("cache-unchecked", f"entry {pos} was not replayed and has no hash; the cached "
+             "snapshot cannot be checked", False)
+        )
+    elif log_hash != snap_hash:
+        diverged = SnapshotDivergedError(log_hash, snap_hash, k)
+        idx.log_problems.append(("cache-diverged", str(diverged), True))
+        idx.log_failures.append(diverged)
+    if k < seg_len:
+        idx.log_problems.append(
+            ("cache-stale",
+             f"the cached snapshot is stale: agentMeta.logIndex {k}, the log has {seg_len} "
+             "entries (a resume replays the log)", False)
+        )

@@ -1,0 +1,241 @@
+"""The one fold: every consumer reads the one pass, so each entry is applied to the machine once.
+
+A counting proxy wraps a real engine (the Python statechart engine, and real XState through the
+Node runner) and counts every entry it applies: events through ``fold``/``transition`` plus the
+seeds (``initial``/``restore``). ``TimeTravel(machine, log)`` then ``to_html()`` must apply
+exactly ``len(log)``; ``ForkView(m, a, b)`` the shared prefix once; ``Timeline.extend`` only the
+new entries. The states the store gives back must equal a fold from a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from agentscope.engines.base import NO_INPUT, Graph, Snapshot
+from agentscope.hashing import state_hash
+from agentscope.replay import Timeline, verify
+from agentscope.replay.timeline import fork_timelines
+from tests.conftest import MACHINES, load_json, requires_node
+from tests.test_replay_support import Jobber, write_log
+
+
+class Counting:
+    """A :class:`~agentscope.engines.base.Machine` proxy counting the entries applied."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.machine_id = inner.machine_id
+        self.version = inner.version
+        self.applied = 0
+
+    @property
+    def graph(self) -> Graph:
+        return self.inner.graph  # type: ignore[no-any-return]
+
+    def initial(self, input: Any = NO_INPUT) -> Snapshot:
+        self.applied += 1
+        return self.inner.initial(input)  # type: ignore[no-any-return]
+
+    def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
+        self.applied += 1
+        return self.inner.restore(persisted)  # type: ignore[no-any-return]
+
+    def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
+        self.applied += 1
+        return self.inner.transition(snapshot, event)  # type: ignore[no-any-return]
+
+    def persist(self, snapshot: Snapshot) -> dict[str, Any]:
+        return self.inner.persist(snapshot)  # type: ignore[no-any-return]
+
+    def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
+        return self.inner.child_session(snapshot, actor_id)  # type: ignore[no-any-return]
+
+    def fold(self, seed: Snapshot, events: Sequence[Mapping[str, Any]], *,
+             sessions: dict[str, str] | None = None) -> list[Snapshot]:
+        events = list(events)
+        self.applied += len(events)
+        return self.inner.fold(seed, events, sessions=sessions)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _python_triage() -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    from agentscope.examples import python_machines as pm
+
+    main = json.loads(json.dumps(load_json("g_triage.main.log.json")))
+    fork = json.loads(json.dumps(load_json("g_triage.fork.log.json")))
+    return pm.triage_machine(), main, fork
+
+
+@pytest.fixture(scope="module")
+def node_triage() -> Iterator[Any]:
+    xstate = pytest.importorskip("agentscope.engines.xstate")
+    m = xstate.load_machine(MACHINES / "triage.mjs", "triageMachine")
+    yield m
+    m.close()
+
+
+def _engines(request: pytest.FixtureRequest, which: str) -> Any:
+    if which == "python":
+        return _python_triage()[0]
+    return request.getfixturevalue("node_triage")
+
+
+ENGINES = ["python", pytest.param("node", marks=requires_node)]
+
+
+@pytest.mark.parametrize("which", ENGINES)
+def test_timetravel_and_to_html_fold_each_entry_once(which: str, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("ipywidgets")
+    from agentscope.widgets import TimeTravel
+
+    log = load_json("g_triage.main.log.json")
+    m = Counting(_engines(request, which))
+    tt = TimeTravel(m, log)
+    for step in (0, 5, len(log) - 1, 3, 4):  # seeks and steps
+        tt.go(step)
+    page = tt.to_html()
+    assert "<html" in page
+    assert m.applied == len(log)
+    # and the frames it showed are the real states: every hash recomputes to the pass's
+    for i in (0, 3, len(log) - 1):
+        f = tt.timeline.at(i)
+        assert f.persisted is not None and state_hash(f.persisted) == f.computed_hash
+
+
+@pytest.mark.parametrize("which", ENGINES)
+def test_forkview_folds_the_shared_prefix_once(which: str, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("ipywidgets")
+    from agentscope.forks import compare
+    from agentscope.widgets import ForkView
+
+    a, b = load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json")
+    m = Counting(_engines(request, which))
+    common = compare(a, b).common_prefix
+    shared = 0
+    while shared < common and a[shared] == b[shared]:
+        shared += 1
+    assert shared > 1
+    fv = ForkView(m, a, b)
+    fv.go(fv.n - 1)
+    fv.to_html()
+    assert m.applied == len(a) + len(b) - shared
+    # each side verifies exactly as its own Timeline does
+    for tl, log in zip(fv.timelines, (a, b), strict=True):
+        alone = Timeline(_engines(request, which), log)
+        assert [f.computed_hash for f in tl.iter_frames()] == [f.computed_hash for f in alone.iter_frames()]
+        assert tl.report.counts() == alone.report.counts()
+
+
+@pytest.mark.parametrize("which", ENGINES)
+def test_compare_with_a_machine_reuses_the_shared_prefix(which: str, request: pytest.FixtureRequest) -> None:
+    from agentscope.forks import compare
+
+    a, b = load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json")
+    m = Counting(_engines(request, which))
+    d = compare(a, b, machine=m)
+    assert d.left_at is not None and d.right_at is not None
+    assert m.applied <= len(a) + len(b) - d.common_prefix + 1
+
+
+def test_timeline_extend_folds_only_the_new_entries() -> None:
+    inner = Jobber(loop=True)
+    events = [{"type": "GO"}, {"type": "xstate.done.actor", "actorId": "job", "output": 1}] * 40
+    events += [{"type": "NOOP"}, {"type": "WAIT"}, {"type": "xstate.timer",
+                                                    "id": "xstate.after.1000.jobber.waiting"}]
+    log = write_log(inner, events, input={"attempt": 1})
+    m = Counting(inner)
+    tl = Timeline(m, log[:10])
+    assert m.applied == 10
+    got = tl.extend(log[10:50])
+    assert got == range(10, 50) and m.applied == 50
+    got = tl.extend(log[50:])
+    assert got == range(50, len(log)) and m.applied == len(log)
+    assert tl.extend([]) == range(len(log), len(log))
+    whole = Timeline(inner, log)
+    assert tl.report.counts() == whole.report.counts() and tl.report.ok
+    assert [f.computed_hash for f in tl.iter_frames()] == [f.computed_hash for f in whole.iter_frames()]
+    assert tl[len(log) - 1].persisted == whole[len(log) - 1].persisted
+    assert len(tl.entries) == len(log) and len(log) > 50  # the log given was not modified
+    assert m.applied == len(log)  # reading frames folded nothing
+
+
+def test_timeline_extend_validates_and_starts_new_segments() -> None:
+    inner = Jobber(loop=True)
+    log = write_log(inner, [{"type": "GO"}, {"type": "NOOP"}], input={"attempt": 1})
+    tl = Timeline(inner, log)
+    bad = dict(log[2], index=7, id="x")
+    tl.extend([bad])
+    kinds = tl.report.df.loc[3, "reason"]
+    assert "non-contiguous" in kinds
+    tl2 = Timeline(inner, [])
+    assert not tl2.report.ok
+    tl2.extend(log)
+    assert tl2.report.ok and len(tl2) == len(log)
+
+
+def test_store_states_equal_a_checkpoint_fold() -> None:
+    """Every state the store decodes equals the engine's (checkpoint seeks fold, the store does not)."""
+    from agentscope.examples import python_machines as pm
+
+    for name in ("g_triage.main.log.json", "g_triage.fork.log.json", "a_counter.log.json"):
+        log = load_json(name)
+        m = pm.triage_machine() if name.startswith("g_") else pm.counter_machine()
+        stored = Timeline(m, log)
+        folded = Timeline(m, log, checkpoint_every=3, cache_size=0)
+        for i in range(len(log)):
+            fs, ff = stored[i], folded[i]
+            assert fs.persisted == ff.persisted, (name, i)
+            assert fs.changed_paths == ff.changed_paths
+            assert fs.ignored == ff.ignored and fs.verdict == ff.verdict
+        assert verify(m, log).counts() == stored.report.counts()
+
+
+def test_fork_timelines_share_only_equal_entries() -> None:
+    inner = Jobber(loop=True)
+    events = [{"type": "GO"}, {"type": "xstate.done.actor", "actorId": "job", "output": 1}] * 5
+    a = write_log(inner, events, input={"attempt": 1})
+    b = [dict(e) for e in a]
+    b[4] = dict(b[4], recordedAt="2030-01-01T00:00:00.000Z")  # equal under §6.1, not for the pass
+    m = Counting(inner)
+    ta, tb = fork_timelines(m, a, b, shared=len(a))
+    assert m.applied == 4 + 2 * (len(a) - 4)
+    assert [f.computed_hash for f in ta.iter_frames()] == [f.computed_hash for f in tb.iter_frames()]
+    with pytest.raises(ValueError, match="does not start"):
+        ta.fork(list(reversed(a)))
+
+
+def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_log validated every entry; replay, verify and Timeline check only what it could not
+    (the machine's identity), and Timeline.extend checks the entries it adds."""
+    import agentscope.log.validate as validate
+    from agentscope.examples import python_machines as pm
+    from agentscope.log import read_log
+    from agentscope.replay import replay
+    from tests.conftest import FIXTURES
+
+    log = read_log(FIXTURES / "a_counter.log.json")
+    assert validate.is_validated(log) and not validate.is_validated(list(log.entries))
+    calls: list[int] = []
+    real = validate.entry_problem
+
+    def counting(entry: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(entry, **kw)
+
+    monkeypatch.setattr(validate, "entry_problem", counting)
+    m = pm.counter_machine()
+    assert verify(m, log).ok and replay(m, log).length == len(log)
+    tl = Timeline(m, log)
+    assert tl.report.ok and calls == []
+    verify(m, list(log.entries))  # a plain list was never validated: checked once, here
+    assert len(calls) == len(log)
+    calls.clear()
+    bad = dict(log.entries[-1], index=len(log), id="new", schemaVersion=2)
+    tl.extend([bad])
+    assert len(calls) == 1 and tl.report.df.loc[len(log), "kind"] == "invalid-entry"
