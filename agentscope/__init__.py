@@ -11,6 +11,7 @@ heavy parts (pandas, ipywidgets, the Node runner) load only when used.
 - Forks: :func:`compare`, :func:`fork_tree` (spec §5.1, §6).
 - Views: :class:`TimeTravel`, :class:`ForkView`, :func:`history`.
 - Bulk: :func:`verify_store`.
+- Questions over the one pass: :func:`whatif` (history under a changed machine).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "ForkView": "agentscope.widgets",
     "history": "agentscope.widgets",
     "verify_store": "agentscope.bulk",
+    "whatif": "agentscope.whatif",
+    "WhatIf": "agentscope.whatif",
     "AgentscopeError": "agentscope.errors",
 }
 
@@ -58,6 +61,9 @@ if TYPE_CHECKING:  # pragma: no cover
 # this attribute to the package, so it is imported here first (cheap: its names load lazily) and
 # the function is bound over it. ``agentscope.replay.fold`` imports no pandas.
 from agentscope.replay.fold import replay as replay  # noqa: E402
+
+# the same for ``agentscope.whatif`` (a module and the function); it imports no pandas either
+from agentscope.whatif import whatif as whatif  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -23,11 +23,11 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agentscope.engines.base import Machine
 
-__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "verify_store"]
+__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "run_chunks", "verify_store"]
 
 ROW_COLUMNS: tuple[str, ...] = (
     "thread",
@@ -480,7 +480,6 @@ def verify_store(
     if not wanted:
         return _frame([])
 
-    own_pool = executor is None
     workers = max_workers or _default_workers()
     size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
     groups = [tuple(wanted[i : i + size]) for i in range(0, len(wanted), size)]
@@ -493,14 +492,48 @@ def verify_store(
             entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
         chunks.append(_Chunk(store_path, group, spec, extra, strict, entries))
 
-    pool: Executor = executor if executor is not None else ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn")
-    )
     rows_by_thread: dict[str, dict[str, Any]] = {}
+    for _chunk, result in run_chunks(
+        _verify_chunk, chunks, executor=executor, max_workers=workers, progress=progress,
+        sizes=lambda c: len(c.threads),
+    ):
+        for row in result:
+            rows_by_thread[row["thread"]] = row
+
+    return _frame([rows_by_thread[t] for t in wanted])
+
+
+_C = TypeVar("_C")
+_R = TypeVar("_R")
+
+
+def run_chunks(
+    task: Callable[[_C], _R | _Failure],
+    chunks: Sequence[_C],
+    *,
+    executor: Executor | None = None,
+    max_workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    sizes: Callable[[_C], int] = lambda _c: 1,
+) -> Iterator[tuple[_C, _R]]:
+    """Submit ``task(chunk)`` for every chunk to an executor and yield ``(chunk, result)`` as
+    they finish: the one scale-out seam of bulk work over a store (``verify_store``, ``whatif``).
+
+    ``task`` must be a module-level function (it is pickled by reference) taking and returning
+    plain data. A task returning a :class:`_Failure` (an error that would hit every chunk, e.g.
+    the machine cannot load) cancels the rest and raises ``MachineLoadError`` or ``EngineError``
+    here. Default executor: a private ``ProcessPoolExecutor`` (``max_workers`` processes, the
+    ``spawn`` start method), shut down on return; a passed executor is left running.
+    ``progress(done, total)`` is called after each chunk with the summed ``sizes`` (default:
+    one per chunk).
+    """
+    own_pool = executor is None
+    pool: Executor = executor if executor is not None else ProcessPoolExecutor(
+        max_workers=max_workers or _default_workers(), mp_context=multiprocessing.get_context("spawn")
+    )
+    total = sum(sizes(c) for c in chunks)
     try:
-        futures: dict[Future[list[dict[str, Any]] | _Failure], _Chunk] = {
-            pool.submit(_verify_chunk, c): c for c in chunks
-        }
+        futures: dict[Future[_R | _Failure], _C] = {pool.submit(task, c): c for c in chunks}
         done = 0
         for fut in as_completed(futures):
             result = fut.result()
@@ -509,16 +542,14 @@ def verify_store(
                     other.cancel()
                 cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
                 raise cls(result.message)
-            for row in result:
-                rows_by_thread[row["thread"]] = row
-            done += len(futures[fut].threads)
+            chunk = futures[fut]
+            done += sizes(chunk)
             if progress is not None:
-                progress(done, len(wanted))
+                progress(done, total)
+            yield chunk, result
     finally:
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    return _frame([rows_by_thread[t] for t in wanted])
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

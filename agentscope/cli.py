@@ -615,6 +615,114 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     return EXIT_OK if same else EXIT_FAILED
 
 
+def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
+    """Replay a log or every thread of a store under a changed machine (a CI gate for changes)."""
+    from agentscope.whatif import whatif
+
+    source, thread = _split_thread(args.log)
+    thread = args.thread or thread
+    path = _existing(source)
+    new = _spec(args.machine)
+    base = _spec(args.baseline) if args.baseline else None
+    extra = _machines_option(args.machines) if args.machines else None
+    if _is_sqlite(path):
+        threads = [thread] if thread is not None else None
+        result = whatif(path, new, baseline=base, machines=extra, threads=threads,
+                        max_workers=args.workers)
+    else:
+        with _Machines(args.machine, None) as ms, _Machines(args.baseline, None) as bs, \
+                _Machines(None, args.machines) as xs:
+            result = whatif(_read(source, thread), ms.load()[0] or new,
+                            baseline=bs.load()[0] if bs.given else None,
+                            machines=xs.load()[1] if xs.given else None)
+    rows = _records(result.df)
+    bad = [t for t in result.threads if t.kind in ("error", "unchecked")]
+    changed = result.diverged
+    if out.as_json:
+        out.json({
+            "source": str(path), "machine": args.machine, "baseline": args.baseline or None,
+            "identical": result.identical, "threads": len(rows), "diverged": len(changed),
+            "results": [dict(r, event_id=t.event_id, event_type=t.event_type,
+                             recorded_hash=t.recorded_hash, new_hash=t.new_hash,
+                             ignored=list(t.ignored), newly_handled=list(t.newly_handled),
+                             changes=[{"path": c.path, "recorded": None if c.op == "add" else c.left,
+                                       "new": None if c.op == "remove" else c.right}
+                                      for c in t.changes[:50]])
+                        for r, t in zip(rows, result.threads, strict=True)],
+        })
+    else:
+        from rich.table import Table
+
+        status = "[green]identical[/green]" if result.identical else "[red]DIVERGES[/red]"
+        out.print(f"{path}: {status} - {len(rows) - len(changed)}/{len(rows)} threads replay the "
+                  f"same under {args.machine} (vs {args.baseline or 'the recorded hashes'})")
+        table = Table(title_justify="left")
+        for col, j in (("thread", "left"), ("entries", "right"), ("first divergence", "right"),
+                       ("kind", "left"), ("detail", "left")):
+            table.add_column(col, justify=j, overflow="fold")  # type: ignore[arg-type]
+        for r in rows:
+            table.add_row(_short(r["thread"]), str(r["entries"]),
+                          "" if r["first_divergence"] is None else str(r["first_divergence"]),
+                          str(r["kind"]), _short(r["detail"], 160))
+        out.print(table)
+        for t in changed[:5]:
+            for c in t.changes[:8]:
+                out.print(f"    {t.thread} @{t.first_divergence} {c.path}: "
+                          f"{_short(json.dumps(c.left, default=str), 40)} -> "
+                          f"{_short(json.dumps(c.right, default=str), 40)}", markup=False)
+    if bad:
+        for t in bad:
+            out.note(f"agentscope: {t.thread}: {t.kind}: {t.detail}")
+        return EXIT_BAD_INPUT
+    return EXIT_OK if result.identical else EXIT_FAILED
+
+
+def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
+    """Follow a store's thread or a JSONL file as it is appended to: one line per entry."""
+    from agentscope.follow import follow
+
+    source, thread = _split_thread(args.log)
+    thread = args.thread or thread
+    path = Path(source)
+    if path.exists() and _is_sqlite(path) and thread is None:
+        raise UsageError(f"watch follows one thread: {source}#THREAD (or --thread)")
+    counts: dict[str, int] = {}
+    seen = 0
+    stopped = "idle" if args.idle_exit is not None else "end"
+    with _Machines(args.machine, args.machines) as ms:
+        machine, extra = ms.load() if ms.given else (None, None)
+        follower = follow(machine, str(path), thread=thread, machines=extra)
+        try:
+            for frame in follower.frames(interval=args.interval, idle_exit=args.idle_exit):
+                seen += 1
+                verdict = frame.verdict.value
+                counts[verdict] = counts.get(verdict, 0) + 1
+                if out.as_json:
+                    out.stdout.write(json.dumps(
+                        {"index": frame.index, "id": frame.event_id, "event_type": frame.event_type,
+                         "verdict": verdict, "value": frame.value},
+                        ensure_ascii=False, default=_json_default) + "\n")
+                    out.stdout.flush()
+                else:
+                    out.print(f"{frame.index:>7}  {_short(frame.event_type, 32):<32}  {verdict:<9}  "
+                              f"{_short(json.dumps(frame.value, default=str), 80)}", markup=False)
+                    out.stdout.flush()
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+    problem = follower.problem
+    if problem is not None:
+        stopped = f"{problem.kind}: {problem}"
+    parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
+    if out.as_json:
+        out.note(summary)
+    else:
+        out.print(summary, markup=False)
+    if problem is not None and problem.kind == "invalid":
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+
+
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
 
 
@@ -844,6 +952,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (default: ./<name>[.<thread>].<format>)")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("whatif", parents=[common],
+                       help="replay a log or every thread of a store under a changed machine")
+    p.add_argument("log", metavar="LOG|STORE", help="a log file, a store (every thread), or STORE#THREAD")
+    p.add_argument("--thread", help="only this thread of a store")
+    p.add_argument("--machine", metavar="M", required=True, help="the changed machine; " + machine_help)
+    p.add_argument("--baseline", metavar="M",
+                   help="compare with this machine's replay instead of the recorded hashes")
+    p.add_argument("--machines", metavar="V=M,...",
+                   help="machines by machineVersion for the segments of version-bridged logs")
+    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.set_defaults(func=_cmd_whatif)
+
+    p = sub.add_parser("watch", parents=[common],
+                       help="follow a store's thread or a JSONL file as it grows, verifying each entry")
+    p.add_argument("log", metavar="STORE#THREAD|LOG.jsonl", help="a store's thread or a JSON Lines file")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+                   help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
+    p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
+                   help="seconds between polls (default 0.2)")
+    p.set_defaults(func=_cmd_watch)
     return parser
 
 

@@ -130,6 +130,7 @@ class Recorder:
         self.machine_version = machine_version or machine.version
         self.execution_id = execution_id or str(uuid.uuid4())
         self.entries: list[dict[str, Any]] = []
+        self._sink: tuple[sqlite3.Connection, Path, str, str] | None = None
         self._completed: set[str] = set()
         self._due: dict[str, int] = {}
         if snapshot is not None:
@@ -275,6 +276,7 @@ class Recorder:
         child.machine_version = self.machine_version
         child.execution_id = self.execution_id
         child.entries = copy.deepcopy(self.entries[:up_to_index])
+        child._sink = None  # a fork is in memory until written
         child.snapshot = fold_entries(self.machine, child.entries)[-1]  # the one fold
         child._completed = set()
         child._due = {}
@@ -297,13 +299,25 @@ class Recorder:
         return write_jsonl(self.entries, self._target(path, overwrite), overwrite=True)
 
     def to_sqlite(
-        self, path: str | os.PathLike[str], thread: str = "main", *, table: str = "agent_event_log"
+        self,
+        path: str | os.PathLike[str],
+        thread: str = "main",
+        *,
+        table: str = "agent_event_log",
+        live: bool = False,
+        wal: bool = False,
     ) -> Path:
         """Append the log as thread ``thread`` of a §5.2 SQLite event-log store at ``path``.
 
         Creates the file and the table (``thread_id, idx, entry_id, entry`` with the
         ``(thread_id, idx)`` primary key and the unique ``<table>_thread_entry_id`` index) when
         missing. ``entry`` is the compact JSON of the entry, keys in insertion order.
+
+        With ``live=True`` the store stays attached, as a host's store does: every later entry is
+        appended as it is journaled (before the step returns), each in its own
+        ``BEGIN IMMEDIATE`` transaction that checks the thread's length first (spec §5.2
+        ``append``); :meth:`close` detaches. ``wal=True`` switches the database to WAL mode
+        (``PRAGMA journal_mode=WAL``) first, so readers run while it writes.
 
         Raises
         ------
@@ -322,14 +336,57 @@ class Recorder:
                 header = fh.read(len(_SQLITE_HEADER))
             if header != _SQLITE_HEADER:
                 raise RecorderError(f"{p} is not a SQLite store (§5.2); refusing to write to it")
-        con = sqlite3.connect(str(p), isolation_level=None)
+        # a live store may be fed from another thread than the one that attached it
+        con = sqlite3.connect(str(p), isolation_level=None, check_same_thread=not live)
         try:
+            if wal:
+                con.execute("PRAGMA journal_mode=WAL")
             self._sqlite_write(con, p, thread, table)
         except sqlite3.DatabaseError as exc:
+            con.close()
             raise RecorderError(f"cannot write to the SQLite store {p}: {exc}") from exc
-        finally:
+        except BaseException:
+            con.close()
+            raise
+        if live:
+            self.close()
+            self._sink = (con, p, thread, table)
+        else:
             con.close()
         return p
+
+    def close(self) -> None:
+        """Detach a live SQLite store (``to_sqlite(live=True)``); a no-op otherwise."""
+        sink, self._sink = self._sink, None
+        if sink is not None:
+            sink[0].close()
+
+    def _sink_append(self, entry: Mapping[str, Any]) -> None:
+        """Append one entry to the live store: §5.2 ``append`` with ``expectedIndex = index``."""
+        assert self._sink is not None
+        con, p, thread, table = self._sink
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                (count,) = con.execute(
+                    f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
+                ).fetchone()
+                if count != entry["index"]:
+                    raise RecorderError(
+                        f'AgentEventLogStore.append: index conflict on thread "{thread}": expected '
+                        f"index {entry['index']} but found {count} — a concurrent writer won."
+                    )
+                con.execute(
+                    f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
+                    (thread, entry["index"], entry["id"],
+                     json.dumps(entry, ensure_ascii=False, separators=(",", ":"))),
+                )
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise RecorderError(f"cannot append to the SQLite store {p}: {exc}") from exc
 
     def _sqlite_write(self, con: sqlite3.Connection, p: Path, thread: str, table: str) -> None:
         con.execute(
@@ -431,6 +488,8 @@ class Recorder:
         if metadata is not None:
             entry["metadata"] = metadata
         entry["verification"] = {"stateHash": stamp}
+        if self._sink is not None:
+            self._sink_append(entry)  # write-ahead: the store has it before the step returns
         self.entries.append(entry)
         return entry
 

@@ -286,6 +286,84 @@ class Timeline:
                 prev = p
             i = hi
 
+    def follow(self, source: Any = None, *, thread: str | None = None) -> Any:
+        """Keep this timeline up to date with its source as entries are appended (live follow).
+
+        Returns an :class:`agentscope.follow.Follower` continuing from the last entry: each
+        ``poll()`` reads only what is new (read-only) and extends the timeline (:meth:`extend`).
+        ``source``/``thread`` default to the log's (a log from :func:`agentscope.read_log`).
+        """
+        from agentscope.log.tail import follow_timeline  # the reading half; no import upward
+
+        return follow_timeline(self, source, thread=thread)
+
+    def fork_at(self, k: int, event: Mapping[str, Any], *, insert: bool = False,
+                keep_rest: bool = True) -> Timeline:
+        """An in-memory fork of this timeline's log with one event edited: what if entry ``k`` had
+        been ``event``?
+
+        Parameters
+        ----------
+        k : int
+            The entry to replace (``1 <= k < len``; the init entry stays), or with ``insert=True`` the
+            entry after which ``event`` is inserted (``0 <= k < len``).
+        event : Mapping
+            The event payload (``{"type": ..., ...}``); ``@agent.*`` types are reserved.
+        insert : bool
+            Insert after ``k`` instead of replacing ``k``.
+        keep_rest : bool
+            Re-apply the recorded events after ``k`` to the fork (default), or end the fork at the
+            edited entry.
+
+        Returns
+        -------
+        Timeline
+            Over the fork's entries (``.log``, a new list): entries before the edit verbatim (spec
+            §5.1: a fork copies the prefix), the edited entry with id ``<id>~whatif``, then the rest
+            renumbered after an insert. Entries from the edit on carry no ``verification`` (they were
+            never recorded). Replay is pure (no side effects); compare with the original in
+            ``ForkView(machine, self.log, fork.log, timelines=(self, fork))`` or
+            :func:`agentscope.compare`. The original log is not touched.
+
+        Raises
+        ------
+        IndexError
+            ``k`` out of range.
+        ValueError, TypeError
+            ``event`` is not an object with a non-reserved string ``type``.
+        """
+        entries = list(self._entries)
+        n = len(entries)
+        lo = 0 if insert else 1
+        if isinstance(k, bool) or not isinstance(k, int) or not lo <= k < n:
+            how = "insert after" if insert else "replace"
+            raise IndexError(f"fork_at: k must be an int in [{lo}, {n - 1}] ({how}); got {k!r}")
+        if not isinstance(event, Mapping):
+            raise TypeError(f"fork_at: event must be a mapping with a 'type'; got {type(event).__name__}")
+        etype = event.get("type")
+        if not isinstance(etype, str) or not etype:
+            raise ValueError("fork_at: event needs a non-empty string 'type'")
+        if etype.startswith("@agent."):
+            raise ValueError(f"fork_at: {etype!r} is a reserved @agent. type (spec §1.5)")
+
+        def unverified(e: Mapping[str, Any], index: int) -> dict[str, Any]:
+            out = {key: v for key, v in e.items() if key != "verification"}
+            out["index"] = index
+            return out
+
+        base = entries[k]
+        at = k + 1 if insert else k
+        edited = unverified(base, at)
+        edited["id"] = f"{base.get('id')}~whatif"
+        edited["event"] = dict(event)
+        edited.pop("causationId", None)
+        head = entries[: k + 1] if insert else entries[:k]
+        rest = entries[k + 1 :] if keep_rest else []
+        shift = 1 if insert else 0
+        fork = [*head, edited, *(unverified(e, int(e.get("index", i + k + 1)) + shift)
+                                 for i, e in enumerate(rest))]
+        return Timeline(self._machine, fork, machines=self._machines)
+
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:
         """The entries (those of the log given, then any :meth:`extend` added)."""

@@ -81,6 +81,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         Labels of the two sides.
     timelines : (FrameSource, FrameSource), optional
         Ready timelines to use instead of building ``Timeline(machine, a)`` and ``(machine, b)``.
+    divergence, kind : optional
+        Mark this index as the divergence, labelled ``kind``, instead of where the two logs'
+        entries part (e.g. one log under two machines: :meth:`agentscope.whatif.WhatIf.view`).
     """
 
     step = traitlets.Int(0, help="Aligned entry index shown on both sides.")
@@ -94,6 +97,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         names: tuple[str, str] = ("a", "b"),
         timelines: tuple[FrameSource, FrameSource] | None = None,
         engine: Any = None,
+        divergence: int | None = None,
+        kind: str | None = None,
     ) -> None:
         self.machine = machine
         self.logs = (a, b)
@@ -112,7 +117,10 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         if self.n == 0:
             raise ValueError("ForkView needs at least one non-empty log")
         self.common = int(self.diff.common_prefix)
-        self.divergence: int | None = self.diff.divergence
+        self.divergence: int | None = self.diff.divergence if divergence is None else divergence
+        self.kind: str = self.diff.kind if kind is None else kind
+        if divergence is not None:
+            self.common = divergence  # the two sides agree up to the given divergence
         self._strip_svg = MarkerStrip(
             self.n, {self.divergence: "divergence"} if self.divergence is not None else {}, width=520
         )
@@ -216,11 +224,11 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         fa, fb = self.frames()
         paths = _paths(fa, fb)
         if self.divergence is None:
-            where = f"{esc(self.diff.kind)}: the logs agree on all {self.common} shared entries"
+            where = f"{esc(self.kind)}: the logs agree on all {self.common} shared entries"
         elif i < self.divergence:
             where = f"shared entry (prefix of {self.common}); divergence at {self.divergence}"
         else:
-            kind = esc(self.diff.kind)
+            kind = esc(self.kind)
             where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
         with self.hold_sync():
             self._strip.value = self._strip_svg.svg(i)

@@ -6,12 +6,13 @@ The Python side holds state (``step``) and renders HTML strings; playback runs i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 import traitlets
 
 from agentscope.frames import Frame, Verdict
+from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html
 from agentscope.render.dot import ObservedEdge
@@ -34,6 +35,9 @@ from agentscope.widgets._source import (
     step_info,
     usage_series,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentscope.follow import Follower
 
 __all__ = ["TimeTravel"]
 
@@ -94,6 +98,11 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         Walk the whole log once at construction to add the moves it made (the targets of
         dynamic transitions) to the chart as observed edges. Default: only for logs of at most
         2,000 entries.
+    follow : bool
+        Live follow (:func:`agentscope.follow.follow`): ``log`` is then a path (a JSONL file, or
+        ``STORE#THREAD``) being appended to. :meth:`poll` (or the background :meth:`watch`) reads
+        and verifies the new entries; the slider's range grows, and the "follow tail" toggle
+        keeps the newest entry shown. Scrubbing back turns it off until re-enabled.
 
     Attributes
     ----------
@@ -115,7 +124,14 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         checkpoint_every: int | None = None,
         engine: Any = None,
         observed: bool | None = None,
+        follow: bool = False,
     ) -> None:
+        self.follower: Follower | None = None
+        if follow:
+            from agentscope.follow import follow as open_follow
+
+            self.follower = open_follow(machine_or_log, log)
+            timeline, log = self.follower.timeline, None
         if log is None and timeline is None:
             machine, log = None, machine_or_log
         else:
@@ -147,8 +163,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self.marks = _marks(timeline, n)
         self.ignored = _ignored(timeline)
         self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)
-        self.table = entries_frame(self.event_log, self.entries) if self.entries else None
-        self.usage = usage_series(self.entries) if self.entries else None
+        if self.follower is not None:  # the entries grow: rows and marks come from the frames
+            self.entries = self.timeline.entries  # type: ignore[attr-defined]
+        self.table = entries_frame(self.event_log, self.entries) if self.entries and not follow else None
+        self.usage = usage_series(self.entries) if self.entries and not follow else None
         # drawn once: a step only moves their cursors
         self._strip_svg = MarkerStrip(n, self.marks, width=520)
         self._spark_svg = (
@@ -216,8 +234,15 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             "context, verification) needs a machine: <code>TimeTravel(machine, log)</code>.</div>"
         )
 
+        self._tail = ipywidgets.ToggleButton(
+            value=follow, description="follow tail", layout=btn, disabled=not follow,
+            tooltip="keep the newest entry shown while the log grows",
+        )
+        self._to_tail = False
+        self._poller: Any = None
         controls = ipywidgets.HBox(
             [
+                self._tail,
                 self._first,
                 self._prev,
                 self._play,
@@ -283,7 +308,76 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
 
     @traitlets.observe("step")
     def _on_step(self, change: Any) -> None:
+        if self.follower is not None and not self._to_tail and change["new"] < self.n - 1:
+            self._tail.value = False  # scrubbing back stops following the tail
         self._render()
+
+    # live follow ------------------------------------------------------------------------------
+    def poll(self) -> range:
+        """Read and verify what was appended to the followed log; return the new indices.
+
+        The slider's range grows; with "follow tail" on, the newest entry is shown. Raises
+        ``ValueError`` unless the widget was built with ``follow=True``.
+        """
+        if self.follower is None:
+            raise ValueError("poll() needs TimeTravel(machine, path, follow=True)")
+        new = self.follower.poll()
+        problem = self.follower.problem
+        if problem is not None:
+            self._note.value = f'<div class="as-note">following stopped: {esc(str(problem))}</div>'
+            self._tail.value = False
+        if not len(new):
+            return new
+        for i in new:  # marks from the new frames only: O(new entries)
+            f = self._frames.at(i)
+            if f.verdict in (Verdict.MISMATCH, Verdict.EXPLAINED):
+                self.marks[i] = f.verdict.value
+                if f.verdict is Verdict.MISMATCH:
+                    self.mismatch_indices.append(i)
+            if f.ignored:
+                self.ignored.add(i)
+        self.n = len(self.timeline)
+        self._strip_svg = MarkerStrip(self.n, self.marks, width=520)
+        with self.hold_sync():
+            for w in (self._play, self._slider, self._jump):
+                w.max = self.n - 1
+            self._next_mm.disabled = self._first_mm.disabled = not self.mismatch_indices
+        if self._tail.value:
+            self._to_tail = True
+            try:
+                self.step = self.n - 1
+            finally:
+                self._to_tail = False
+        else:
+            self._strip.value = self._strip_svg.svg(self.step)
+        return new
+
+    def watch(self, interval: float = 0.5) -> None:
+        """Poll in a background thread every ``interval`` seconds until :meth:`unwatch` or a
+        follow problem."""
+        import threading
+
+        if self._poller is not None:
+            return
+        stop = threading.Event()
+
+        follower = self.follower
+
+        def run() -> None:
+            while not stop.wait(interval):
+                self.poll()
+                if follower is None or follower.problem is not None:
+                    return
+
+        self._poller = (stop, threading.Thread(target=run, daemon=True, name="agentscope-follow"))
+        self._poller[1].start()
+
+    def unwatch(self) -> None:
+        """Stop the background polling of :meth:`watch`."""
+        if self._poller is not None:
+            self._poller[0].set()
+            self._poller[1].join(timeout=5)
+            self._poller = None
 
     @traitlets.observe("context_filter")
     def _on_filter(self, change: Any) -> None:

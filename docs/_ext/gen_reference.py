@@ -37,7 +37,7 @@ GROUPS: dict[str, tuple[str, str, list[str]]] = {
               ["compare", "ForkDiff", "fork_tree"]),
     "questions": ("Questions and changes",
                   "Queries over a history, invariants, coverage, what-if, live follow.",
-                  ["check", "coverage", "Coverage", "whatif", "WhatIf", "follow"]),
+                  ["check", "coverage", "Coverage", "whatif", "WhatIf", "module:agentscope.follow"]),
     "bulk": ("Bulk", "Every thread of a store, on any `concurrent.futures.Executor`.",
              ["verify_store"]),
     "errors": ("Errors", "Every error the library raises, with its stable code.",
@@ -87,6 +87,13 @@ def _stages_page() -> str:
         out += [f"## {title}", "", f"::: agentscope.replay.{module}",
                 "    options:", "      members: false", "      show_root_heading: false", ""]
     return "\n".join(out)
+
+
+def _module_summary(module: str) -> str:
+    import importlib
+
+    doc = inspect.getdoc(importlib.import_module(module)) or ""
+    return doc.strip().split("\n\n", 1)[0].replace("\n", " ").replace("|", "\\|")
 
 
 def _errors_page() -> str:
@@ -143,12 +150,19 @@ def pages() -> dict[Path, str]:
     nav = [BEGIN, "  - API reference:", "      - reference/index.md"]
     lowered = [n.lower() for n in public]
     for gid, (title, intro, names) in GROUPS.items():
-        present = [n for n in names if n in public]
+        present = [n for n in names if n in public or n.startswith("module:")]
         if not present:
             continue
         index += [f"## {title}", "", intro, "", "| name | what |", "|---|---|"]
         nav.append(f"      - {title}:")
         for name in present:
+            if name.startswith("module:"):
+                module = name.removeprefix("module:")
+                page = f"{module.rsplit('.', 1)[-1]}.md"
+                out[REF / page] = f"# `{module}`\n\n::: {module}\n"
+                index.append(f"| [`{module}`]({page}) | {_module_summary(module)} |")
+                nav.append(f"          - {module}: reference/{page}")
+                continue
             if gid == "errors":
                 page = "errors.md"
                 out[REF / page] = _errors_page()
