@@ -12,6 +12,8 @@ heavy parts (pandas, ipywidgets, the Node runner) load only when used.
 - Views: :class:`TimeTravel`, :class:`ForkView`, :func:`history`.
 - Bulk: :func:`verify_store`.
 - Questions over the one pass: :func:`whatif` (history under a changed machine).
+- Questions: :func:`check` (invariants), :func:`coverage` / :class:`Coverage`; on a
+  ``Timeline``: ``states()``, ``find()``, ``find_all()``, ``next_change()``, ``last_change()``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ _EXPORTS: dict[str, str] = {
     "verify_store": "agentscope.bulk",
     "whatif": "agentscope.whatif",
     "WhatIf": "agentscope.whatif",
+    "check": "agentscope.queries",
+    "coverage": "agentscope.coverage_map",
+    "Coverage": "agentscope.coverage_map",
     "AgentscopeError": "agentscope.errors",
 }
 

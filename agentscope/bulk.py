@@ -36,7 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agentscope.engines.base import Machine
 
-__all__ = ["ROW_COLUMNS", "MachineSpec", "as_spec", "run_chunks", "verify_store"]
+__all__ = [
+    "ROW_COLUMNS", "MachineSpec", "as_spec", "map_chunks", "run_chunks", "store_threads", "verify_store",
+]
 
 ROW_COLUMNS: tuple[str, ...] = (
     "thread",
@@ -476,27 +478,70 @@ def verify_store(
     store_path = os.fspath(store)
     spec = as_spec(machine)
     extra = tuple((str(v), as_spec(s)) for v, s in (machines or {}).items())
-    if not Path(store_path).exists():
-        raise LogFormatError("no such file", source=store_path)
-
-    available = _list_threads(store_path)
-    if threads is None:
-        wanted = available
-    else:
-        wanted = [str(t) for t in threads]
-        known = set(available)
-        unknown = [t for t in wanted if t not in known]
-        if unknown:
-            from agentscope.errors import ThreadNotFoundError
-
-            raise ThreadNotFoundError(
-                f"thread {unknown[0]!r} is not in the store (threads: {', '.join(available) or 'none'})",
-                source=store_path,
-            )
-
+    wanted = store_threads(store_path, threads)
     if not wanted:
         return _frame([])
+    rows_by_thread: dict[str, dict[str, Any]] = {}
+    for result in map_chunks(
+        _verify_chunk, store_path, wanted, spec, extra, strict=strict, executor=executor,
+        max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
+        progress=progress,
+    ):
+        for row in result:
+            rows_by_thread[row["thread"]] = row
+    return _frame([rows_by_thread[t] for t in wanted])
 
+
+def store_threads(store_path: str, threads: Iterable[str] | None) -> list[str]:
+    """The threads of the store at ``store_path`` to work on: ``threads`` in its order, checked
+    against the store, or every thread of the store.
+
+    Raises
+    ------
+    LogFormatError
+        No such file (or it cannot be read as a store).
+    ThreadNotFoundError
+        A requested thread is not in the store.
+    """
+    if not Path(store_path).exists():
+        raise LogFormatError("no such file", source=store_path)
+    available = _list_threads(store_path)
+    if threads is None:
+        return available
+    wanted = [str(t) for t in threads]
+    known = set(available)
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        from agentscope.errors import ThreadNotFoundError
+
+        raise ThreadNotFoundError(
+            f"thread {unknown[0]!r} is not in the store (threads: {', '.join(available) or 'none'})",
+            source=store_path,
+        )
+    return wanted
+
+
+def map_chunks(
+    worker: Callable[[_Chunk], Any],
+    store_path: str,
+    wanted: Sequence[str],
+    spec: MachineSpec,
+    extra: tuple[tuple[str, MachineSpec], ...] = (),
+    *,
+    strict: bool = False,
+    executor: Executor | None = None,
+    max_workers: int | None = None,
+    chunk_size: int | None = None,
+    ship_entries: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[Any]:
+    """Split ``wanted`` threads of a store into chunks and yield ``worker(chunk)`` for each, as
+    the chunks finish on ``executor`` (through :func:`run_chunks`, the one scale-out seam).
+
+    About four chunks per worker, or ``chunk_size`` threads each; with ``ship_entries`` each
+    chunk carries its threads' entries (read here) so workers need no access to the store.
+    :func:`verify_store` and :func:`agentscope.coverage_map.coverage` run through it.
+    """
     workers = max_workers or _default_workers()
     size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
     groups = [tuple(wanted[i : i + size]) for i in range(0, len(wanted), size)]
@@ -508,16 +553,11 @@ def verify_store(
 
             entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
         chunks.append(_Chunk(store_path, group, spec, extra, strict, entries))
-
-    rows_by_thread: dict[str, dict[str, Any]] = {}
     for _chunk, result in run_chunks(
-        _verify_chunk, chunks, executor=executor, max_workers=workers, progress=progress,
+        worker, chunks, executor=executor, max_workers=workers, progress=progress,
         sizes=lambda c: len(c.threads),
     ):
-        for row in result:
-            rows_by_thread[row["thread"]] = row
-
-    return _frame([rows_by_thread[t] for t in wanted])
+        yield result
 
 
 _C = TypeVar("_C")
@@ -534,7 +574,8 @@ def run_chunks(
     sizes: Callable[[_C], int] = lambda _c: 1,
 ) -> Iterator[tuple[_C, _R]]:
     """Submit ``task(chunk)`` for every chunk to an executor and yield ``(chunk, result)`` as
-    they finish: the one scale-out seam of bulk work over a store (``verify_store``, ``whatif``).
+    they finish: the one scale-out seam of bulk work over a store (``verify_store``, ``whatif``,
+    ``coverage``).
 
     ``task`` must be a module-level function (it is pickled by reference) taking and returning
     plain data. A task returning a :class:`_Failure` (an error that would hit every chunk, e.g.

@@ -8,7 +8,8 @@ people or as JSON (``--json``) for programs.
 Exit codes (for CI):
 
 - ``0``: verified / identical / done;
-- ``1``: a mismatch (``verify``) or a divergence (``diff``);
+- ``1``: a mismatch (``verify``), a divergence (``diff``), a violated invariant (``check``), or
+  no step matching (``query``, as ``grep``);
 - ``2``: bad input or usage: a missing or unreadable file, a malformed entry, an unknown thread,
   a machine that cannot load, wrong arguments. The message is one line on stderr, without a
   traceback (``--debug`` shows it).
@@ -866,6 +867,117 @@ def _open_lab(out: _Out) -> int:
         return EXIT_OK
 
 
+def _question_timeline(args: argparse.Namespace, ms: _Machines) -> tuple[Any, EventLog]:
+    """The log of ``query``/``check`` (a file or STORE#THREAD) and its Timeline."""
+    from agentscope.replay import Timeline
+
+    if not ms.given:
+        raise UsageError(f"{args.command} needs a machine: --machine M or --machines v1=M1,v2=M2")
+    source, thread = _split_thread(args.log)
+    log = _read(source, args.thread or thread)
+    primary, extra = ms.load()
+    return Timeline(primary, log, machines=extra, checkpoint_every="auto"), log
+
+
+def _cmd_query(args: argparse.Namespace, out: _Out) -> int:
+    """``agentscope query LOG --machine M EXPR``: the steps where EXPR holds (exit 1: none)."""
+    from agentscope.errors import QueryError
+
+    with _Machines(args.machine, args.machines) as ms:
+        tl, log = _question_timeline(args, ms)
+        try:
+            hits = tl.find_all(args.expression)
+            shown = hits if args.limit == 0 else hits[: args.limit]
+            columns = list(args.column or ())
+            df = tl.states(columns) if shown else None
+        except QueryError as exc:
+            raise UsageError(str(exc).replace("\n", " ")) from exc
+        rows = []
+        for i in shown:
+            assert df is not None
+            rec = {"index": i, "id": str(log.entries[i].get("id", "")),
+                   "event_type": str(df["event_type"].iloc[i]),
+                   "value": _cell(df["value"].iloc[i]), "status": _cell(df["status"].iloc[i])}
+            rec.update({c: _cell(df[c].iloc[i]) for c in columns})
+            rows.append(rec)
+        if out.as_json:
+            out.json({"source": log.source, "thread": log.thread, "expression": args.expression,
+                      "entries": len(tl), "count": len(hits), "matches": rows})
+            return EXIT_OK if hits else EXIT_FAILED
+        from rich.table import Table
+
+        where = (log.source or "log") + (f"#{log.thread}" if log.thread else "")
+        out.print(f"{where}: {len(hits)} of {len(tl)} steps match {args.expression!r}",
+                  markup=False)
+        if rows:
+            table = Table(title_justify="left")
+            for c in ("index", "id", "event", "value", *columns):
+                table.add_column(c, justify="right" if c == "index" else "left", overflow="fold")
+            for r in rows:
+                table.add_row(str(r["index"]), _short(r["id"], 24), _short(r["event_type"], 28),
+                              _short(r["value"], 60), *[_short(r[c], 40) for c in columns])
+            out.print(table)
+            if len(hits) > len(shown):
+                out.print(f"  … {len(hits) - len(shown)} more (--limit 0 lists them all)",
+                          markup=False)
+        return EXIT_OK if hits else EXIT_FAILED
+
+
+def _rules(texts: Sequence[str]) -> dict[str, str]:
+    rules: dict[str, str] = {}
+    for text in texts:
+        name, sep, expr = text.partition("=")
+        if not sep or not name.strip() or not expr.strip() or expr.startswith("="):
+            raise UsageError(f"--rule expects NAME=EXPRESSION, got {text!r}")
+        rules[name.strip()] = expr.strip()
+    return rules
+
+
+def _cmd_check(args: argparse.Namespace, out: _Out) -> int:
+    """``agentscope check LOG --machine M --rule NAME=EXPR``: exit 1 on any violation."""
+    from agentscope.errors import QueryError
+    from agentscope.queries import check
+
+    rules = _rules(args.rule or ())
+    if not rules and args.loop is None and args.stuck is None:
+        raise UsageError("check needs at least one --rule NAME=EXPR, --loop N or --stuck SECONDS")
+    with _Machines(args.machine, args.machines) as ms:
+        tl, log = _question_timeline(args, ms)
+        try:
+            df = check(tl, rules, loop=args.loop, stuck=args.stuck)
+        except QueryError as exc:
+            raise UsageError(str(exc).replace("\n", " ")) from exc
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        records = _records(df)
+        names = [*rules, *(["loop"] if args.loop is not None else []),
+                 *(["stuck"] if args.stuck is not None else [])]
+        if out.as_json:
+            out.json({"source": log.source, "thread": log.thread, "entries": len(tl),
+                      "ok": not records, "invariants": names, "violations": records})
+            return EXIT_FAILED if records else EXIT_OK
+        where = (log.source or "log") + (f"#{log.thread}" if log.thread else "")
+        if not records:
+            out.print(f"{where}: [green]ok[/green], {len(names)} invariant(s) hold over "
+                      f"{len(tl)} entries")
+            return EXIT_OK
+        from rich.table import Table
+
+        out.print(f"{where}: [red]{len(records)} violation(s)[/red]; first at entry "
+                  f"{records[0]['index']} ({records[0]['invariant']})")
+        table = Table(title_justify="left")
+        for c in ("index", "invariant", "value", "message"):
+            table.add_column(c, justify="right" if c == "index" else "left", overflow="fold")
+        for rec in records[:_PROBLEM_ROWS]:
+            table.add_row(str(rec["index"]), _short(rec["invariant"]), _short(rec["value"], 50),
+                          _first_line(rec["message"], 120))
+        out.print(table)
+        if len(records) > _PROBLEM_ROWS:
+            out.print(f"  … {len(records) - _PROBLEM_ROWS} more (--json lists them all)",
+                      markup=False)
+        return EXIT_FAILED
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -976,6 +1088,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
                    help="seconds between polls (default 0.2)")
     p.set_defaults(func=_cmd_watch)
+
+    p = sub.add_parser("query", parents=[common],
+                       help="list the steps where an expression over the replayed state holds",
+                       description="Replay LOG and print every step where EXPR holds, e.g. "
+                       "\"context.retries > 3\", \"in('working.escalating')\", \"event.type == "
+                       "'APPROVE' and context.rejections >= 2\". Exit 0 when some step matches, "
+                       "1 when none does.")
+    p.add_argument("log", metavar="LOG", help="a log file or STORE#THREAD")
+    p.add_argument("expression", metavar="EXPR", help="a query expression (quote it)")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--column", action="append", metavar="PATH",
+                   help="also show this path per match, e.g. context.queue.length (repeatable)")
+    p.add_argument("--limit", type=int, default=50, help="matches to list (default 50; 0: all)")
+    p.set_defaults(func=_cmd_query)
+
+    p = sub.add_parser("check", parents=[common],
+                       help="check invariants at every step of a log (exit 1 on a violation)")
+    p.add_argument("log", metavar="LOG", help="a log file or STORE#THREAD")
+    p.add_argument("--thread", help="thread of a store")
+    p.add_argument("--machine", metavar="M", help=machine_help)
+    p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
+    p.add_argument("--rule", action="append", metavar="NAME=EXPR",
+                   help="an invariant that must hold after every entry (repeatable)")
+    p.add_argument("--loop", type=int, metavar="N",
+                   help="flag the same state and context recurring N times without progress")
+    p.add_argument("--stuck", type=float, metavar="SECONDS",
+                   help="flag staying in one state longer than SECONDS of recorded time")
+    p.set_defaults(func=_cmd_check)
     return parser
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "MachineLoadError",
     "MachineVersionMismatchError",
     "NonSerializableError",
+    "QueryError",
     "RecorderError",
     "ReplayDivergenceError",
     "SnapshotDivergedError",
@@ -269,3 +270,20 @@ class RecorderError(AgentscopeError, ValueError):
     an existing output file or store thread, a malformed or reserved event."""
 
     code = "recorder-error"
+
+
+class QueryError(AgentscopeError, ValueError):
+    """A query expression (``Timeline.find``, ``check``, ``agentscope query``) cannot be used: a
+    syntax error, an unknown name, or an ``in('state')`` that names no state of the machine.
+
+    ``expression`` is the text and ``position`` the 0-based column of the problem (``None``
+    when it is about the whole expression); the message shows the column with a caret.
+    """
+
+    code = "query-error"
+
+    def __init__(self, message: str, *, expression: str | None = None,
+                 position: int | None = None) -> None:
+        self.expression = expression
+        self.position = position
+        super().__init__(message)

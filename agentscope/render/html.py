@@ -308,17 +308,19 @@ def sparkline_svg(
     return Sparkline(values, width=width, height=height, label=label).svg(current)
 
 
-_STRIP_COLORS = {"mismatch": "#e53935", "explained": "#ffb300", "missing": "#90a4ae", "divergence": "#8e24aa"}
-_STRIP_PRIO = {"mismatch": 3, "divergence": 3, "explained": 2, "missing": 1}
+_STRIP_COLORS = {"mismatch": "#e53935", "explained": "#ffb300", "missing": "#90a4ae", "divergence": "#8e24aa",
+                 "violation": "#00897b", "hit": "#1e88e5"}
+_STRIP_PRIO = {"mismatch": 3, "divergence": 3, "violation": 3, "explained": 2, "hit": 2, "missing": 1}
 
 
 class MarkerStrip:
     """A thin SVG strip for under a slider, one tick per marked index, drawn once.
 
     ``marks`` maps an index to a verdict/kind (``"mismatch"`` red, ``"explained"`` amber,
-    ``"missing"`` grey, ``"divergence"`` purple). Ticks are merged per pixel, so the size is
-    bounded by ``width``. The ticks are computed at construction; :meth:`svg` only adds the
-    cursor.
+    ``"missing"`` grey, ``"divergence"`` purple, ``"violation"`` teal (an invariant, see
+    :func:`agentscope.check`), ``"hit"`` blue (a ``find_all`` match)). Ticks are merged per
+    pixel, so the size is bounded by ``width``. The ticks are computed at construction;
+    :meth:`svg` only adds the cursor.
     """
 
     def __init__(self, n: int, marks: Mapping[int, str], *, width: int = 600, height: int = 8) -> None:

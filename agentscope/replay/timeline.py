@@ -687,6 +687,41 @@ class Timeline:
             columns=cols,
         )
 
+    # -- questions (agentscope.queries: states as data, "jump to when…") -------------------
+    def states(self, paths: Sequence[str] | str | None = None, *, value: bool = True) -> pd.DataFrame:
+        """The replayed state after every entry as a DataFrame; see :func:`agentscope.queries.states`."""
+        from agentscope import queries
+
+        return queries.states(self, paths, value=value)
+
+    def find(self, predicate: Any, *, start: int = 0) -> int | None:
+        """First position ``>= start`` where ``predicate`` (an expression such as
+        ``"context.retries > 3"`` or a callable on a :class:`Frame`) holds, else ``None``;
+        see :func:`agentscope.queries.find`."""
+        from agentscope import queries
+
+        return queries.find(self, predicate, start=start)
+
+    def find_all(self, predicate: Any, *, start: int = 0, stop: int | None = None) -> list[int]:
+        """Every position where ``predicate`` holds; see :func:`agentscope.queries.find_all`."""
+        from agentscope import queries
+
+        return queries.find_all(self, predicate, start=start, stop=stop)
+
+    def next_change(self, path: str, *, after: int = -1) -> int | None:
+        """First position after ``after`` where the value at ``path`` changed; see
+        :func:`agentscope.queries.next_change`."""
+        from agentscope import queries
+
+        return queries.next_change(self, path, after=after)
+
+    def last_change(self, path: str, *, before: int | None = None) -> int | None:
+        """Last position before ``before`` where the value at ``path`` changed; see
+        :func:`agentscope.queries.last_change`."""
+        from agentscope import queries
+
+        return queries.last_change(self, path, before=before)
+
     def _persisted_from(
         self, seg_no: int, m: Machine, lo: int, hi: int
     ) -> Iterator[tuple[int, Mapping[str, Any]]]:

@@ -1,4 +1,5 @@
-"""Jupyter views: :class:`TimeTravel`, :class:`ForkView` (ipywidgets) and :func:`history`.
+"""Jupyter views: :class:`TimeTravel`, :class:`ForkView`, :class:`QuestionBox` ("jump to when…"
+for a TimeTravel; ipywidgets) and :func:`history`.
 
 Both views also export a self-contained static player (``.to_html(path)``) that works with no
 kernel and no network.
@@ -9,12 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentscope.widgets.forkview import ForkView
+from agentscope.widgets.questions import QuestionBox
 from agentscope.widgets.timetravel import TimeTravel
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ForkView", "TimeTravel", "history"]
+__all__ = ["ForkView", "QuestionBox", "TimeTravel", "history"]
 
 
 def history(log: Any, machine: Any, path: str) -> pd.DataFrame:
