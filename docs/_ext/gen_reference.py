@@ -37,7 +37,8 @@ GROUPS: dict[str, tuple[str, str, list[str]]] = {
               ["compare", "ForkDiff", "fork_tree"]),
     "questions": ("Questions and changes",
                   "Queries over a history, invariants, coverage, what-if, live follow.",
-                  ["check", "coverage", "Coverage", "whatif", "WhatIf", "module:agentscope.follow"]),
+                  ["module:agentscope.queries", "check", "coverage", "Coverage", "whatif", "WhatIf",
+                   "module:agentscope.follow"]),
     "bulk": ("Bulk", "Every thread of a store, on any `concurrent.futures.Executor`.",
              ["verify_store"]),
     "errors": ("Errors", "Every error the library raises, with its stable code.",
@@ -159,7 +160,11 @@ def pages() -> dict[Path, str]:
             if name.startswith("module:"):
                 module = name.removeprefix("module:")
                 page = f"{module.rsplit('.', 1)[-1]}.md"
-                out[REF / page] = f"# `{module}`\n\n::: {module}\n"
+                # a public name with its own page is not documented twice (one URL per name)
+                own = sorted(n for n, target in public.items() if target == f"{module}.{n}")
+                filters = "".join(f'\n        - "!^{n}$"' for n in own)
+                out[REF / page] = (f"# `{module}`\n\n::: {module}\n" + (
+                    f'    options:\n      filters:\n        - "!^_[^_]"{filters}\n' if own else ""))
                 index.append(f"| [`{module}`]({page}) | {_module_summary(module)} |")
                 nav.append(f"          - {module}: reference/{page}")
                 continue
