@@ -311,7 +311,31 @@ def canonical_json(value: Any) -> str:
 
     Key order: array-index keys numerically, then the rest by UTF-16 code units (spec §2.2).
     JS number formatting and string escaping. Keeps ``__proto__`` members (unlike hashing).
-    Pure. Raises ``TypeError`` on a non-JSON value.
+    Pure.
+
+    Parameters
+    ----------
+    value : Any
+        A JSON value: ``dict`` (string keys), ``list``, ``str`` (lone surrogates allowed),
+        ``int``, ``float``, ``bool`` or ``None``, nested to any depth.
+
+    Returns
+    -------
+    str
+        The compact JSON text, as ``JSON.stringify`` of the key-sorted value writes it.
+
+    Raises
+    ------
+    TypeError
+        On a value that is not JSON (a ``set``, a ``datetime``, an object …).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> print(asc.canonical_json({"b": [1, 2.5, None], "a": "x", "10": 1, "2": True}))
+    {"2":true,"10":1,"a":"x","b":[1,2.5,null]}
+    >>> print(asc.canonical_json(1.0), asc.canonical_json(1e21))
+    1 1e+21
     """
     out: list[str] = []
     _write(value, out, _DATA, None, [])
