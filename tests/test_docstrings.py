@@ -6,11 +6,13 @@ section is a hole in the reference. Read with griffe, the parser the site uses.
 
 from __future__ import annotations
 
+import doctest
 import inspect
 
 import pytest
 
 import agentscope
+from tests.conftest import node_ready
 
 griffe = pytest.importorskip("griffe")
 
@@ -55,3 +57,19 @@ def test_public_callable_documents_parameters_and_returns(name: str) -> None:
     assert not missing, f"agentscope.{name}: parameters not documented: {sorted(missing)}"
     if not inspect.isclass(obj) and sig.return_annotation not in (None, "None", inspect.Signature.empty):
         assert "returns" in sections or "yields" in sections, f"agentscope.{name}: no Returns section"
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_public_examples_run(name: str) -> None:
+    # the Examples are run as written (doctest, ``...`` wildcards): they show what the code does
+    obj = getattr(agentscope, name)
+    found = doctest.DocTestFinder(recurse=False).find(obj, f"agentscope.{name}", globs={})
+    if not found or not found[0].examples:
+        pytest.skip("no examples")
+    if "load_machine(" in (inspect.getdoc(obj) or "") and not node_ready():
+        pytest.skip("the example loads a JS machine: needs node and `npm ci`")
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    report: list[str] = []
+    for test in found:
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
