@@ -201,6 +201,8 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     try:
         return read_log(path, thread=thread)
     except ThreadNotFoundError as exc:
+        if not _is_sqlite(path):
+            raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
         raise _cli_thread_error(source, path, thread, option) from exc
 
 
@@ -295,11 +297,13 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     cols = [("thread_id", "thread"), ("length", "entries"), ("machine_id", "machine"),
             ("machine_version", "version"), ("first_recorded_at", "first entry (UTC)"),
             ("last_recorded_at", "last entry (UTC)")]
+    if "error" in df.columns and df["error"].notna().any():  # a damaged store: say which thread
+        cols += [("readable", "readable"), ("error", "error")]
     cols = [(c, h) for c, h in cols if c in df.columns]
     for c, h in cols:
         table.add_column(h, justify="right" if c == "length" else "left", overflow="fold")
     for rec in records:
-        table.add_row(*[_short(rec.get(c), 40) for c, _ in cols])
+        table.add_row(*[_short(rec.get(c), 200 if c == "error" else 40) for c, _ in cols])
     out.print(table)
     return EXIT_OK
 
@@ -455,7 +459,8 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
 
 
 _BAD_INPUT_ERRORS = ("invalid-entry", "LogFormatError", "EntryValidationError", "NonSerializableError",
-                     "ThreadNotFoundError", "MachineLoadError")
+                     "ThreadNotFoundError", "MachineLoadError", "DamagedStoreError", "IncompleteRecordError",
+                     "UnreadableSourceError")
 
 
 def _is_bad_input(row: Mapping[str, Any]) -> bool:
@@ -1134,6 +1139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = " ".join(str(exc).split("\n")[0].split())
         print(f"agentscope: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # e.g. an unwritable --html/-o target: bad input, one line
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"agentscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("agentscope: interrupted", file=sys.stderr)

@@ -13,9 +13,12 @@ from typing import Any
 
 __all__ = [
     "AgentscopeError",
+    "DamagedStoreError",
     "EngineError",
     "EntryValidationError",
+    "IncompleteRecordError",
     "LogFormatError",
+    "LogReadWarning",
     "MachineExecutionError",
     "MachineLoadError",
     "MachineVersionMismatchError",
@@ -26,6 +29,7 @@ __all__ = [
     "SnapshotDivergedError",
     "StatechartConfigError",
     "ThreadNotFoundError",
+    "UnreadableSourceError",
 ]
 
 
@@ -152,6 +156,59 @@ class NonSerializableError(EntryValidationError):
             line=line,
             field=field,
         )
+
+
+class IncompleteRecordError(LogFormatError):
+    """A JSONL record was cut short: a crash in the middle of an append (a "torn" write).
+
+    The final line of a file without a trailing newline that does not parse (message
+    ``incomplete final record (line 17, no trailing newline)``), or a line holding the start of
+    a record that a later line (or the rest of the same line) repeats in full. ``errors="collect"``
+    keeps every complete entry and lists the torn record in ``EventLog.problems``.
+    """
+
+    code = "incomplete-record"
+
+
+class DamagedStoreError(LogFormatError):
+    """A SQLite store (spec §5.2) is corrupt where a thread's rows are stored.
+
+    ``thread`` is the thread that cannot be read in full; ``last_idx`` the last ``idx`` read
+    before the damage (``None`` when not even the first row is readable); ``index`` the
+    position of the first entry that cannot be read.
+    """
+
+    code = "damaged-store"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        thread: str | None = None,
+        last_idx: int | None = None,
+    ) -> None:
+        self.thread = thread
+        self.last_idx = last_idx
+        super().__init__(detail, source=source, index=index)
+
+
+class UnreadableSourceError(LogFormatError):
+    """A log source exists but cannot be opened or read (permission denied, an I/O error), or a
+    string given as a path cannot be one (too long, an embedded NUL). ``os_error`` is the
+    underlying :class:`OSError`, when there is one."""
+
+    code = "unreadable-source"
+
+    def __init__(self, detail: str, *, source: str | None = None, os_error: OSError | None = None) -> None:
+        self.os_error = os_error
+        super().__init__(detail, source=source)
+
+
+class LogReadWarning(UserWarning):
+    """A log was read with ``errors="collect"`` but part of it was left out (e.g. a torn final
+    JSONL record); the details are in ``EventLog.problems``."""
 
 
 class ThreadNotFoundError(LogFormatError, KeyError):

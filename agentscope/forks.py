@@ -400,7 +400,9 @@ def _entries_frame(entries: Sequence[Any]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=list(ENTRY_COLUMNS))
     idx = pd.to_numeric(df["index"], errors="coerce").astype("Int64")
     df["index"] = idx.astype("int64") if not idx.isna().any() else idx
-    df["recorded_at"] = pd.to_datetime(df["recorded_at"], utc=True, errors="coerce", format="ISO8601")
+    from agentscope.log.model import recorded_at_series
+
+    df["recorded_at"] = recorded_at_series(rows["recorded_at"])[0]  # EventLog.df's reading (§1.4)
     for c in ("machine_id", "machine_version", "event_type"):
         df[c] = df[c].astype("category")
     for c in ("id", "causation_id", "state_hash"):

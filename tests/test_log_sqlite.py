@@ -56,9 +56,12 @@ def test_read_threads() -> None:
     df = read_threads(FIXTURES / "g_triage.sqlite")
     assert list(df.columns) == [
         "thread_id", "length", "first_recorded_at", "last_recorded_at",
-        "machine_id", "machine_version", "machine_versions", "execution_id",
+        "machine_id", "machine_version", "machine_versions", "execution_id", "readable", "error",
     ]
     rows = {r.thread_id: r for r in df.itertuples()}
+    assert {t: (r.readable, r.error) for t, r in rows.items()} == {
+        "main": (91, None), "fork": (52, None), "second": (40, None),
+    }
     assert {t: r.length for t, r in rows.items()} == {"main": 91, "fork": 52, "second": 40}
     main = load_json("g_triage.main.log.json")
     assert rows["main"].first_recorded_at == pd.Timestamp(main[0]["recordedAt"])

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentscope.errors import LogFormatError
-from agentscope.log.model import DF_COLUMNS, EventLog, Segment, recorded_at_to_datetime
+from agentscope.log.model import DF_COLUMNS, EventLog, Segment, recorded_at_series
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
     RECORDED_AT_PATTERN,
@@ -346,23 +346,18 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
 
 
 def _recorded_at(column: Any) -> pd.Series:
-    """``recordedAt`` strings to datetime64[us, UTC]: Arrow's ISO-8601 cast, with the exact
-    V8 reading (§1.4: day overflow, ``24:00``) for any value Arrow rejects."""
+    """``recordedAt`` strings to datetime64[ns, UTC]: Arrow's ISO-8601 cast, with the exact
+    V8 reading (§1.4: day overflow, ``24:00``, years outside the ns range) for any value Arrow
+    rejects."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
     try:
         ns = pc.cast(column, pa.timestamp("ns", tz="UTC"))
-        return pd.Series(
-            pc.cast(ns, pa.timestamp("us", tz="UTC"), safe=False).to_pandas(),
-            dtype="datetime64[us, UTC]",
-        ).reset_index(drop=True)
+        return pd.Series(ns.to_pandas(), dtype="datetime64[ns, UTC]").reset_index(drop=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        texts = column.to_pylist()
-        return pd.Series([recorded_at_to_datetime(t) for t in texts], dtype="object").astype(
-            "datetime64[us, UTC]"
-        )
+        return recorded_at_series(column.to_pylist())[0]
 
 
 def _frame_from_table(table: pa.Table, log: EventLog, lines: _Lines) -> pd.DataFrame:

@@ -7,6 +7,7 @@ cached snapshot with ``agentMeta``).
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,14 @@ from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, Era, is_recorded_at
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PROBLEM_COLUMNS", "EventLog", "Segment", "recorded_at_to_datetime"]
+__all__ = [
+    "PROBLEM_COLUMNS",
+    "EventLog",
+    "Segment",
+    "recorded_at_series",
+    "recorded_at_to_datetime",
+    "recorded_at_to_ns",
+]
 
 PROBLEM_COLUMNS = ("source", "index", "line", "field", "code", "message")
 """Columns of :attr:`EventLog.problems`."""
@@ -68,12 +76,31 @@ _ISO_PARTS = re.compile(
 )
 
 
-def recorded_at_to_datetime(value: object) -> datetime | None:
-    """Convert a ``recordedAt`` string to an aware UTC ``datetime`` the way V8 reads it (§1.4).
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+NS_MIN = -(2**63) + 1
+"""The earliest instant ``datetime64[ns]`` holds (1677-09-21T00:12:43.145224193Z), in epoch ns."""
+NS_MAX = 2**63 - 1
+"""The latest instant ``datetime64[ns]`` holds (2262-04-11T23:47:16.854775807Z), in epoch ns."""
+
+
+def recorded_at_to_ns(value: object) -> int | None:
+    """Read a ``recordedAt`` string as V8 does (§1.4) and return it in nanoseconds since the epoch.
 
     Day overflow rolls into the next month (``2026-02-30`` is March 2) and ``24:00:00`` is the
-    next midnight, as ``Date.parse`` does. Returns ``None`` for a value :func:`is_recorded_at`
-    rejects or one outside ``datetime``'s range (year 0). Precision: microseconds.
+    next midnight, as ``Date.parse`` does; the offset is applied. Fraction digits are kept to
+    the nanosecond (V8 itself keeps milliseconds; later digits are truncated). The result is an
+    exact Python ``int`` for every year ``0000``–``9999``, also outside the ``datetime64[ns]``
+    range (see :data:`NS_MIN`, :data:`NS_MAX`). Returns ``None`` for a value
+    :func:`~agentscope.log.validate.is_recorded_at` rejects.
     """
     if not is_recorded_at(value):
         return None
@@ -83,18 +110,56 @@ def recorded_at_to_datetime(value: object) -> datetime | None:
         return None
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
     frac, sign, off_h, off_m = m.group(7), m.group(8), m.group(9), m.group(10)
-    if year < 1:
-        return None
-    micro = int((frac or "0")[:6].ljust(6, "0"))
-    base = datetime(year, month, 1, tzinfo=UTC)
-    delta = timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second, microseconds=micro)
+    seconds = (_days_from_civil(year, month, 1) + day - 1) * 86400 + hour * 3600 + minute * 60 + second
     if sign:
-        offset = timedelta(hours=int(off_h), minutes=int(off_m))
-        delta -= offset if sign == "+" else -offset
+        offset = int(off_h) * 3600 + int(off_m) * 60
+        seconds -= offset if sign == "+" else -offset
+    return seconds * 1_000_000_000 + int((frac or "0")[:9].ljust(9, "0"))
+
+
+def recorded_at_to_datetime(value: object) -> datetime | None:
+    """Convert a ``recordedAt`` string to an aware UTC ``datetime`` the way V8 reads it (§1.4).
+
+    See :func:`recorded_at_to_ns` for the reading. Precision: microseconds (``datetime``'s);
+    :attr:`EventLog.df` keeps nanoseconds. Returns ``None`` for a rejected value or one outside
+    ``datetime``'s range (year 0000).
+    """
+    ns = recorded_at_to_ns(value)
+    if ns is None:
+        return None
     try:
-        return base + delta
+        return _EPOCH + timedelta(microseconds=ns // 1000)
     except OverflowError:
         return None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def recorded_at_series(values: Sequence[object]) -> tuple[pd.Series, list[int]]:
+    """``recordedAt`` values as a ``datetime64[ns, UTC]`` Series, plus the out-of-range positions.
+
+    A valid ``recordedAt`` outside the ``datetime64[ns]`` range (before 1677-09-21 or after
+    2262-04-11, e.g. year ``0000``, which V8 accepts) becomes ``NaT`` and its position is
+    returned, so :attr:`EventLog.problems` can list it (kind ``timestamp-out-of-range``).
+    Invalid or missing values are ``NaT`` and not listed (validation reports those).
+    """
+    import numpy as np
+    import pandas as pd
+
+    nat = np.iinfo(np.int64).min
+    out = np.full(len(values), nat, dtype=np.int64)
+    outside: list[int] = []
+    for i, v in enumerate(values):
+        ns = recorded_at_to_ns(v)
+        if ns is None:
+            continue
+        if NS_MIN <= ns <= NS_MAX:
+            out[i] = ns
+        else:
+            outside.append(i)
+    series = pd.Series(out.view("datetime64[ns]")).dt.tz_localize("UTC")
+    return series, outside
 
 
 def _snapshot_init(entry: Mapping[str, Any]) -> bool:
@@ -177,9 +242,14 @@ class EventLog:
         self.era: Era = era
         self.cached_snapshot = cached_snapshot
         self._problems = problems
+        self._timestamps_checked = False
         self._frame_builder = frame_builder
         self._df: pd.DataFrame | None = None
         self._summary = dict(summary) if summary is not None else None
+        self.actors: pd.DataFrame | None = None
+        """For a log read from an XState inspection stream (:mod:`agentscope.log.inspection`):
+        every actor of the root actor's system, root first (columns
+        :data:`~agentscope.log.inspection.ACTOR_COLUMNS`); ``None`` for other logs."""
 
     # -- entries --------------------------------------------------------------------------------
 
@@ -220,13 +290,16 @@ class EventLog:
             if len(problems):
                 idx = problems["index"]
                 problems = problems[idx.isna() | ((idx >= start) & (idx < stop))].reset_index(drop=True)
-            return EventLog(
+            part = EventLog(
                 self.entries[start:stop],
                 source=self.source,
                 thread=self.thread,
                 era=self.era,
                 problems=problems,
             )
+            part._timestamps_checked = True  # the parent's rows are already in ``problems``
+            part.actors = self.actors
+            return part
         return self.entries[key]
 
     # -- identity -------------------------------------------------------------------------------
@@ -318,10 +391,59 @@ class EventLog:
     @property
     def problems(self) -> pd.DataFrame:
         """What ``errors="collect"`` set aside: one row per problem, columns ``source, index,
-        line, field, code, message`` (``index`` is the entry position, ``line`` 1-based)."""
+        line, field, code, message`` (``index`` is the entry position, ``line`` 1-based).
+
+        Also lists, in every mode, each entry whose valid ``recordedAt`` (§1.4) lies outside
+        the ``datetime64[ns]`` range (code ``timestamp-out-of-range``, field ``recordedAt``):
+        its :attr:`df` ``recorded_at`` is ``NaT``. Those rows are found on first access (this
+        builds :attr:`df`)."""
         if self._problems is None:
             self._problems = _empty_problems()
+        if not self._timestamps_checked:
+            self._timestamps_checked = True
+            rows = self._timestamp_problems()
+            if rows:
+                import pandas as pd
+
+                extra = pd.DataFrame(rows).reindex(columns=self._problems.columns)
+                extra = extra.astype(self._problems.dtypes.to_dict())
+                merged = pd.concat([self._problems, extra], ignore_index=True)
+                order = merged["index"].fillna(-1).astype("int64").argsort(kind="stable")
+                self._problems = merged.iloc[order].reset_index(drop=True)
         return self._problems
+
+    def _timestamp_problems(self) -> list[dict[str, Any]]:
+        """Rows for valid ``recordedAt`` stamps outside ``datetime64[ns]`` (``NaT`` in :attr:`df`)."""
+        if len(self) == 0:
+            return []
+        nat = self.df["recorded_at"].isna().to_numpy()
+        if not nat.any():
+            return []
+        from agentscope.log.problems import ProblemKind
+
+        rows: list[dict[str, Any]] = []
+        for i in nat.nonzero()[0]:
+            entry = self.entries[int(i)]
+            value = entry.get("recordedAt") if isinstance(entry, dict) else None
+            if recorded_at_to_ns(value) is None:
+                continue  # missing or invalid: validation reports it (or Era A has none)
+            rows.append(
+                {
+                    "source": self.source,
+                    "index": int(i),
+                    "id": entry.get("id"),
+                    "line": None,
+                    "field": "recordedAt",
+                    "code": ProblemKind.TIMESTAMP_OUT_OF_RANGE.value,
+                    "kind": ProblemKind.TIMESTAMP_OUT_OF_RANGE.value,
+                    "message": (
+                        f"recordedAt {value!r} is a valid RFC 3339 time (§1.4) outside the "
+                        "datetime64[ns] range (1677-09-21 to 2262-04-11): df.recorded_at is NaT"
+                    ),
+                    "actual": value,
+                }
+            )
+        return rows
 
     # -- DataFrame views ------------------------------------------------------------------------
 
@@ -329,8 +451,9 @@ class EventLog:
     def df(self) -> pd.DataFrame:
         """One row per entry, built on first access and cached.
 
-        Columns: ``index`` (int64), ``id`` (str), ``recorded_at`` (datetime64, UTC; V8 reading
-        of §1.4), ``machine_id``/``machine_version``/``event_type`` (category),
+        Columns: ``index`` (int64), ``id`` (str), ``recorded_at`` (``datetime64[ns, UTC]``, the
+        V8 reading of §1.4 kept to the nanosecond; ``NaT`` outside 1677-09-21..2262-04-11, each
+        such entry listed in :attr:`problems`), ``machine_id``/``machine_version``/``event_type`` (category),
         ``causation_id`` and ``state_hash`` (str, missing as NA), ``event`` (the payload
         mapping), ``metadata`` (mapping or None).
         """
@@ -420,6 +543,31 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _index_cell(value: Any) -> int:
+    """``entry.index`` for the int64 ``df["index"]`` column; ``-1`` when it is not an integer
+    that fits (validation reports such an index)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return -1
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return -1
+    return int(value) if -(2**63) <= value < 2**63 else -1
+
+
+def text_series(values: Sequence[str | None]) -> pd.Series:
+    """A pandas ``string`` Series of ``values`` (``None`` as ``<NA>``), lossless for any JS string.
+
+    pandas' default string storage is Arrow, which holds only valid UTF-8; a JS string may hold
+    a lone surrogate (``"\\ud800"`` is valid JSON). Such a column is stored with the
+    ``"python"`` string storage instead, which keeps it as is; otherwise the default is used.
+    """
+    import pandas as pd
+
+    try:
+        return pd.Series(values, dtype="string")
+    except UnicodeEncodeError:
+        return pd.Series(values, dtype=pd.StringDtype("python"))
+
+
 def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     import pandas as pd
 
@@ -427,19 +575,17 @@ def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         return [e.get(name) if isinstance(e, dict) else None for e in entries]
 
     def text(values: list[Any]) -> pd.Series:
-        return pd.Series(
-            [v if isinstance(v, str) else None for v in values], dtype="string"
-        )
+        return text_series([v if isinstance(v, str) else None for v in values])
 
     events = get("event")
     verifications = get("verification")
-    index = [v if isinstance(v, int | float) and not isinstance(v, bool) else -1 for v in get("index")]
-    recorded = [recorded_at_to_datetime(v) for v in get("recordedAt")]
+    index = [_index_cell(v) for v in get("index")]
+    recorded, _ = recorded_at_series(get("recordedAt"))
     frame = pd.DataFrame(
         {
             "index": pd.Series(index, dtype="int64"),
             "id": text(get("id")),
-            "recorded_at": pd.Series(recorded, dtype="object").astype("datetime64[us, UTC]"),
+            "recorded_at": recorded,
             "machine_id": text(get("machineId")).astype("category"),
             "machine_version": text(get("machineVersion")).astype("category"),
             "event_type": text(

@@ -36,11 +36,13 @@ class ProblemKind(StrEnum):
     CACHE_STALE = "cache-stale"
     CACHE_UNCHECKED = "cache-unchecked"
     CACHE_UNSTAMPED = "cache-unstamped"
+    DAMAGED_STORE = "damaged-store"
     DUPLICATE_ID = "duplicate-id"
     EMPTY_LOG = "empty-log"
     ENGINE_ERROR = "engine-error"
     ERA_B = "era-b"
     EXPLAINED_MISMATCH = "explained-mismatch"
+    INCOMPLETE_RECORD = "incomplete-record"
     INVALID_ENTRY = "invalid-entry"
     MACHINE_MISMATCH = "machine-mismatch"
     MISSING_VERIFICATION = "missing-verification"
@@ -49,6 +51,7 @@ class ProblemKind(StrEnum):
     NON_CONTIGUOUS = "non-contiguous"
     NON_SERIALIZABLE = "non-serializable-event"
     STATE_MISMATCH = "state-mismatch"
+    TIMESTAMP_OUT_OF_RANGE = "timestamp-out-of-range"
 
 
 PROBLEM_COLUMNS: tuple[str, ...] = (

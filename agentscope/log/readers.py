@@ -9,11 +9,17 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentscope.errors import LogFormatError, MachineVersionMismatchError
+from agentscope.errors import (
+    LogFormatError,
+    MachineVersionMismatchError,
+    ThreadNotFoundError,
+    UnreadableSourceError,
+)
 from agentscope.log.model import PROBLEM_COLUMNS, ErrorsMode, EventLog
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
@@ -101,26 +107,28 @@ def sniff(head: bytes, *, name: str | None = None) -> Format:
 
 
 def detect_era(entries: Sequence[Any]) -> Era:
-    """The format era of parsed entries (spec §0).
+    """The format era of parsed entries (spec §0), decided by the init entry.
 
-    ``"A"`` when entries have no envelope (no ``schemaVersion``, ``id``, ``machineId``);
-    ``"B"`` when any entry has ``correlationId`` or a ``verification.effectsHash``, or the log has
-    an envelope but does not start with ``@agent.init`` (Era B required no init entry);
-    ``"C"`` otherwise (including an empty log).
+    - ``"A"`` when no entry has an envelope (no ``schemaVersion``, ``id``, ``machineId``);
+    - ``"C"`` when the first entry is the reserved ``@agent.init`` entry (Era C requires it,
+      §1.3; Era B had none). Era-B keys on later entries (``correlationId``,
+      ``verification.effectsHash``) do not change that: Era C tolerates both (§1.1);
+    - ``"B"`` when there is no init entry **and** some entry carries an Era-B key
+      (``correlationId`` or ``verification.effectsHash``);
+    - ``"C"`` otherwise (an empty log, or a log missing its init entry, which validation then
+      reports with §1.3's "must start with the reserved '@agent.init' entry" error).
     """
     dicts = [e for e in entries if isinstance(e, dict)]
     if not dicts:
         return "C"
     if all("schemaVersion" not in e and "machineId" not in e and "id" not in e for e in dicts):
         return "A"
+    event = dicts[0].get("event")
+    if isinstance(event, dict) and event.get("type") == AGENT_INIT_EVENT_TYPE:
+        return "C"
     for e in dicts:
         ver = e.get("verification")
         if "correlationId" in e or (isinstance(ver, dict) and "effectsHash" in ver):
-            return "B"
-    first = entries[0]
-    if isinstance(first, dict) and "schemaVersion" in first:
-        event = first.get("event")
-        if isinstance(event, dict) and event.get("type") != AGENT_INIT_EVENT_TYPE:
             return "B"
     return "C"
 
@@ -151,7 +159,8 @@ def problems_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The :attr:`EventLog.problems` frame for ``rows`` (``index``/``line`` as nullable Int64)."""
     import pandas as pd
 
-    frame = pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS))
+    # object columns: a message may quote a lone surrogate, which Arrow-backed strings refuse
+    frame = pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS), dtype=object)
     frame = frame.astype({"index": "Int64", "line": "Int64"})
     return frame
 
@@ -281,47 +290,135 @@ def read_json_document(
     return build_log(items, source=source, errors=errors, era=era, cached_snapshot=cached)
 
 
+_MAX_RECOVERY_TRIES = 64
+"""How many ``{`` positions a broken JSONL line is searched for a complete record after a torn one."""
+
+
+def _glued_record(line: str) -> tuple[int, Any] | None:
+    """A complete entry object after a torn record on the same line: ``(column, value)``.
+
+    A crash mid-append followed by a restart that appends the whole entry again (with no
+    newline between them) leaves ``<torn prefix><complete entry>`` on one line.
+    """
+    tries = 0
+    k = line.find("{", 1)
+    while k > 0 and tries < _MAX_RECOVERY_TRIES:
+        tries += 1
+        try:
+            value = loads(line[k:])
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and "event" in value:
+            return k + 1, value
+        k = line.find("{", k + 1)
+    return None
+
+
 def read_jsonl(data: bytes, *, source: str | None, errors: ErrorsMode, era: Era | None) -> EventLog:
     """Read JSON Lines / NDJSON: one entry per line, blank lines allowed, line numbers kept.
 
     A line that is not JSON raises :class:`LogFormatError` with ``.line`` (and ``.index``, the
     entry position it would have had), or is listed in ``problems`` with ``errors="collect"``.
+
+    Torn writes (a crash in the middle of an append) are told apart:
+
+    - the final line of a file with no trailing newline that does not parse raises
+      :class:`IncompleteRecordError` "incomplete final record (line N, no trailing newline)";
+      with ``errors="collect"`` the entries before it are returned, a :class:`LogReadWarning`
+      is issued and ``problems`` has a row (code ``incomplete-record``);
+    - a line holding a torn record glued to a complete one (no newline between them) raises
+      :class:`IncompleteRecordError` naming the column where the complete record starts;
+      ``errors="collect"`` keeps that record;
+    - a broken line that the next line repeats in full (the torn text is a prefix of it) raises
+      :class:`IncompleteRecordError`; ``errors="collect"`` keeps the full copy.
+
+    A broken line does not take an entry position when the next entry's ``index`` shows that
+    it was re-written (so a torn-then-rewritten entry is never reported as a gap, and a lost
+    one is: the next entries keep their positions).
+
+    Raises
+    ------
+    LogFormatError, IncompleteRecordError
+        Bad or torn lines (``errors="raise"``), with ``.line`` and ``.index``.
+    EntryValidationError, NonSerializableError, MachineVersionMismatchError
+        As :func:`build_log` (spec §1.2, §1.3).
     """
+    import warnings
+
+    from agentscope.errors import IncompleteRecordError, LogReadWarning
     from agentscope.log.fast import try_fast_jsonl
 
     fast = try_fast_jsonl(data, source=source) if era in (None, "C") else None
     if fast is not None:
         return fast
     text = _decode(data, source)
+    raw_lines = text.split("\n")
+    numbered = [(n, raw.strip()) for n, raw in enumerate(raw_lines, start=1) if raw.strip()]
+    torn_tail = not text.endswith("\n")
     items: list[Any] = []
     lines: list[int | None] = []
     positions: list[int] = []
     early: list[LogFormatError] = []
     position = 0
-    for number, raw in enumerate(text.split("\n"), start=1):
-        stripped = raw.strip()
-        if not stripped:
-            continue
+    gap_before: int | None = None  # position a broken line would have taken
+    tail_error: IncompleteRecordError | None = None
+    for k, (number, stripped) in enumerate(numbered):
         try:
             value = loads(stripped)
         except json.JSONDecodeError as exc:
             where = "" if exc.msg == TOO_DEEP else f" (column {exc.colno})"
-            err = LogFormatError(
-                f"invalid JSON on this line: {exc.msg}{where}",
-                source=source,
-                index=position,
-                line=number,
-            )
+            final = k == len(numbered) - 1 and torn_tail
+            glued = None if final or exc.msg == TOO_DEEP else _glued_record(stripped)
+            following = numbered[k + 1][1] if k + 1 < len(numbered) else ""
+            err: LogFormatError
+            if final:
+                err = tail_error = IncompleteRecordError(
+                    f"incomplete final record (line {number}, no trailing newline): {exc.msg}{where}",
+                    source=source,
+                    index=position,
+                    line=number,
+                )
+            elif glued is not None:
+                err = IncompleteRecordError(
+                    f"incomplete record (line {number}, columns 1-{glued[0] - 1}) followed on the "
+                    f"same line by a complete record at column {glued[0]}; errors='collect' keeps "
+                    "the complete record",
+                    source=source,
+                    index=position,
+                    line=number,
+                )
+            elif following.startswith(stripped):
+                err = IncompleteRecordError(
+                    f"incomplete record (line {number}): line {numbered[k + 1][0]} repeats it "
+                    "in full; errors='collect' keeps the full copy",
+                    source=source,
+                    index=position,
+                    line=number,
+                )
+            else:
+                err = LogFormatError(
+                    f"invalid JSON on this line: {exc.msg}{where}",
+                    source=source,
+                    index=position,
+                    line=number,
+                )
             if errors == "raise":
                 raise err from None
             early.append(err)
-            position += 1
-            continue
+            if glued is None:
+                gap_before = position
+                continue
+            value = glued[1]
+        if gap_before is not None:
+            # the broken line was a lost entry when this one carries the next index
+            if isinstance(value, dict) and value.get("index") == gap_before + 1:
+                position += 1
+            gap_before = None
         items.append(value)
         lines.append(number)
         positions.append(position)
         position += 1
-    return build_log(
+    log = build_log(
         items,
         source=source,
         errors=errors,
@@ -330,6 +427,14 @@ def read_jsonl(data: bytes, *, source: str | None, errors: ErrorsMode, era: Era 
         positions=positions,
         early_problems=early,
     )
+    if tail_error is not None:
+        warnings.warn(
+            f"{source or '<jsonl>'}: {tail_error.detail}; read the {len(log)} entries before it "
+            "(see EventLog.problems)",
+            LogReadWarning,
+            stacklevel=4,
+        )
+    return log
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,10 +492,23 @@ def read_log(
     MachineVersionMismatchError
         An entry targets another machine than the rest of the log (§1.3).
     ThreadNotFoundError
-        ``thread`` is not in the store, or the store has several threads and none was named.
+        ``thread`` is not in the store, or the store has several threads and none was named,
+        or ``thread`` was given for a source that is not a store (JSON, JSONL, CSV, Parquet, a
+        list or DataFrame hold one log and no threads).
+    IncompleteRecordError
+        A torn JSONL record (see :func:`read_jsonl`).
+    DamagedStoreError
+        The SQLite file is corrupt where the thread's rows are (§5.2).
+    UnreadableSourceError
+        The file exists but cannot be read (permission denied, I/O error), or a ``str`` that
+        cannot be a path (longer than 4096 characters, a NUL, a name too long: e.g. JSON text
+        passed as ``str``; pass it as ``bytes`` or ``io.StringIO``).
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+    in_memory = isinstance(source, EventLog | list | tuple) or _is_dataframe(source)
+    if in_memory and not (isinstance(source, EventLog) and source.thread == thread):
+        _no_threads(thread, "in-memory", _name_of(source) or type(source).__name__)
     if isinstance(source, EventLog):
         return build_log(
             source.entries,
@@ -407,33 +525,34 @@ def read_log(
     if isinstance(source, list | tuple):
         return build_log(list(source), source="<list>", errors=errors, era=era)
     if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        name = str(source)
-        if not path.exists():
-            raise LogFormatError("no such file", source=name)
-        if path.is_dir():
-            raise LogFormatError("is a directory, not a log file", source=name)
+        path, name = _existing_path(source)
         fmt: str | None = format
-        if fmt is None:
-            with path.open("rb") as fh:
-                fmt = sniff(fh.read(65536), name=name)
-        if fmt == "sqlite":
-            from agentscope.log.sqlite import read_sqlite
+        try:
+            if fmt is None:
+                with path.open("rb") as fh:
+                    fmt = sniff(fh.read(65536), name=name)
+            if fmt == "sqlite":
+                from agentscope.log.sqlite import read_sqlite
 
-            return read_sqlite(path, thread=thread, errors=errors, era=era, table=table)
-        if fmt in ("csv", "parquet"):
-            from agentscope.log.tabular import read_table
-
-            return read_table(path, fmt, columns=columns, source_name=name, errors=errors)
+                return read_sqlite(path, thread=thread, errors=errors, era=era, table=table)
+            if fmt in ("csv", "parquet"):
+                _no_threads(thread, fmt, name)
+                return _read_table(path, fmt, columns=columns, name=name, errors=errors)
+            data = path.read_bytes()
+        except OSError as exc:
+            raise _unreadable(exc, name) from None
         return _read_bytes(
-            path.read_bytes(), fmt, source=name, errors=errors, era=era, sniffed=format is None
+            data, fmt, source=name, errors=errors, era=era, sniffed=format is None, thread=thread
         )
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
         name = "<bytes>"
     elif hasattr(source, "read"):
-        raw = source.read()
-        data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+        try:
+            raw = source.read()
+        except OSError as exc:
+            raise _unreadable(exc, _name_of(source) or "<stream>") from None
+        data = _text_bytes(raw) if isinstance(raw, str) else bytes(raw)
         name = _name_of(source) or "<stream>"
     else:
         raise TypeError(
@@ -446,10 +565,36 @@ def read_log(
 
         return read_sqlite_bytes(data, thread=thread, errors=errors, era=era, table=table, source=name)
     if fmt in ("csv", "parquet"):
-        from agentscope.log.tabular import read_table
+        _no_threads(thread, fmt, name)
+        return _read_table(io.BytesIO(data), fmt, columns=columns, name=name, errors=errors)
+    return _read_bytes(
+        data, fmt, source=name, errors=errors, era=era, sniffed=format is None, thread=thread
+    )
 
-        return read_table(io.BytesIO(data), fmt, columns=columns, source_name=name, errors=errors)
-    return _read_bytes(data, fmt, source=name, errors=errors, era=era, sniffed=format is None)
+
+def _read_table(
+    source: Path | io.BytesIO,
+    fmt: str,
+    *,
+    columns: Mapping[str, Any] | None,
+    name: str,
+    errors: ErrorsMode,
+) -> EventLog:
+    """:func:`~agentscope.log.tabular.read_table`, with any parser failure on a damaged file
+    (pandas/pyarrow raise ``KeyError``, ``UnicodeDecodeError``, Arrow errors …) as a
+    :class:`LogFormatError` naming the parser's error (chained as ``__cause__``)."""
+    from agentscope.errors import AgentscopeError
+    from agentscope.log.tabular import read_table
+
+    try:
+        return read_table(source, fmt, columns=columns, source_name=name, errors=errors)
+    except AgentscopeError:
+        raise
+    except Exception as exc:  # the parsers' own errors on bad bytes: bad input, not a bug here
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise LogFormatError(
+            f"cannot read as {fmt}: {type(exc).__name__}: {detail}", source=name
+        ) from exc
 
 
 def _read_bytes(
@@ -460,7 +605,15 @@ def _read_bytes(
     errors: ErrorsMode,
     era: Era | None,
     sniffed: bool = True,
+    thread: str | None = None,
 ) -> EventLog:
+    if fmt in ("json", "jsonl") and era is None:
+        from agentscope.log.inspection import is_inspection_stream, read_inspection
+
+        end = data.find(b"\n", 0, 1 << 24)
+        if is_inspection_stream(data[: end if end >= 0 else 1 << 24]):  # the first record
+            return read_inspection(data, source=source, thread=thread, errors=errors)
+    _no_threads(thread, fmt, source)
     if fmt == "json":
         try:
             return read_json_document(data, source=source, errors=errors, era=era)
@@ -474,6 +627,67 @@ def _read_bytes(
     if fmt == "records":
         raise LogFormatError("format='records' needs a list of entry dicts", source=source)
     raise LogFormatError(f"cannot read format {fmt!r} from this source", source=source)
+
+
+_MAX_PATH_TEXT = 4096
+"""A ``str`` source longer than this (PATH_MAX on Linux) cannot be a path."""
+
+
+def _existing_path(source: str | os.PathLike[str]) -> tuple[Path, str]:
+    """``source`` as an existing file's path, or a typed error saying why it is not one."""
+    name = os.fspath(source)
+    if isinstance(name, bytes):  # pragma: no cover - os.PathLike[bytes]
+        name = os.fsdecode(name)
+    short = name if len(name) <= 80 else name[:77] + "..."
+    looks_like_json = name.lstrip()[:1] in ("[", "{")
+    hint = (
+        "; it looks like JSON text: pass it as bytes (read_log(text.encode())) or a file object "
+        "(io.StringIO(text)), a str is always a path"
+        if looks_like_json
+        else ""
+    )
+    if "\x00" in name or len(name) > _MAX_PATH_TEXT:
+        raise UnreadableSourceError(f"this string cannot be a file path{hint}", source=short)
+    path = Path(name)
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except OSError as exc:  # e.g. a name component longer than NAME_MAX
+        raise UnreadableSourceError(
+            f"not a usable file path ({exc.strerror}){hint}", source=short, os_error=exc
+        ) from None
+    if not exists:
+        raise LogFormatError(f"no such file{hint}", source=short)
+    if is_dir:
+        raise LogFormatError("is a directory, not a log file", source=name)
+    return path, name
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_bytes(text: str) -> bytes:
+    """UTF-8 of JSON text read from a text stream, lossless for lone surrogates.
+
+    A JS string may hold a lone surrogate, which UTF-8 cannot encode; inside a JSON string the
+    ``\\uXXXX`` escape means the same character, so each is written as one (outside a string
+    it is invalid JSON either way).
+    """
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def _unreadable(exc: OSError, name: str) -> UnreadableSourceError:
+    reason = exc.strerror or str(exc)
+    return UnreadableSourceError(f"cannot read the file: {reason}", source=name, os_error=exc)
+
+
+def _no_threads(thread: str | None, fmt: str, name: str) -> None:
+    """A source other than a store holds one log: asking it for a thread is an error."""
+    if thread is not None:
+        raise ThreadNotFoundError(
+            f"no thread {thread!r}: a {fmt} source holds a single log and no threads "
+            "(threads are for SQLite stores, spec §5.2); leave thread= out",
+            source=name,
+        )
 
 
 def _is_dataframe(value: object) -> bool:

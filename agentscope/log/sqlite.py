@@ -31,8 +31,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from agentscope.errors import LogFormatError, ThreadNotFoundError
-from agentscope.log.model import ErrorsMode, EventLog, recorded_at_to_datetime
+from agentscope.errors import (
+    DamagedStoreError,
+    LogFormatError,
+    ThreadNotFoundError,
+    UnreadableSourceError,
+)
+from agentscope.log.model import (
+    NS_MAX,
+    NS_MIN,
+    ErrorsMode,
+    EventLog,
+    recorded_at_to_ns,
+    text_series,
+)
 from agentscope.log.validate import Era, loads
 
 if TYPE_CHECKING:
@@ -70,8 +82,13 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
     p = Path(path)
     if not p.is_file():
         raise LogFormatError("no such SQLite file", source=str(path))
-    with p.open("rb") as fh:
-        head = fh.read(16)
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise UnreadableSourceError(
+            f"cannot read the file: {exc.strerror or exc}", source=str(path), os_error=exc
+        ) from None
     if head and head != b"SQLite format 3\x00":  # (an empty file is an empty database)
         raise LogFormatError(
             "not a SQLite database (a store is a SQLite file with the §5.2 tables; "
@@ -89,26 +106,51 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
             conn = sqlite3.connect(_uri(p), uri=True, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise LogFormatError(f"cannot open as SQLite: {exc}", source=str(path)) from None
+        conn.text_factory = _text
         try:
             conn.execute("BEGIN")
             yield conn
-        except sqlite3.DatabaseError as exc:
-            raise LogFormatError(f"SQLite error: {exc}", source=str(path)) from None
+        except _DAMAGE as exc:
+            what = "its schema is damaged" if isinstance(exc, UnicodeDecodeError) else exc
+            raise LogFormatError(f"SQLite error: {what}", source=str(path)) from None
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             conn.close()
 
 
+_DAMAGE = (sqlite3.DatabaseError, UnicodeDecodeError)
+"""What reading a damaged file raises: SQLite's errors, and a ``UnicodeDecodeError`` when SQLite's
+error message quotes a damaged (not UTF-8) schema name."""
+
+
+class _NotUtf8(str):
+    """Text a damaged store holds that is not UTF-8: decoded with U+FFFD, the bytes in ``raw``."""
+
+    raw: bytes
+
+
+def _text(data: bytes) -> str:
+    """The connection's ``text_factory``: UTF-8, or a :class:`_NotUtf8` marker (never raises)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = _NotUtf8(data.decode("utf-8", "replace"))
+        text.raw = data
+        return text
+
+
 def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _all_tables(conn: sqlite3.Connection) -> list[str]:
+    q = "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"
+    return [r[0] for r in conn.execute(q)]
+
+
 def _tables_with(conn: sqlite3.Connection, columns: frozenset[str]) -> list[str]:
-    names = [
-        r[0]
-        for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
-    ]
+    names = _all_tables(conn)
     out = []
     for name in names:
         cols = {r[1] for r in conn.execute(f"PRAGMA table_info({_quote_ident(name)})")}
@@ -134,8 +176,11 @@ def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str
             )
         return table
     if not tables:
+        found = _all_tables(conn)
+        listed = ", ".join(found) if found else "none (an empty database)"
         raise LogFormatError(
-            "no event-log table (a table with columns thread_id, idx, entry_id, entry, spec §5.2)",
+            "no event-log table (a table with columns thread_id, idx, entry_id, entry, spec §5.2); "
+            f"tables found: {listed}",
             source=source,
         )
     if len(tables) > 1:
@@ -146,8 +191,72 @@ def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str
 
 
 def _threads(conn: sqlite3.Connection, table: str) -> list[str]:
+    """The thread ids of ``table``, in order; on a damaged file, every id still readable.
+
+    The ``(thread_id, idx)`` primary-key index answers this without touching the table's own
+    pages; when the index is damaged too, the table is scanned and the ids seen before the
+    damage are returned (and the threads after it are not listed). ``thread_id`` values that
+    are not text (the column is ``TEXT``, §5.2; SQLite does not enforce it) are not threads.
+    """
     q = f"SELECT DISTINCT thread_id FROM {_quote_ident(table)} ORDER BY thread_id"
-    return [r[0] for r in conn.execute(q)]
+    try:
+        return [r[0] for r in conn.execute(q) if isinstance(r[0], str)]
+    except _DAMAGE:
+        pass
+    seen: dict[str, None] = {}
+    try:
+        for (thread,) in conn.execute(f"SELECT thread_id FROM {_quote_ident(table)} NOT INDEXED"):
+            if isinstance(thread, str):
+                seen[thread] = None
+    except _DAMAGE:
+        pass
+    return sorted(seen)
+
+
+def _thread_rows(
+    conn: sqlite3.Connection, table: str, thread: str, source: str, what: str = "entry_id, entry"
+) -> tuple[list[tuple[Any, ...]], DamagedStoreError | None]:
+    """The rows ``(idx, <what>)`` of one thread in ``idx`` order, up to any damage.
+
+    Returns the rows read and, when the file is damaged (``database disk image is
+    malformed``), the :class:`DamagedStoreError` saying after which ``idx`` the thread stops.
+    """
+    t = _quote_ident(table)
+    rows: list[tuple[Any, ...]] = []
+    try:
+        return [tuple(r) for r in conn.execute(
+            f"SELECT idx, {what} FROM {t} WHERE thread_id = ? ORDER BY idx", (thread,)
+        )], None
+    except _DAMAGE:
+        pass
+    # damaged: read one row at a time (a cursor steps ahead of the row it returns, so the bulk
+    # read above fails one row early) until the damage
+    one = f"SELECT idx, {what} FROM {t} WHERE thread_id = ? AND idx > ? ORDER BY idx LIMIT 1"
+    try:
+        row = conn.execute(one, (thread, -(2**63))).fetchone()
+        while row is not None:
+            rows.append(tuple(row))
+            row = conn.execute(one, (thread, row[0])).fetchone()
+        return rows, None  # pragma: no cover - the damage did not reproduce row by row
+    except _DAMAGE as exc:
+        last = rows[-1][0] if rows else None
+        total: int | None
+        try:
+            total = conn.execute(
+                f"SELECT COUNT(*) FROM {_quote_ident(table)} WHERE thread_id = ?", (thread,)
+            ).fetchone()[0]
+        except _DAMAGE:
+            total = None
+        stops = f"after idx {last}" if last is not None else "before its first row (idx 0)"
+        of = f" of {total} rows" if total is not None else ""
+        return rows, DamagedStoreError(
+            f"the store file is damaged ({exc}): thread {thread!r} stops {stops}; "
+            f"{len(rows)}{of} are readable",
+            source=source,
+            index=len(rows),
+            thread=thread,
+            last_idx=last,
+        )
 
 
 def _cached_snapshot(
@@ -200,15 +309,22 @@ def _read_thread(
         raise ThreadNotFoundError(
             f"no thread {thread!r} in table {name!r}; available threads: {threads}", source=source
         )
-    rows = conn.execute(
-        f"SELECT idx, entry_id, entry FROM {_quote_ident(name)} WHERE thread_id = ? ORDER BY idx",
-        (thread,),
-    ).fetchall()
+    rows, damage = _thread_rows(conn, name, thread, source)
+    if damage is not None and errors == "raise":
+        raise damage
     items: list[Any] = []
-    early: list[LogFormatError] = []
+    early: list[LogFormatError] = [] if damage is None else [damage]
     positions: list[int] = []
     for position, (idx, entry_id, text) in enumerate(rows):
         where = f"{source} [{name} thread {thread!r} idx {idx}]"
+        if isinstance(text, _NotUtf8):
+            err = LogFormatError(
+                "row's entry text is not UTF-8 (a damaged store?)", source=where, index=position
+            )
+            if errors == "raise":
+                raise err
+            early.append(err)
+            continue
         try:
             value = loads(text)
         except (ValueError, TypeError) as exc:
@@ -240,7 +356,16 @@ def _read_thread(
         thread=thread,
         early_problems=early,
     )
-    log.cached_snapshot = _cached_snapshot(conn, thread, log.execution_id)
+    try:
+        log.cached_snapshot = _cached_snapshot(conn, thread, log.execution_id)
+    except _DAMAGE:
+        log.cached_snapshot = None  # a damaged snapshot table: the log itself is still read
+    if damage is not None:
+        import warnings
+
+        from agentscope.errors import LogReadWarning
+
+        warnings.warn(f"{source}: {damage.detail}", LogReadWarning, stacklevel=4)
     return log
 
 
@@ -255,14 +380,23 @@ def read_sqlite(
 ) -> EventLog:
     """Read one thread of a §5.2 store (read-only; see the module docstring).
 
+    A damaged file (``database disk image is malformed`` part-way through the thread) raises
+    :class:`DamagedStoreError` naming the last ``idx`` read; with ``errors="collect"`` the rows
+    before the damage are returned, a :class:`~agentscope.errors.LogReadWarning` is issued and
+    ``problems`` has a ``damaged-store`` row.
+
     Raises
     ------
     ThreadNotFoundError
         Unknown ``thread`` (the message lists the available ones), or several threads and no
         ``thread=``.
+    DamagedStoreError
+        The thread's rows are on a damaged part of the file (``.thread``, ``.last_idx``).
     LogFormatError
-        Not a store, no or several event-log tables, a row whose JSON is bad or disagrees with
-        its ``idx``/``entry_id`` columns.
+        Not a store, no or several event-log tables (the message lists the tables found), a
+        row whose JSON is bad or disagrees with its ``idx``/``entry_id`` columns.
+    UnreadableSourceError
+        The file cannot be opened (permission denied).
     """
     src = source or str(path)
     with open_store(path) as conn:
@@ -285,6 +419,16 @@ def read_sqlite_bytes(
         return read_sqlite(copy, thread=thread, errors=errors, era=era, table=table, source=source)
 
 
+def _stamp(value: object) -> pd.Timestamp | None:
+    """A ``recordedAt`` as a ns ``Timestamp`` (``None`` when invalid or outside the ns range)."""
+    import pandas as pd
+
+    ns = recorded_at_to_ns(value)
+    if ns is None or not NS_MIN <= ns <= NS_MAX:
+        return None
+    return pd.Timestamp(ns, unit="ns", tz="UTC")
+
+
 def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
     """List the threads of a §5.2 store, one row per thread (read-only).
 
@@ -292,14 +436,23 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``thread_id`` (str), ``length`` (int64), ``first_recorded_at`` and
-        ``last_recorded_at`` (datetime64 UTC, from entry 0 and the last entry), ``machine_id``
-        and ``machine_version`` (of the last entry), ``machine_versions`` (tuple of the distinct
-        versions in log order), ``execution_id`` (the init entry's ``metadata.executionId``).
+        ``last_recorded_at`` (``datetime64[ns, UTC]``, from entry 0 and the last readable
+        entry), ``machine_id`` and ``machine_version`` (of the last readable entry),
+        ``machine_versions`` (tuple of the distinct versions in log order), ``execution_id``
+        (the init entry's ``metadata.executionId``), ``readable`` (int64: rows that could be
+        read) and ``error`` (``None``, or why the thread cannot be read in full: on a damaged
+        file, "… thread 'b' stops after idx 41 …"; see :class:`DamagedStoreError`).
+
+    A damaged file (e.g. a zeroed page) does not stop the listing: every thread whose ids are
+    still readable is listed and the damaged ones are marked in ``error``.
 
     Raises
     ------
     LogFormatError
-        Not a store, or no / several event-log tables (pass ``table=``).
+        Not a store, or no / several event-log tables (pass ``table=``); the message lists the
+        tables the database has.
+    UnreadableSourceError
+        The file cannot be opened (permission denied).
     """
     import pandas as pd
 
@@ -309,13 +462,16 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
         name = _pick_table(conn, table, src)
         q = _quote_ident(name)
         for thread in _threads(conn, name):
-            count = conn.execute(f"SELECT COUNT(*) FROM {q} WHERE thread_id = ?", (thread,)).fetchone()[0]
-            texts = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT entry FROM {q} WHERE thread_id = ? ORDER BY idx", (thread,)
-                )
-            ]
+            try:
+                count = conn.execute(
+                    f"SELECT COUNT(*) FROM {q} WHERE thread_id = ?", (thread,)
+                ).fetchone()[0]
+            except _DAMAGE:
+                count = None
+            read, damage = _thread_rows(conn, name, thread, src, what="entry")
+            texts = [r[1] for r in read]
+            if count is None:
+                count = len(texts)
             versions: list[str] = []
             first: dict[str, Any] = {}
             last: dict[str, Any] = {}
@@ -338,12 +494,14 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
                 {
                     "thread_id": thread,
                     "length": count,
-                    "first_recorded_at": recorded_at_to_datetime(first.get("recordedAt")),
-                    "last_recorded_at": recorded_at_to_datetime(last.get("recordedAt")),
+                    "first_recorded_at": _stamp(first.get("recordedAt")),
+                    "last_recorded_at": _stamp(last.get("recordedAt")),
                     "machine_id": last.get("machineId"),
                     "machine_version": last.get("machineVersion"),
                     "machine_versions": tuple(versions),
                     "execution_id": execution_id if isinstance(execution_id, str) else None,
+                    "readable": len(texts),
+                    "error": None if damage is None else damage.detail,
                 }
             )
     columns = [
@@ -355,16 +513,20 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
         "machine_version",
         "machine_versions",
         "execution_id",
+        "readable",
+        "error",
     ]
     frame = pd.DataFrame(rows, columns=columns)
+    frame["error"] = pd.Series([r["error"] for r in rows], dtype=object)  # None, not NaN
+    for name in ("thread_id", "machine_id", "machine_version", "execution_id"):
+        values = [r[name] if isinstance(r[name], str) else None for r in rows]
+        frame[name] = text_series(values)  # lone surrogates kept (a JS string may hold one)
     return frame.astype(
         {
-            "thread_id": "string",
             "length": "int64",
-            "first_recorded_at": "datetime64[us, UTC]",
-            "last_recorded_at": "datetime64[us, UTC]",
-            "machine_id": "string",
-            "machine_version": "string",
-            "execution_id": "string",
+            "first_recorded_at": "datetime64[ns, UTC]",
+            "last_recorded_at": "datetime64[ns, UTC]",
+            "readable": "int64",
+            "error": "object",
         }
     )

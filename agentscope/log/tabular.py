@@ -87,14 +87,16 @@ def _timestamp(value: Any) -> str | None:
         import pandas as pd
 
         try:
-            parsed = pd.Timestamp(value)
-        except (ValueError, TypeError):
+            return _iso(pd.Timestamp(value).to_pydatetime())
+        except (ValueError, TypeError, OverflowError):  # unparsable, or outside year 1..9999
             return None
-        return _iso(parsed.to_pydatetime())
     if isinstance(value, datetime):
         return _iso(value)
     if isinstance(value, int | float):  # epoch milliseconds, like Date.now()
-        return _iso(datetime.fromtimestamp(value / 1000, tz=UTC))
+        try:
+            return _iso(datetime.fromtimestamp(value / 1000, tz=UTC))
+        except (ValueError, OverflowError, OSError):
+            return None
     return None
 
 
