@@ -78,8 +78,17 @@ class Counting:
     def __init__(self, inner: Any) -> None:
         self.inner, self.applied = inner, 0
         self.machine_id, self.version = inner.machine_id, inner.version
+        if callable(getattr(inner, "fold_iter", None)):  # the Node engine streams its folds
+            def fold_iter(seed: Snapshot, events: Sequence[Mapping[str, Any]], **kw: Any) -> Any:
+                events = list(events)
+                self.applied += len(events)
+                return inner.fold_iter(seed, events, **kw)
+
+            self.fold_iter = fold_iter
 
     def __getattr__(self, name: str) -> Any:
+        if name == "fold_iter":
+            raise AttributeError(name)  # set in __init__ when the engine has it
         return getattr(self.inner, name)
 
     def initial(self, input: Any = NO_INPUT) -> Snapshot:

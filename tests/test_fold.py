@@ -64,6 +64,19 @@ class Counting:
         self.inner.close()
 
 
+class CountingStream(Counting):
+    """The proxy for an engine that streams its folds (``fold_iter``, the Node engine)."""
+
+    def fold_iter(self, seed: Snapshot, events: Sequence[Mapping[str, Any]], **kw: Any) -> Any:
+        events = list(events)
+        self.applied += len(events)
+        return self.inner.fold_iter(seed, events, **kw)
+
+
+def _counting(inner: Any) -> Counting:
+    return CountingStream(inner) if callable(getattr(inner, "fold_iter", None)) else Counting(inner)
+
+
 def _python_triage() -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
     from agentscope.examples import python_machines as pm
 
@@ -95,7 +108,7 @@ def test_timetravel_and_to_html_fold_each_entry_once(which: str, request: pytest
     from agentscope.widgets import TimeTravel
 
     log = load_json("g_triage.main.log.json")
-    m = Counting(_engines(request, which))
+    m = _counting(_engines(request, which))
     tt = TimeTravel(m, log)
     for step in (0, 5, len(log) - 1, 3, 4):  # seeks and steps
         tt.go(step)
@@ -115,7 +128,7 @@ def test_forkview_folds_the_shared_prefix_once(which: str, request: pytest.Fixtu
     from agentscope.widgets import ForkView
 
     a, b = load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json")
-    m = Counting(_engines(request, which))
+    m = _counting(_engines(request, which))
     common = compare(a, b).common_prefix
     shared = 0
     while shared < common and a[shared] == b[shared]:
@@ -137,7 +150,7 @@ def test_compare_with_a_machine_reuses_the_shared_prefix(which: str, request: py
     from agentscope.forks import compare
 
     a, b = load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json")
-    m = Counting(_engines(request, which))
+    m = _counting(_engines(request, which))
     d = compare(a, b, machine=m)
     assert d.left_at is not None and d.right_at is not None
     assert m.applied <= len(a) + len(b) - d.common_prefix + 1

@@ -138,7 +138,7 @@ def cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
 def test_the_graph_reader_sees_lazy_imports_and_skips_type_checking() -> None:
     g = import_graph()
     assert "agentscope.replay.fold" in g["agentscope.replay.timeline"]
-    assert "agentscope.log.readers" in g["agentscope.log.entry"]  # a lazy import inside a function
+    assert "agentscope.log.readers" in g["agentscope.replay.segments"]  # a lazy import in a function
     assert "agentscope.widgets.timetravel" not in g["agentscope.widgets.player"]  # TYPE_CHECKING only
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
     assert cycles({"a": {"b"}, "b": set()}) == set()

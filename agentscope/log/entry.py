@@ -9,15 +9,15 @@ standard library.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "AGENT_INIT",
     "AGENT_USAGE",
-    "as_log",
+    "Segment",
     "entries_of",
     "entry_id",
     "event_of",
@@ -38,13 +38,38 @@ AGENT_USAGE = "@agent.usage"
 """The reserved spend-record type (spec §1.5)."""
 
 
-def as_log(log: Any) -> Any:
-    """Read ``log`` with :func:`agentscope.read_log` when it is a path; return anything else as is."""
-    if isinstance(log, (str, os.PathLike)):
-        from agentscope.log.readers import read_log
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run of entries replayed with one machine (spec §1.5, the version bridge): the one type.
 
-        return read_log(log)
-    return log
+    Attributes
+    ----------
+    start, stop : int
+        Entry positions ``[start, stop)`` in the log.
+    machine_id, machine_version : str | None
+        The identity the segment's entries target (a bridge init's own stamp is exempt, §1.3,
+        so it is taken from the first entry that is not a snapshot init when there is one).
+    bridge : bool
+        The segment starts with an ``@agent.init`` entry carrying ``snapshot`` (a continuation).
+    migrated_from : Mapping | None
+        The init's ``metadata.migratedFrom`` (``{"machineVersion", "logIndex"}``) when present.
+    number : int
+        0-based position among the log's segments.
+
+    Two splits produce it: :func:`agentscope.replay.segments.segments_of` (the fold: a segment per
+    ``@agent.init``) and :attr:`agentscope.EventLog.segments` (reading: also at an identity change).
+    """
+
+    start: int
+    stop: int
+    machine_id: str | None
+    machine_version: str | None
+    bridge: bool
+    migrated_from: Mapping[str, Any] | None
+    number: int = 0
+
+    def __len__(self) -> int:
+        return self.stop - self.start
 
 
 def entries_of(log: Any) -> Sequence[Mapping[str, Any]]:

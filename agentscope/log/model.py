@@ -10,7 +10,6 @@ import html
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -45,30 +44,7 @@ DF_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A run of entries replayed with one machine version (spec §1.5, the version bridge).
-
-    Attributes
-    ----------
-    start, stop : int
-        Entry positions ``[start, stop)`` in the log.
-    machine_id, machine_version : str | None
-        The identity the segment's entries target (the bridge init's own stamp is exempt, so the
-        version is taken from the first non-bridge entry when there is one).
-    bridge : bool
-        The segment starts with an ``@agent.init`` entry carrying ``snapshot`` (a continuation).
-    migrated_from : Mapping | None
-        The init's ``metadata.migratedFrom`` (``{"machineVersion", "logIndex"}``) when present.
-    """
-
-    start: int
-    stop: int
-    machine_id: str | None
-    machine_version: str | None
-    bridge: bool
-    migrated_from: Mapping[str, Any] | None
-
+from agentscope.log.entry import Segment  # noqa: E402  (the one Segment type)
 
 _ISO_PARTS = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
@@ -341,7 +317,7 @@ class EventLog:
         for i, entry in enumerate(entries):
             if _snapshot_init(entry):
                 if i > start:
-                    out.append(Segment(start, i, *(ident or (None, None)), bridge, migrated))
+                    out.append(Segment(start, i, *(ident or (None, None)), bridge, migrated, len(out)))
                 start, ident, bridge = i, None, True
                 meta = entry.get("metadata")
                 found = meta.get("migratedFrom") if isinstance(meta, dict) else None
@@ -351,12 +327,12 @@ class EventLog:
             if ident is None:
                 ident = current
             elif current != ident:
-                out.append(Segment(start, i, *ident, bridge, migrated))
+                out.append(Segment(start, i, *ident, bridge, migrated, len(out)))
                 start, ident, bridge, migrated = i, current, False, None
         if entries:
             if ident is None:
                 ident = (entries[start].get("machineId"), entries[start].get("machineVersion"))
-            out.append(Segment(start, len(entries), *ident, bridge, migrated))
+            out.append(Segment(start, len(entries), *ident, bridge, migrated, len(out)))
         return tuple(out)
 
     @property

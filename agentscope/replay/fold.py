@@ -22,7 +22,6 @@ from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import EngineError, EntryValidationError, LogFormatError, ReplayDivergenceError
 from agentscope.log.entry import (
     AGENT_INIT,
-    as_log,
     entries_of,
     entry_id,
     event_of,
@@ -31,6 +30,7 @@ from agentscope.log.entry import (
     source_of,
 )
 from agentscope.log.validate import is_validated, log_problems
+from agentscope.replay.segments import as_log
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -60,6 +60,10 @@ def _json_size(value: Any) -> int:
         import json
 
         return len(json.dumps(value, default=repr))
+
+
+_FIRST_STEP = 64
+"""The first batch of a fold: snapshot sizes are measured before batches grow."""
 
 
 def _batch_for(batch: int, snapshot: Snapshot) -> int:
@@ -138,6 +142,7 @@ def fold_segment(
     batch: int = DEFAULT_BATCH,
     seed: Snapshot | None = None,
     sessions: dict[str, str] | None = None,
+    exact_batches: bool = False,
 ) -> Iterator[tuple[int, Snapshot]]:
     """Yield ``(position, snapshot after that entry)`` for positions ``start .. stop-1``.
 
@@ -145,7 +150,9 @@ def fold_segment(
     too). With ``seed`` (the snapshot after ``entries[start - 1]``, e.g. a restored checkpoint),
     folding starts at ``start``. Events go to ``machine.fold`` in batches of ``batch`` with one
     rebinding cache (``sessions``, fresh by default); a batch shrinks while ``batch`` snapshots
-    of the current size would exceed :data:`BATCH_BYTES` (bounded memory for large states).
+    of the current size would exceed :data:`BATCH_BYTES` (bounded memory for large states);
+    ``exact_batches=True`` keeps every batch exactly ``batch`` long (batches that end on
+    checkpoints).
     When a batch fold raises, the batch is re-folded one step at a time so the earlier entries
     are still yielded and the exception names the failing entry (added as a note).
     """
@@ -161,7 +168,7 @@ def fold_segment(
         i = start + 1
     else:
         s = seed
-    step = _batch_for(batch, s)
+    step = max(1, batch) if exact_batches else min(_batch_for(batch, s), _FIRST_STEP)
     while i < stop:
         j = min(stop, i + step)
         events = [event_of(entries[k]) for k in range(i, j)]
@@ -198,7 +205,10 @@ def fold_segment(
         s = snaps[-1]
         del snaps, events
         i = j
-        step = _batch_for(batch, s)
+        # grow the batch (doubling) while batch x snapshot size stays within BATCH_BYTES; shrink
+        # it as soon as the snapshots get larger (a growing context)
+        if not exact_batches:
+            step = min(_batch_for(batch, s), 2 * step)
 
 
 @dataclass(frozen=True)

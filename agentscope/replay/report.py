@@ -16,10 +16,11 @@ import pandas as pd
 from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
-from agentscope.log.entry import as_log, entries_of, entry_id, event_type, source_of
+from agentscope.log.entry import entries_of, entry_id, event_type, source_of
 from agentscope.log.problems import problems_frame
 from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH
+from agentscope.replay.segments import as_log
 from agentscope.replay.verdicts import VERDICTS, LogIndex, build_index, check_machines
 
 __all__ = ["COLUMNS", "VerifyReport", "report_from_index", "verify"]

@@ -7,34 +7,22 @@ machine for its own ``machineVersion``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from agentscope.log.entry import AGENT_INIT, event_type, init_has_snapshot, migrated_from
+from agentscope.log.entry import AGENT_INIT, Segment, event_type, init_has_snapshot, migrated_from
 
-__all__ = ["Segment", "segments_of"]
+__all__ = ["Segment", "as_log", "segments_of"]
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """One ``@agent.init``-led run of entries (spec §1.5): positions ``start`` to ``stop - 1``.
+def as_log(log: Any) -> Any:
+    """Read ``log`` with :func:`agentscope.read_log` when it is a path; return anything else as is."""
+    if isinstance(log, (str, os.PathLike)):
+        from agentscope.log.readers import read_log
 
-    ``version`` is the ``machineVersion`` the segment's entries target: that of its first entry
-    that is not a snapshot init (a bridge init's own version is exempt, §1.3), else the init's.
-    ``migrated_from`` is the bridge init's ``metadata.migratedFrom`` when present.
-    """
-
-    number: int
-    start: int
-    stop: int
-    machine_id: str | None
-    version: str | None
-    bridge: bool
-    migrated_from: Mapping[str, Any] | None
-
-    def __len__(self) -> int:
-        return self.stop - self.start
+        return read_log(log)
+    return log
 
 
 def _segment(entries: Sequence[Mapping[str, Any]], number: int, start: int, stop: int) -> Segment:
@@ -46,13 +34,13 @@ def _segment(entries: Sequence[Mapping[str, Any]], number: int, start: int, stop
     mid = ref.get("machineId") if isinstance(ref, Mapping) else None
     ver = ref.get("machineVersion") if isinstance(ref, Mapping) else None
     return Segment(
-        number=number,
         start=start,
         stop=stop,
         machine_id=mid if isinstance(mid, str) else None,
-        version=ver if isinstance(ver, str) else None,
+        machine_version=ver if isinstance(ver, str) else None,
         bridge=init_has_snapshot(init),
         migrated_from=migrated_from(init),
+        number=number,
     )
 
 

@@ -20,10 +20,11 @@ from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
-from agentscope.log.entry import as_log, entries_of, event_type, source_of
+from agentscope.log.entry import entries_of, event_type, source_of
 from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
 from agentscope.replay.report import VerifyReport, report_from_index
+from agentscope.replay.segments import as_log
 from agentscope.replay.snapshots import DEFAULT_BUDGET, SnapshotStore
 from agentscope.replay.verdicts import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 
@@ -525,7 +526,7 @@ class Timeline:
                 why = why or (
                     "no machine to replay with"
                     if self._machine is None and not self._machines
-                    else f"no machine for machineVersion {idx.segments[seg_no].version!r}"
+                    else f"no machine for machineVersion {idx.segments[seg_no].machine_version!r}"
                 )
             return Frame(
                 index=n,

@@ -12,6 +12,7 @@ Private module.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -233,11 +234,11 @@ def machine_for_segment(
     case entries of another version are reported as identity mismatches).
     """
     if machines:
-        m = machines.get(seg.version) if seg.version is not None else None
+        m = machines.get(seg.machine_version) if seg.machine_version is not None else None
         if m is not None:
-            return m, seg.version
-        if machine is not None and machine.version == seg.version:
-            return machine, seg.version
+            return m, seg.machine_version
+        if machine is not None and machine.version == seg.machine_version:
+            return machine, seg.machine_version
         return None, None
     return machine, None
 
@@ -276,7 +277,8 @@ class _SegmentPass:
             # re-seeds); otherwise large batches (fewer engine round trips)
             fold_batch = k if (k and spans) else max(self.batch, k or 0)
             it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
-                              seed=self.snap if lo > self.seg.start else None)
+                              seed=self.snap if lo > self.seg.start else None,
+                              exact_batches=bool(k and spans))
             for i, snap in it:
                 self.last = i
                 self.snap = snap
@@ -304,7 +306,8 @@ class _SegmentPass:
                 self.k_base = i
         else:
             same = prev is not None and p == prev  # the state did not react ("ignored")
-        h = self.prev_h if same else state_hash(p)
+        # the engine's own (JS) hash when it sent one (the wire work's Snapshot.state_hash)
+        h = self.prev_h if same else (getattr(snap, "state_hash", None) or state_hash(p))
         idx.computed[i] = int(h, 16)
         idx.has_computed[i] = True
         if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
@@ -443,13 +446,11 @@ class Pass:
             last = idx.segments[-1]
             cont = segments_of(entries, lo)
             head = cont[0]
-            idx.segments[-1] = Segment(last.number, last.start, head.stop, last.machine_id,
-                                       last.version, last.bridge, last.migrated_from)
+            idx.segments[-1] = dataclasses.replace(last, stop=head.stop)
             self._run_segment(entries, idx.segments[-1], lo, head.stop, fresh=False)
             first = head.stop
         for seg in segments_of(entries, first) if first < hi else []:
-            seg = Segment(len(idx.segments), seg.start, seg.stop, seg.machine_id, seg.version,
-                          seg.bridge, seg.migrated_from)
+            seg = dataclasses.replace(seg, number=len(idx.segments))
             if idx.segments:
                 _check_bridge_link(idx, entries, idx.segments[-1], seg)
             idx.segments.append(seg)
@@ -483,7 +484,8 @@ class Pass:
                 have = ", ".join(sorted(self.machines)) if self.machines else "none"
                 detail = (
                     f"segment {seg.number} (entries {seg.start}..{seg.stop - 1}, machineVersion "
-                    f"{seg.version!r}) has no machine: pass machines={{{seg.version!r}: ...}} "
+                    f"{seg.machine_version!r}) has no machine: pass "
+                    f"machines={{{seg.machine_version!r}: ...}} "
                     f"(given: {have})"
                 )
                 idx.log_problems.append(("no-machine", detail, self.machines is not None))
@@ -607,11 +609,11 @@ def _check_bridge_link(
             ("bridge-link", f"{where}: the bridge init has no metadata.migratedFrom", False)
         )
         return
-    if mig.get("logIndex") != len(prev) or mig.get("machineVersion") != prev.version:
+    if mig.get("logIndex") != len(prev) or mig.get("machineVersion") != prev.machine_version:
         idx.log_problems.append(
             ("bridge-link",
              f"{where}: migratedFrom {dict(mig)!r} does not name the previous segment "
-             f"(machineVersion {prev.version!r}, {len(prev)} entries)", False)
+             f"(machineVersion {prev.machine_version!r}, {len(prev)} entries)", False)
         )
 
     def exec_id(i: int) -> Any:
