@@ -12,12 +12,11 @@ page embeds) and ``img/*.png``.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -38,7 +37,9 @@ def build_players() -> list[Shot]:
     from agentscope.examples import example_path
 
     PLAYERS.mkdir(parents=True, exist_ok=True)
-    store = example_path("g_triage.sqlite")
+    # relative to the clone's root: the players and tables name it so, not by a local path
+    store = Path(os.path.relpath(example_path("g_triage.sqlite"), REPO))
+    os.chdir(REPO)
     machine = asc.load_machine(example_path("machines/triage.mjs"))
     main = asc.read_log(store, thread="main")
     fork = asc.read_log(store, thread="fork")
@@ -64,14 +65,19 @@ def build_players() -> list[Shot]:
     fv.to_html(PLAYERS / "forkview.html")
     shots.append(("forkview", "divergence", "viewport"))
 
-    # 4. questions, once the library has them: coverage heat map and "jump to when…"
-    coverage: Callable[..., Any] | None = getattr(asc, "coverage", None)
-    if coverage is not None:
-        cov = coverage([main, fork], machine)
-        to_html = getattr(cov, "to_html", None)
-        if to_html is not None:
-            to_html(PLAYERS / "coverage.html")
-            shots.append(("coverage", None, "viewport"))
+    # 4. questions: the coverage heat map over both threads, and "jump to when…" (a question
+    #    box's invariant violations on the player's track)
+    cov = asc.coverage([main, fork], machine)
+    (PLAYERS / "coverage.html").write_text(cov.to_html(), encoding="utf-8")
+    shots.append(("coverage", None, "viewport"))
+    from agentscope.widgets import QuestionBox
+
+    tl = asc.Timeline(machine, fork)
+    tt = asc.TimeTravel(machine, fork, timeline=tl)
+    box = QuestionBox(tt)
+    box.check({"one rejection": "context.rejections <= 1"})
+    tt.to_html(PLAYERS / "questions.html")
+    shots.append(("questions", tt.step, "viewport"))
     machine.close()
     return shots
 
