@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: setup demo test test-long lint typecheck pytest bench docs clean
+.PHONY: setup demo test test-long lint typecheck pytest bench docs dist clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,8 +39,14 @@ pytest: setup
 bench: setup
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
+## The distributions: dist/agentscope_timetravel-<version>-py3-none-any.whl and the sdist
+## (the wheel is built from the sdist, so both are complete). Install with `pip install dist/*.whl`.
+dist: $(STAMP)
+	rm -rf dist build
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache
 
 ## The long differential run (>= 10,000 generated machines against real XState).
 test-long: setup

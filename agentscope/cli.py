@@ -14,8 +14,10 @@ Exit codes (for CI):
   a machine that cannot load, wrong arguments. The message is one line on stderr, without a
   traceback (``--debug`` shows it).
 
-Machines are given as ``path/to/machine.mjs[:export]`` (the Node engine; also ``.js``, ``.ts``)
-or ``py:package.module:attr`` (the Python engine), see :class:`agentscope.bulk.MachineSpec`.
+Machines are given as ``path/to/machine.mjs[:export]`` (the Node engine; also ``.js``, ``.cjs``,
+and TypeScript ``.ts``/``.mts`` through tsx) or ``py:package.module:attr`` (the Python engine), see
+:class:`agentscope.bulk.MachineSpec`. ``agentscope setup-node`` installs the pinned xstate and tsx
+where machines outside a Node project find them (:mod:`agentscope.engines.nodepath`).
 """
 
 from __future__ import annotations
@@ -182,11 +184,17 @@ def _existing(path_text: str) -> Path:
 
 
 def _split_thread(text: str) -> tuple[str, str | None]:
-    """``STORE#THREAD`` -> (STORE, THREAD); a path that exists as written is never split."""
+    """``STORE#THREAD`` -> (STORE, THREAD); a path that exists as written is never split.
+
+    The split is at the first ``#`` whose left part is an existing file, so a thread id may hold
+    ``#`` itself (``store.sqlite#run#2`` is thread ``run#2``); when no left part exists, at the
+    first ``#`` (the error then names the missing file).
+    """
     if Path(text).expanduser().exists() or "#" not in text:
         return text, None
-    path, _, thread = text.rpartition("#")
-    return path, thread or None
+    cuts = [i for i, ch in enumerate(text) if ch == "#"]
+    cut = next((i for i in cuts if Path(text[:i]).expanduser().is_file()), cuts[0])
+    return text[:cut], text[cut + 1:] or None
 
 
 def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
@@ -199,11 +207,17 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
 
     path = _existing(source)
     try:
-        return read_log(path, thread=thread)
+        log = read_log(path, thread=thread)
     except ThreadNotFoundError as exc:
         if not _is_sqlite(path):
             raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
         raise _cli_thread_error(source, path, thread, option) from exc
+    if len(log) == 0:
+        raise LogFormatError(
+            "the log has no entries; a log starts with the reserved '@agent.init' entry (spec §1.3)",
+            source=source,
+        )
+    return log
 
 
 def _cli_thread_error(source: str, path: Path, thread: str | None, option: bool) -> ThreadNotFoundError:
@@ -352,19 +366,49 @@ def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, A
     }
 
 
-def _print_report(out: _Out, report: Any, log: EventLog) -> None:
+_VERDICTS = ("verified", "explained", "mismatch", "missing", "unchecked")
+
+
+def _checked(report: Any) -> int:
+    """Entries whose recorded hash was compared with the replayed state."""
+    counts = report.counts()
+    return int(counts.get("verified", 0) + counts.get("explained", 0) + counts.get("mismatch", 0))
+
+
+def _nothing_verified(report: Any, log: EventLog, allow_missing: bool) -> bool:
+    """True when no entry carried a hash to check (and ``--allow-missing`` was not given)."""
+    return not allow_missing and bool(report.ok) and _checked(report) == 0 and len(log) > 0
+
+
+def _verdict_line(report: Any) -> str:
+    """The verdict counts (they add up to the entries), then the ``ignored`` flag apart."""
+    counts = report.counts()
+    line = ", ".join(f"{counts[k]} {k}" for k in _VERDICTS if counts.get(k))
+    if counts.get("ignored"):
+        line += (f" (flag: {counts['ignored']} of these entries were ignored by the machine, "
+                 "the state did not react)")
+    return line
+
+
+def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool = True) -> None:
     from rich.table import Table
+
+    from agentscope.log.validate import ANONYMOUS_MACHINE
 
     where = log.source or "log"
     if log.thread is not None:
         where += f" (thread {log.thread})"
-    counts = report.counts()
-    status = "[green]verified[/green]" if report.ok else "[red]FAILED[/red]"
-    out.print(f"{where}: {status}, {len(log)} entries ({log.machine_id})")
-    parts = [f"{counts[k]} {k}" for k in ("verified", "explained", "mismatch", "missing", "unchecked")
-             if counts.get(k)]
+    named = log.machine_id and log.machine_id != ANONYMOUS_MACHINE
+    machine = f" (machine {log.machine_id})" if named else ""
+    if _nothing_verified(report, log, allow_missing):
+        out.print(f"{where}: [red]nothing verified[/red]: {len(log)} entries carry no hash{machine}; "
+                  "--allow-missing accepts that")
+    else:
+        status = "[green]verified[/green]" if report.ok else "[red]FAILED[/red]"
+        out.print(f"{where}: {status}, {len(log)} entries{machine}")
+    parts = _verdict_line(report)
     if parts:
-        out.print("  " + ", ".join(parts))
+        out.print("  " + parts, markup=False)
     first = report.first_mismatch
     if first is not None:
         out.print(
@@ -401,11 +445,17 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
             return _verify_store(path, ms, args, out)
         log = _read(source, thread)
         report = _verify_one(log, ms, args.strict)
+        nothing = _nothing_verified(report, log, args.allow_missing)
         if out.as_json:
-            out.json(_report_json(report, log, args.machine or args.machines))
+            data = _report_json(report, log, args.machine or args.machines)
+            if nothing:
+                where = log.source or "log"
+                data.update(ok=False, nothing_verified=True,
+                            summary=f"{where}: nothing verified: {len(log)} entries carry no hash")
+            out.json(data)
         else:
-            _print_report(out, report, log)
-        return EXIT_OK if report.ok else EXIT_FAILED
+            _print_report(out, report, log, allow_missing=args.allow_missing)
+        return EXIT_OK if report.ok and not nothing else EXIT_FAILED
 
 
 def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
@@ -424,6 +474,11 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
             max_workers=args.workers, progress=progress,
         )
     rows = _records(df)
+    if not args.allow_missing:
+        for r in rows:
+            if r["verified"] and r.get("length") and r.get("missing") == r["length"]:
+                r["verified"] = False
+                r["error"] = r.get("error") or f"nothing verified: {r['length']} entries carry no hash"
     errors = [r for r in rows if _is_bad_input(r)]
     failed = [r for r in rows if not r["verified"]]
     ok = not failed
@@ -533,7 +588,13 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
         if value is not None:
             head.add_row(key.replace("_", " "), _short(value, 200))
     if report is not None:
-        head.add_row("verification", report.summary())
+        status = "OK" if report.ok else "FAILED"
+        line = _verdict_line(report)
+        head.add_row("verification", f"{status}: {line}" if line else status)
+        first = report.first_mismatch
+        if first is not None:
+            head.add_row("first failure", f"entry {first['index']} ({first['id']}, {first['event_type']}): "
+                         f"{_first_line(first['reason'])}")
     out.print(head)
     types = Table(title="event types", title_justify="left")
     types.add_column("type")
@@ -560,8 +621,10 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
 
     a_src, a_thread = _split_thread(args.a)
     b_src, b_thread = _split_thread(args.b)
-    left = _read(a_src, a_thread, option=False)
-    right = _read(b_src, b_thread, option=False)
+    a_thread = args.thread or a_thread
+    b_thread = args.thread_b or b_thread or args.thread
+    left = _read(a_src, a_thread)
+    right = _read(b_src, b_thread)
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None
         diff = compare(left, right, machine=machine)
@@ -616,8 +679,9 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     if diff.machine_used and data.get("state_changes"):
         out.print(f"  state at entry {diff.state_diffs[0].index} differs in:", markup=False)
         for c in data["state_changes"][:12]:
-            out.print(f"    {c['path']}: {_short(json.dumps(c['left'], default=str), 40)} -> "
-                      f"{_short(json.dumps(c['right'], default=str), 40)}", markup=False)
+            was = "(absent)" if c["op"] == "add" else _short(json.dumps(c["left"], default=str), 40)
+            now = "(absent)" if c["op"] == "remove" else _short(json.dumps(c["right"], default=str), 40)
+            out.print(f"    {c['path']}: {was} -> {now}", markup=False)
     return EXIT_OK if same else EXIT_FAILED
 
 
@@ -740,7 +804,7 @@ def export_table(log: EventLog) -> Any:
     compact JSON), ``causation_id``, ``metadata`` (compact JSON or empty), ``state_hash``
     (``verification.stateHash`` or empty). The names are the column-mapping keys of
     :func:`agentscope.log.read_log` for tables, so ``read_log`` reads the file back with no
-    ``columns=`` (without the hashes, which tabular logs do not carry).
+    ``columns=``, hashes included: every field written here round-trips.
     """
     import pandas as pd
 
@@ -775,12 +839,14 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
     log = _read(source, args.thread or thread)
     src_path = Path(source).resolve()
     if args.output is None:
-        stem = src_path.name.split(".")[0] + (f".{log.thread}" if log.thread else "")
-        target = Path.cwd() / (stem + _EXPORT_SUFFIX[args.to])
+        thread_part = "" if log.thread is None else "." + log.thread.replace("/", "_").replace("\\", "_")
+        target = Path.cwd() / (src_path.stem + thread_part + _EXPORT_SUFFIX[args.to])
     else:
         target = Path(args.output)
     if target.resolve() == src_path:
         raise UsageError(f"refusing to overwrite the input log {src_path}; pick another -o")
+    if target.exists() and not args.force:
+        raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)
     if args.to == "jsonl":
         with target.open("w", encoding="utf-8") as fh:
@@ -844,9 +910,45 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
                   markup=False)
         _print_report(out, report, log)
         out.print(f"player written to {html}", markup=False)
-        out.print("open it in a browser; `agentscope demo --lab` opens the quickstart notebook instead",
+        command, activate = _invocation()
+        out.print(f"open it in a browser; `{command} demo --lab` opens the quickstart notebook instead",
                   markup=False)
+        if activate is not None:
+            out.print(f"(`source {activate}` puts the agentscope command on your PATH)", markup=False)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _invocation() -> tuple[str, str | None]:
+    """How to type this command again, runnable as shown; and the venv's ``activate`` script when
+    ``agentscope`` is not on ``PATH`` (``make demo`` runs ``.venv/bin/agentscope``)."""
+    import shutil
+
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if not argv0 or Path(argv0).name == "__main__.py":
+        return "python -m agentscope", None
+    on_path = shutil.which("agentscope")
+    with suppress(OSError):
+        if on_path is not None and Path(on_path).samefile(argv0):
+            return "agentscope", None
+    command = argv0 if os.sep in argv0 else str(Path(argv0).resolve())
+    activate = Path(argv0).parent / "activate"
+    return command, (str(activate) if activate.is_file() else None)
+
+
+def _cmd_setup_node(args: argparse.Namespace, out: _Out) -> int:
+    from agentscope.engines.nodepath import TSX_PIN, XSTATE_PIN, setup_node
+
+    target = Path(args.dir).expanduser() if args.dir else None
+    out.note(f"installing xstate@{XSTATE_PIN} and tsx@{TSX_PIN} with npm …")
+    folder = setup_node(target)
+    if out.as_json:
+        out.json({"folder": str(folder.resolve()), "xstate": XSTATE_PIN, "tsx": TSX_PIN})
+    else:
+        out.print(f"installed xstate@{XSTATE_PIN} and tsx@{TSX_PIN} in {folder.resolve() / 'node_modules'}",
+                  markup=False)
+        if target is not None:
+            out.print(f"machines find them with AGENTSCOPE_NODE_PATH={folder.resolve()}", markup=False)
+    return EXIT_OK
 
 
 def _find_quickstart() -> Path | None:
@@ -863,11 +965,13 @@ def _open_lab(out: _Out) -> int:
     if notebook is None:
         raise UsageError("the quickstart notebook (notebooks/01_*.ipynb) is not here; --lab needs a "
                          "source checkout of agentscope")
+    argv = [sys.executable, "-m", "jupyterlab", str(notebook)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+        out.note("running as root: passing --allow-root to JupyterLab (it refuses root otherwise)")
     out.note(f"opening {notebook} in JupyterLab (Ctrl-C to stop)")
     try:
-        return subprocess.call(
-            [sys.executable, "-m", "jupyterlab", str(notebook)], cwd=notebook.parent.parent
-        )
+        return subprocess.call(argv, cwd=notebook.parent.parent)
     except KeyboardInterrupt:
         return EXIT_OK
 
@@ -995,6 +1099,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def _count(text: str) -> int:
+    """An argparse type: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``agentscope`` argument parser."""
     machine_help = (
@@ -1042,7 +1157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
-    p.add_argument("--limit", type=int, default=10, help="entries to list (default 10; 0: none)")
+    p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("verify", parents=[common],
@@ -1052,6 +1167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
     p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)")
     p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_verify)
 
@@ -1060,6 +1177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="A", help="a log file or STORE#THREAD")
     p.add_argument("b", metavar="B", help="a log file or STORE#THREAD")
     p.add_argument("--machine", metavar="M", help=machine_help + "; also compares the states")
+    p.add_argument("--thread", help="thread of A when it is a store (and of B when B names none)")
+    p.add_argument("--thread-b", help="thread of B when it is a store")
     p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("export", parents=[common], help="convert a log to JSON lines, Parquet or CSV")
@@ -1068,7 +1187,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", required=True, choices=sorted(_EXPORT_SUFFIX), help="output format")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (default: ./<name>[.<thread>].<format>)")
+    p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser(
+        "setup-node", parents=[common],
+        help="install the pinned xstate and tsx (npm) where machines outside a Node project find them",
+        description="npm-install the pinned xstate (and tsx, for TypeScript machines) into the per-user "
+        "cache (~/.cache/agentscope/node), the last place machine modules look after their own "
+        "node_modules and AGENTSCOPE_NODE_PATH.",
+    )
+    p.add_argument("--dir", help="install here instead of the per-user cache (then set AGENTSCOPE_NODE_PATH)")
+    p.set_defaults(func=_cmd_setup_node)
 
     p = sub.add_parser("whatif", parents=[common],
                        help="replay a log or every thread of a store under a changed machine")

@@ -307,7 +307,7 @@ def test_show_with_machine_writes_player(capsys: pytest.CaptureFixture[str], tmp
 @needs_node
 def test_show_tampered_with_machine_exits_1(capsys: pytest.CaptureFixture[str], tampered_counter: Path) -> None:
     code, out, _ = run(capsys, "show", tampered_counter, "--machine", COUNTER)
-    assert code == 1 and "first failure at entry 5" in out
+    assert code == 1 and "first failure      entry 5 (" in out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,7 +370,7 @@ def test_export_table_reads_back(
     original = read_log(COUNTER_LOG)
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "export", COUNTER_LOG, "--to", fmt)
-    target = tmp_path / f"a_counter.{fmt}"
+    target = tmp_path / f"a_counter.log.{fmt}"
     assert code == 0 and str(target) in out
     table = pd.read_parquet(target) if fmt == "parquet" else pd.read_csv(target)
     assert list(table["index"]) == list(range(17))
@@ -453,7 +453,8 @@ def test_demo_lab_starts_jupyterlab_on_the_quickstart(
     monkeypatch.setattr(cli.subprocess, "call", lambda argv, **kw: calls.append(argv) or 0)
     code, _, _ = run(capsys, "demo", "--lab")
     assert code == 0
-    assert calls == [[sys.executable, "-m", "jupyterlab", str(nb)]]
+    root = ["--allow-root"] if os.geteuid() == 0 else []
+    assert calls == [[sys.executable, "-m", "jupyterlab", str(nb), *root]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,7 +521,7 @@ def test_show_html_without_machine(capsys: pytest.CaptureFixture[str], tmp_path:
 @pytest.mark.parametrize(
     ("argv", "option"),
     [
-        (["diff", STORE, STORE], False),
+        (["diff", STORE, STORE], True),
         (["show", STORE], True),
         (["export", STORE, "--to", "csv"], True),
         (["verify", f"{STORE}#nope", "--machine", "py:agentscope.examples.python_machines:triage_machine"],
@@ -564,3 +565,190 @@ def test_piped_tables_keep_rows_whole(
         cells = [c.strip() for c in row.strip("│").split("│")]
         assert cells[:3] == [thread, str(length), "NO"]
         assert cells[-1].startswith("machine-mismatch: Event log entry 'evt_00000000' at index 0")
+
+
+# ---------------------------------------------------------------------------------------------
+# the console script in a subprocess: exit codes and the exact messages a person sees
+
+AGENTSCOPE = Path(sys.executable).with_name("agentscope")
+TRIAGE_LOG = FIXTURES / "g_triage.main.log.json"
+TRIAGE_MJS = MACHINES / "triage.mjs"
+
+
+def console(*argv: Any, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``agentscope`` console script as a person would."""
+    assert AGENTSCOPE.is_file(), f"the console script is not installed next to {sys.executable}"
+    return subprocess.run([str(AGENTSCOPE), *map(str, argv)], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def _without_hashes(tmp_path: Path) -> Path:
+    entries = load_json("a_counter.log.json")
+    for e in entries:
+        e.pop("verification", None)
+    path = tmp_path / "nohash.log.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+def test_console_verify_of_a_log_without_hashes_is_not_green(tmp_path: Path) -> None:
+    log = _without_hashes(tmp_path)
+    proc = console("verify", log, "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[:2] == [
+        f"{log}: nothing verified: 17 entries carry no hash (machine counter); --allow-missing accepts that",
+        "  17 missing",
+    ]
+    proc = console("verify", log, "--allow-missing",
+                   "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == f"{log}: verified, 17 entries (machine counter)"
+
+
+def test_console_verify_of_a_store_without_hashes_is_not_green(tmp_path: Path) -> None:
+    store = tmp_path / "nohash.sqlite"
+    shutil.copy(STORE, store)
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE agent_event_log SET entry = json_remove(entry, '$.verification')")
+    machine = "py:agentscope.examples.python_machines:triage_machine"
+    proc = console("verify", store, "--machine", machine, "--workers", "1", "--json")
+    assert proc.returncode == 1, proc.stderr
+    rows = {r["thread"]: r for r in json.loads(proc.stdout)["results"]}
+    assert {t: (r["verified"], r["error"]) for t, r in rows.items()} == {
+        "fork": (False, "nothing verified: 52 entries carry no hash"),
+        "main": (False, "nothing verified: 91 entries carry no hash"),
+        "second": (False, "nothing verified: 40 entries carry no hash"),
+    }
+    proc = console("verify", store, "--machine", machine, "--workers", "1", "--allow-missing")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == f"{store}: verified - 3/3 threads verified"
+
+
+@needs_node
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_console_export_round_trip_verifies_every_hash(tmp_path: Path, fmt: str) -> None:
+    from agentscope.log import read_log
+
+    proc = console("export", TRIAGE_LOG, "--to", fmt, cwd=tmp_path)
+    target = tmp_path / f"g_triage.main.log.{fmt}"
+    assert proc.returncode == 0 and proc.stdout == f"wrote 91 entries to {target}\n"
+    proc = console("verify", target, "--machine", TRIAGE_MJS)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[:2] == [
+        f"{target}: verified, 91 entries (machine supportTriage)", "  91 verified",
+    ]
+    # lossless for every field export writes
+    fields = ("index", "id", "recordedAt", "machineId", "machineVersion", "event", "causationId",
+              "metadata", "verification")
+    original, back = read_log(TRIAGE_LOG).entries, read_log(target).entries
+    assert [{k: e.get(k) for k in fields} for e in back] == [{k: e.get(k) for k in fields} for e in original]
+
+
+def test_console_export_names_keep_the_stem_and_never_overwrite(tmp_path: Path) -> None:
+    for name in ("g_triage.main.log.json", "g_triage.fork.log.json"):
+        proc = console("export", FIXTURES / name, "--to", "parquet", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    proc = console("export", f"{STORE}#second", "--to", "csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "g_triage.fork.log.parquet", "g_triage.main.log.parquet", "g_triage.second.csv",
+    ]
+    proc = console("export", FIXTURES / "g_triage.fork.log.json", "--to", "parquet", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"agentscope: error: {tmp_path / 'g_triage.fork.log.parquet'} already exists; "
+                           "pass --force to overwrite it, or pick another -o\n")
+    proc = console("export", FIXTURES / "g_triage.fork.log.json", "--to", "parquet", "--force", cwd=tmp_path)
+    assert proc.returncode == 0
+
+
+def test_console_empty_log_and_negative_limit_are_bad_input(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]", encoding="utf-8")
+    proc = console("verify", empty, "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"agentscope: error: {empty}: the log has no entries; a log starts with the "
+                           "reserved '@agent.init' entry (spec §1.3)\n")
+    assert "None" not in proc.stderr
+    proc = console("show", COUNTER_LOG, "--limit", "-3")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "agentscope show: error: argument --limit: expected a non-negative integer, got '-3'"
+    )
+
+
+@needs_node
+def test_console_ignored_is_a_flag_beside_verdicts_that_add_up() -> None:
+    proc = console("verify", TRIAGE_LOG, "--machine", MACHINES / "counter.mjs")
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[1] == "  91 mismatch (flag: 81 of these entries were ignored by the machine, the state did not react)"
+    # the wrong-machine reason reads as one sentence per cause: no stray ".;"
+    assert lines[2] == (
+        "  first failure: entry 0 (evt_00000000, @agent.init): machine-mismatch: Event log entry "
+        "'evt_00000000' at index 0 targets machine 'supportTriage'@'efe50ed5', expected "
+        "'counter'@'adb004a6'; state-mismatch: expected 'd9dc92dc', got 'bb67f23d'"
+    )
+    proc = console("show", TRIAGE_LOG, "--machine", MACHINES / "counter.mjs", "--limit", "0")
+    assert proc.returncode == 1 and ".;" not in proc.stdout
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("verification"))
+    assert row.split(None, 1)[1].rstrip() == (
+        "FAILED: 91 mismatch (flag: 81 of these entries were ignored by the machine, the state did not react)"
+    )
+
+
+def test_console_thread_ids_with_hash_and_diff_threads(tmp_path: Path) -> None:
+    store = tmp_path / "g#triage.sqlite"
+    shutil.copy(STORE, store)
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE agent_event_log SET thread_id = 'run#2' WHERE thread_id = 'fork'")
+    proc = console("show", f"{store}#run#2", "--limit", "0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert (json.loads(proc.stdout)["thread"], json.loads(proc.stdout)["entries"]) == ("run#2", 52)
+    proc = console("diff", store, store, "--thread", "main", "--thread-b", "run#2", "--json")
+    assert proc.returncode == 1, proc.stderr
+    assert (json.loads(proc.stdout)["kind"], json.loads(proc.stdout)["divergence"]) == ("fork", 18)
+    # --thread is A's thread, and B's only when B names none
+    proc = console("diff", store, f"{store}#run#2", "--thread", "main", "--json")
+    assert (proc.returncode, json.loads(proc.stdout)["divergence"]) == (1, 18)
+    proc = console("diff", store, store, "--thread", "main", "--json")
+    assert (proc.returncode, json.loads(proc.stdout)["kind"]) == (0, "identical")
+
+
+@needs_node
+def test_console_diff_prints_a_missing_value_as_absent() -> None:
+    proc = console("diff", f"{STORE}#main", f"{STORE}#fork", "--machine", TRIAGE_MJS)
+    assert proc.returncode == 1
+    lines = [ln.strip() for ln in proc.stdout.splitlines()]
+    assert "/value/working/awaitingAgent: (absent) -> \"drafting\"" in lines
+    assert any(ln.startswith("/context/outcomes/3: {") and ln.endswith("-> (absent)") for ln in lines)
+    assert not any(ln.endswith("-> null") or ": null ->" in ln for ln in lines if "/value/" in ln)
+
+
+def test_python_dash_m_agentscope_is_the_command() -> None:
+    proc = subprocess.run([sys.executable, "-m", "agentscope", "--version"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert (proc.returncode, proc.stdout) == (0, "agentscope 0.1.0\n")
+    proc = subprocess.run([sys.executable, "-m", "agentscope", "show", "no-such.json"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (proc.returncode, proc.stderr) == (2, "agentscope: error: no-such.json: no such file\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_console_demo_lab_as_root_passes_allow_root(tmp_path: Path) -> None:
+    # a stand-in `jupyterlab` module first on the path records how JupyterLab would be started
+    fake = tmp_path / "fake" / "jupyterlab"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("", encoding="utf-8")
+    (fake / "__main__.py").write_text(
+        "import json, os, sys\nprint(json.dumps(sys.argv[1:]))\n", encoding="utf-8"
+    )
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "fake"))
+    proc = subprocess.run([str(AGENTSCOPE), "demo", "--lab"], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    notebook = REPO / "notebooks" / "01_quickstart.ipynb"
+    assert json.loads(proc.stdout) == [str(notebook), "--allow-root"]
+    assert proc.stderr.splitlines() == [
+        "running as root: passing --allow-root to JupyterLab (it refuses root otherwise)",
+        f"opening {notebook} in JupyterLab (Ctrl-C to stop)",
+    ]

@@ -130,7 +130,7 @@ def test_torn_final_record_collect_keeps_the_entries_before_it_and_warns(tmp_pat
         log = read_log(p, errors="collect")
     assert log.entries == entries(17)[:16]
     (row,) = log.problems.to_dict("records")
-    assert (row["index"], row["line"], row["code"]) == (16, 17, "incomplete-record")
+    assert (row["index"], row["line"], row["kind"]) == (16, 17, "incomplete-record")
 
 
 def test_a_complete_final_record_without_newline_is_fine() -> None:
@@ -150,7 +150,7 @@ def test_torn_line_then_a_full_copy_never_loses_the_entry() -> None:
     assert "line 6 repeats it in full" in str(info.value)
     log = read_log(data, errors="collect")
     assert log.entries == entries(10)  # the full copy is entry 4; nothing is missing
-    assert list(log.problems["code"]) == ["incomplete-record"] and list(log.problems["line"]) == [5]
+    assert list(log.problems["kind"]) == ["incomplete-record"] and list(log.problems["line"]) == [5]
 
 
 def test_torn_record_glued_to_its_rewrite_on_one_line() -> None:
@@ -387,7 +387,7 @@ def test_read_log_of_the_damaged_thread(damaged_store: tuple[Path, int]) -> None
         log = read_log(path, thread="b", errors="collect")
     assert [e["index"] for e in log.entries] == list(range(last + 1))
     (row,) = log.problems.to_dict("records")
-    assert (row["code"], row["index"]) == ("damaged-store", last + 1)
+    assert (row["kind"], row["index"]) == ("damaged-store", last + 1)
     # the other threads are whole
     assert len(read_log(path, thread="a")) == 120 and len(read_log(path, thread="c")) == 120
     assert path.read_bytes() == before and files_next_to(path) == names

@@ -227,10 +227,10 @@ def test_jsonl_bad_line(tmp_path: Path) -> None:
     log = read_log(p, errors="collect")
     assert log.entries == entries[:6] + entries[7:]
     probs = log.problems
-    assert list(probs.columns) == ["source", "index", "line", "field", "code", "message"]
+    assert list(probs.columns) == ["index", "id", "field", "kind", "message", "expected", "actual", "source", "line"]
     assert len(probs) == 1
     row = probs.iloc[0]
-    assert (row["index"], row["line"], row["code"], row["source"]) == (6, 7, "invalid-event-log", str(p))
+    assert (row["index"], row["line"], row["kind"], row["source"]) == (6, 7, "invalid-entry", str(p))
 
 
 def test_collect_keeps_every_valid_entry(tmp_path: Path) -> None:
@@ -247,7 +247,9 @@ def test_collect_keeps_every_valid_entry(tmp_path: Path) -> None:
     probs = log.problems
     assert list(probs["index"]) == [3, 10, 20, 30]
     assert list(probs["field"]) == ["recordedAt", "id", "machineVersion", "event.n"]
-    assert list(probs["code"]) == ["invalid-event-log", "invalid-event-log", "machine-version-mismatch", "non-serializable-event"]
+    assert list(probs["kind"]) == ["invalid-entry", "duplicate-id", "machine-mismatch", "non-serializable-event"]
+    assert list(probs["id"]) == ["evt_00000003", "evt_00000009", "evt_00000020", "evt_00000030"]
+    assert (probs["expected"].iloc[2], probs["actual"].iloc[2]) == ("efe50ed5", "other")
     assert all(probs["source"] == "<list>")
     assert len(read_log(load_json("a_counter.log.json"), errors="collect").problems) == 0
 

@@ -57,7 +57,7 @@ def test_out_of_range_years_are_nat_and_a_problem(stamp: str) -> None:
     rows = log.problems.to_dict("records")
     assert len(rows) == 1
     (row,) = rows
-    assert (row["index"], row["field"], row["code"], row["source"]) == (1, "recordedAt", "timestamp-out-of-range", "<list>")
+    assert (row["index"], row["field"], row["kind"], row["source"]) == (1, "recordedAt", "timestamp-out-of-range", "<list>")
     assert stamp in row["message"] and "NaT" in row["message"]
     # in collect mode too, and a slice keeps exactly the one row
     assert len(read_log(log.entries, errors="collect").problems) == 1
@@ -80,7 +80,7 @@ def test_year_zero_is_exact_outside_pandas() -> None:
 def test_invalid_stamps_are_validation_errors_not_timestamp_problems() -> None:
     log = read_log(log_with(["2026-01-01T00:00:00Z", "2026-13-01T00:00:00Z"]), errors="collect")
     assert list(log.problems["field"]) == ["recordedAt"]
-    assert list(log.problems["code"]) == ["invalid-event-log"]
+    assert list(log.problems["kind"]) == ["invalid-entry"]
 
 
 def test_era_a_logs_have_no_timestamps_and_no_problems() -> None:

@@ -722,3 +722,23 @@ def test_verify_report_problems_share_the_log_problems_vocabulary() -> None:
     assert not verify(SpecCounter(), SPEC_72).problems.shape[0]
     empty = verify(SpecCounter(), []).problems
     assert list(empty["kind"]) == ["empty-log"] and empty["index"].isna().all()
+
+
+def test_a_log_without_machine_identity_replays_with_the_given_machine() -> None:
+    """A table-born log (no machine columns: '(machine)'@'(unversioned)') replays with any machine;
+    a log naming another machine still does not."""
+    import pandas as pd
+
+    from agentscope import read_log, replay, verify
+    from agentscope.errors import MachineVersionMismatchError
+    from agentscope.examples.python_machines import counter_machine
+
+    table = pd.DataFrame({"type": ["INC", "TOGGLE", "INC"], "by": [2, None, 3]})
+    log = read_log(table, columns={"type": "type", "payload": ["by"]})
+    assert {(e["machineId"], e["machineVersion"]) for e in log.entries} == {("(machine)", "(unversioned)")}
+    result = replay(counter_machine(), log)
+    assert (result.length, result.snapshot.value, result.snapshot.context["count"]) == (4, "on", 5)
+    assert verify(counter_machine(), log).counts()["missing"] == 4
+    named = read_log(table.assign(m="other"), columns={"type": "type", "machine_id": "m"})
+    with pytest.raises(MachineVersionMismatchError, match="targets machine 'other'@'\\(unversioned\\)'"):
+        replay(counter_machine(), named)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +123,8 @@ def test_module_throws_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_missing_xstate_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pids = spawned_pids(monkeypatch)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))  # no setup-node cache
+    monkeypatch.delenv("AGENTSCOPE_NODE_PATH", raising=False)
     copy = tmp_path / "counter.mjs"
     shutil.copy(MACHINES / "counter.mjs", copy)
     with pytest.raises(MachineLoadError) as info:
@@ -145,15 +146,10 @@ def test_xstate_resolved_from_the_module_location(tmp_path: Path) -> None:
 
 
 def test_typescript_module() -> None:
-    out = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout
-    major, minor = (int(x) for x in out.strip().lstrip("v").split(".")[:2])
-    if (major, minor) >= (22, 6):
-        with load_machine(MACHINES / "counter.ts") as m:
-            assert m.version == "adb004a6"
-            assert state_hash(m.initial({"start": 2}).persisted) == "26c7a83f"
-    else:
-        with pytest.raises(MachineLoadError, match=r"needs Node.js >= 22.6.*strip-types"):
-            load_machine(MACHINES / "counter.ts")
+    # tsx (pinned in package.json, next to the module's project) transpiles on any Node >= 20.6
+    with load_machine(MACHINES / "counter.ts") as m:
+        assert m.version == "adb004a6"
+        assert state_hash(m.initial({"start": 2}).persisted) == "26c7a83f"
 
 
 @pytest.fixture

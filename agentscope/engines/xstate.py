@@ -60,6 +60,7 @@ from agentscope.engines.base import (
     StateNodeInfo,
     TransitionInfo,
 )
+from agentscope.engines.nodepath import TS_SUFFIXES, node_argv
 from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError
 from agentscope.hashing import djb2_hex
 
@@ -76,7 +77,6 @@ Measured with ``benchmarks/bench_xstate.py`` on the loop machine (entries per ru
 without re-seeding the first 5k entries alone cost 13.5x more CPU per entry. Below ~16 the
 restores dominate, above ~64 the growing prototype chain does."""
 
-XSTATE_PIN = "6.0.0-alpha.48"
 _STDERR_KEEP = 64 * 1024
 _LOAD_KINDS = {
     "module-not-found",
@@ -87,8 +87,6 @@ _LOAD_KINDS = {
     "not-a-machine",
     "ambiguous-export",
 }
-_TS_SUFFIXES = {".ts", ".mts", ".cts"}
-_JS_SUFFIXES = {".mjs", ".js", ".cjs"}
 
 _CLOSE_LOCK_WAIT = 1.0
 """Seconds ``close()`` waits for a call in another thread before killing the runner outright."""
@@ -784,15 +782,17 @@ def load_machine(
 ) -> XStateMachine:
     """Load an XState machine from a JS/TS module and return it as a :class:`Machine`.
 
-    ``xstate`` is resolved from the module's own location, as Node resolves the module's
-    ``import "xstate"``. One long-lived Node process serves the machine until
+    ``xstate`` is resolved as Node resolves the module's ``import "xstate"`` from the module's
+    own location, then from ``AGENTSCOPE_NODE_PATH``, then from the per-user cache that
+    ``agentscope setup-node`` fills (:mod:`agentscope.engines.nodepath` states the order).
+    One long-lived Node process serves the machine until
     :meth:`XStateMachine.close` (also a context manager, and closed at interpreter exit).
 
     Parameters
     ----------
     path
-        The module: ``.mjs``, ``.js``, ``.cjs``, or ``.ts``/``.mts`` when the Node in use can strip
-        types (Node >= 22.6; ``--experimental-strip-types`` is passed).
+        The module: ``.mjs``, ``.js``, ``.cjs``, or TypeScript ``.ts``/``.mts``/``.cts``, loaded
+        through ``tsx`` (found in the same order) or, without it, Node >= 22.6's type stripping.
     export
         The export holding the machine. Default: ``default`` when it is a machine, else the
         single exported machine (several distinct machines is an error).
@@ -806,34 +806,18 @@ def load_machine(
     Raises
     ------
     MachineLoadError
-        Node not found; module not found; unsupported extension; TypeScript on a Node that cannot
-        strip types; ``xstate`` not installed next to the module (the message says
-        ``npm install xstate@6.0.0-alpha.48``); the module threw at import; export missing, not a
-        machine, or ambiguous. The runner's stderr is included.
+        Node not found; module not found; unsupported extension; TypeScript with no ``tsx`` on
+        a Node that cannot strip types; ``xstate`` found nowhere in the order (the message says
+        ``npm install xstate@6.0.0-alpha.48`` or ``agentscope setup-node``); the module threw at
+        import; export missing, not a machine, or ambiguous. The runner's stderr is included.
     """
     p = Path(path).expanduser().resolve()
     label = f"{p.name}" + (f" (export {export!r})" if export else "")
     if not p.is_file():
         raise MachineLoadError(f"Machine module not found: {p}")
     suffix = p.suffix.lower()
-    # --experimental-import-meta-resolve: lets the runner resolve `xstate` with the module as parent.
-    argv = [node, "--experimental-import-meta-resolve"]
-    if suffix in _TS_SUFFIXES:
-        version = _node_version(node)
-        if version is None or version < (22, 6, 0):
-            found = "unknown" if version is None else "v" + ".".join(map(str, version))
-            raise MachineLoadError(
-                f"Loading the TypeScript module {p} needs Node.js >= 22.6 (type stripping with "
-                f"--experimental-strip-types); the Node at {node!r} is {found}. Use a newer Node "
-                f"(node='/path/to/node'), or load the compiled/stripped .mjs of the same machine."
-            )
-        if version < (23, 6, 0):
-            argv.append("--experimental-strip-types")
-        argv.append("--disable-warning=ExperimentalWarning")
-    elif suffix not in _JS_SUFFIXES:
-        raise MachineLoadError(
-            f"Unsupported machine module extension {suffix!r} for {p}; use .mjs, .js, .cjs, .ts or .mts."
-        )
+    version = _node_version(node) if suffix in TS_SUFFIXES else None
+    argv = [node, *node_argv(p, node, version)]
     argv.append(str(RUNNER_PATH))
     load_req: dict[str, Any] = {"op": "load", "path": str(p)}
     if export is not None:

@@ -27,8 +27,7 @@ __all__ = [
     "recorded_at_to_ns",
 ]
 
-PROBLEM_COLUMNS = ("source", "index", "line", "field", "code", "message")
-"""Columns of :attr:`EventLog.problems`."""
+from agentscope.log.problems import PROBLEM_COLUMNS  # re-exported: the one table
 
 DF_COLUMNS = (
     "index",
@@ -144,9 +143,9 @@ def _snapshot_init(entry: Mapping[str, Any]) -> bool:
 
 
 def _empty_problems() -> pd.DataFrame:
-    import pandas as pd
+    from agentscope.log.problems import problems_frame
 
-    return pd.DataFrame({c: pd.Series([], dtype="object") for c in PROBLEM_COLUMNS})
+    return problems_frame([])
 
 
 class EventLog:
@@ -366,11 +365,14 @@ class EventLog:
 
     @property
     def problems(self) -> pd.DataFrame:
-        """What ``errors="collect"`` set aside: one row per problem, columns ``source, index,
-        line, field, code, message`` (``index`` is the entry position, ``line`` 1-based).
+        """What ``errors="collect"`` set aside: one row per problem, in the shared problems table
+        (:data:`~agentscope.log.problems.PROBLEM_COLUMNS`: ``index`` (the entry position),
+        ``id``, ``field``, ``kind`` (a :class:`~agentscope.log.problems.ProblemKind` code),
+        ``message``, ``expected``, ``actual``, ``source``, ``line`` (1-based, line-oriented
+        sources)) — the same columns as :attr:`VerifyReport.problems`.
 
         Also lists, in every mode, each entry whose valid ``recordedAt`` (§1.4) lies outside
-        the ``datetime64[ns]`` range (code ``timestamp-out-of-range``, field ``recordedAt``):
+        the ``datetime64[ns]`` range (kind ``timestamp-out-of-range``, field ``recordedAt``):
         its :attr:`df` ``recorded_at`` is ``NaT``. Those rows are found on first access (this
         builds :attr:`df`)."""
         if self._problems is None:
@@ -381,9 +383,9 @@ class EventLog:
             if rows:
                 import pandas as pd
 
-                extra = pd.DataFrame(rows).reindex(columns=self._problems.columns)
-                extra = extra.astype(self._problems.dtypes.to_dict())
-                merged = pd.concat([self._problems, extra], ignore_index=True)
+                from agentscope.log.problems import problems_frame
+
+                merged = pd.concat([self._problems, problems_frame(rows)], ignore_index=True)
                 order = merged["index"].fillna(-1).astype("int64").argsort(kind="stable")
                 self._problems = merged.iloc[order].reset_index(drop=True)
         return self._problems
@@ -408,9 +410,7 @@ class EventLog:
                     "source": self.source,
                     "index": int(i),
                     "id": entry.get("id"),
-                    "line": None,
                     "field": "recordedAt",
-                    "code": ProblemKind.TIMESTAMP_OUT_OF_RANGE.value,
                     "kind": ProblemKind.TIMESTAMP_OUT_OF_RANGE.value,
                     "message": (
                         f"recordedAt {value!r} is a valid RFC 3339 time (§1.4) outside the "

@@ -63,6 +63,7 @@ PROBLEM_COLUMNS: tuple[str, ...] = (
     "expected",
     "actual",
     "source",
+    "line",
 )
 """Columns of every problems table, in this order.
 
@@ -70,15 +71,18 @@ PROBLEM_COLUMNS: tuple[str, ...] = (
 ``None``), ``field`` (dotted path into the entry, e.g. ``verification.stateHash``, or ``None``),
 ``kind`` (a :class:`ProblemKind` value, as a string), ``message`` (one human sentence),
 ``expected`` / ``actual`` (strings or ``None``, e.g. the recorded and recomputed hash),
-``source`` (the file, store#thread or ``"<memory>"``).
+``source`` (the file, store#thread or ``"<memory>"``), ``line`` (nullable int: the 1-based line
+of a line-oriented source, e.g. JSONL, where the problem was read; ``<NA>`` otherwise).
 """
 
 
 def problems_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Return the problems table for ``rows`` (mappings keyed by :data:`PROBLEM_COLUMNS`).
 
-    Missing keys become ``None``; ``kind`` is stored as its string code; ``index`` is a nullable
-    ``Int64`` column. An empty ``rows`` gives an empty table with the same columns and dtypes.
+    Missing keys become ``None``; ``kind`` is stored as its string code; ``index`` and ``line``
+    are nullable ``Int64`` columns; every other column is ``object`` (a message may quote a lone
+    surrogate, which Arrow-backed strings refuse). An empty ``rows`` gives an empty table with
+    the same columns and dtypes.
     """
     import pandas as pd
 
@@ -86,7 +90,7 @@ def problems_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     data: dict[str, Any] = {}
     for col in PROBLEM_COLUMNS:
         values = [r.get(col) for r in rows]
-        if col == "index":
+        if col in ("index", "line"):
             data[col] = pd.array(values, dtype="Int64")
         elif col == "kind":
             data[col] = pd.Series([None if v is None else str(v) for v in values], dtype=object)

@@ -20,7 +20,8 @@ from agentscope.errors import (
     ThreadNotFoundError,
     UnreadableSourceError,
 )
-from agentscope.log.model import PROBLEM_COLUMNS, ErrorsMode, EventLog
+from agentscope.log.model import ErrorsMode, EventLog
+from agentscope.log.problems import ProblemKind, problems_frame
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
     TOO_DEEP,
@@ -31,7 +32,7 @@ from agentscope.log.validate import (
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 __all__ = ["FORMATS", "Format", "build_log", "detect_era", "read_log", "sniff"]
 
@@ -134,35 +135,36 @@ def detect_era(entries: Sequence[Any]) -> Era:
 
 
 def _problem_row(err: LogFormatError | MachineVersionMismatchError, source: str | None) -> dict[str, Any]:
+    """One row of the shared problems table (:data:`~agentscope.log.problems.PROBLEM_COLUMNS`)."""
+    from agentscope.log.validate import problem_kind
+
     if isinstance(err, MachineVersionMismatchError):
+        same_id = err.expected.get("machineId") == err.actual.get("machineId")
+        field = "machineVersion" if same_id else "machineId"
         return {
-            "source": source,
             "index": err.index,
-            "line": None,
-            "field": "machineVersion"
-            if err.expected.get("machineId") == err.actual.get("machineId")
-            else "machineId",
-            "code": err.code,
+            "id": err.event_id,
+            "field": field,
+            "kind": problem_kind(err),
             "message": str(err),
+            "expected": err.expected.get(field),
+            "actual": err.actual.get(field),
+            "source": source,
         }
+    kind = getattr(err, "problem_kind", None)
+    if not isinstance(kind, str):
+        kind = err.code if err.code in _KINDS else problem_kind(err)
     return {
-        "source": err.source if err.source is not None else source,
         "index": err.index,
-        "line": err.line,
         "field": err.field,
-        "code": err.code,
+        "kind": kind,
         "message": str(err),
+        "source": err.source if err.source is not None else source,
+        "line": err.line,
     }
 
 
-def problems_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The :attr:`EventLog.problems` frame for ``rows`` (``index``/``line`` as nullable Int64)."""
-    import pandas as pd
-
-    # object columns: a message may quote a lone surrogate, which Arrow-backed strings refuse
-    frame = pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS), dtype=object)
-    frame = frame.astype({"index": "Int64", "line": "Int64"})
-    return frame
+_KINDS = frozenset(k.value for k in ProblemKind)
 
 
 def build_log(
@@ -214,7 +216,12 @@ def build_log(
         kept, source=source, era=era, positions=kept_pos, lines=kept_lines, check_entries=False
     ):
         rows.append(_problem_row(problem, source))
-    rows.sort(key=lambda r: (r["index"] if r["index"] is not None else -1, r["line"] or 0))
+    ids = {p: item.get("id") for p, item in zip(pos, items, strict=True) if isinstance(item, dict)}
+    for row in rows:
+        if row.get("id") is None and row.get("index") is not None:
+            found = ids.get(row["index"])
+            row["id"] = found if isinstance(found, str) else None
+    rows.sort(key=lambda r: (r["index"] if r["index"] is not None else -1, r.get("line") or 0))
     return EventLog(
         kept,
         source=source,

@@ -1,6 +1,6 @@
 """Other people's logs: a DataFrame, CSV or Parquet turned into entries of the same model.
 
-The result is an Era-C shaped log (spec §1.1) without hashes, so verification reports every
+The result is an Era-C shaped log (spec §1.1); without a ``state_hash`` column verification reports every
 entry as "missing". See :func:`entries_from_frame` for the column mapping.
 """
 
@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from agentscope.errors import LogFormatError
 from agentscope.log.model import ErrorsMode, EventLog
-from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, is_recorded_at
+from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, ANONYMOUS_MACHINE, UNVERSIONED, is_recorded_at
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,11 +33,13 @@ MAPPING_KEYS = (
     "machine_version",
     "causation_id",
     "metadata",
+    "state_hash",
 )
 """Keys :func:`entries_from_frame` accepts in ``columns``."""
 
-UNVERSIONED = "(unversioned)"
-ANONYMOUS_MACHINE = "(machine)"
+_TEXT_KEYS = ("type", "id", "machine_id", "machine_version", "causation_id", "state_hash")
+"""Keys whose CSV columns are read as text (``"00123"`` stays ``"00123"``, not the number 123)."""
+
 
 
 def _missing(value: Any) -> bool:
@@ -120,7 +122,7 @@ def entries_from_frame(
     *,
     source: str = "<DataFrame>",
 ) -> tuple[list[dict[str, Any]], list[LogFormatError]]:
-    """Turn rows into log entries (spec §1.1 envelope, no ``verification``).
+    """Turn rows into log entries (spec §1.1 envelope; ``verification`` from ``state_hash``).
 
     ``columns`` maps an entry field to the name of the column holding it:
 
@@ -134,6 +136,9 @@ def entries_from_frame(
     ``timestamp``
         ``recordedAt``: RFC 3339 text kept as is, other text parsed by pandas, datetimes, or
         epoch milliseconds; written as ``YYYY-MM-DDTHH:MM:SS.sssZ`` (naive times are UTC).
+    ``state_hash``
+        ``verification.stateHash`` (an empty cell: no ``verification``), so a table written by
+        ``agentscope export`` verifies like the log it came from.
     ``id``, ``machine_id``, ``machine_version``, ``causation_id``, ``metadata``
         The envelope fields. Defaults: ids ``evt_<8-digit index>``, ``machineId``
         ``"(machine)"``, ``machineVersion`` ``"(unversioned)"``.
@@ -237,6 +242,9 @@ def _entry(
         entry["causationId"] = str(causation)
     if "metadata" in columns and not _missing(row[columns["metadata"]]):
         entry["metadata"] = _object(row[columns["metadata"]], f"column {columns['metadata']!r}")
+    state_hash = cell("state_hash")
+    if state_hash is not None:
+        entry["verification"] = {"stateHash": str(state_hash)}
     return entry
 
 
@@ -279,7 +287,9 @@ def read_table(
             frame = pd.read_parquet(source)
         else:
             sep = "\t" if isinstance(source, str | Path) and str(source).endswith(".tsv") else ","
-            frame = pd.read_csv(source, sep=sep)
+            mapping = columns if columns is not None else {k: k for k in MAPPING_KEYS}
+            text = {mapping[k]: str for k in _TEXT_KEYS if isinstance(mapping.get(k), str)}
+            frame = pd.read_csv(source, sep=sep, dtype=text)
     except (ValueError, OSError) as exc:
         raise LogFormatError(f"cannot read as {fmt}: {exc}", source=name) from None
     return read_frame(frame, columns=columns, source=name, errors=errors)

@@ -410,6 +410,31 @@ def reference_entry(entries: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
     return entries[0]
 
 
+ANONYMOUS_MACHINE = "(machine)"
+"""The ``machineId`` of an entry whose source named no machine (a table without that column)."""
+UNVERSIONED = "(unversioned)"
+"""The ``machineVersion`` of an entry whose source named no version."""
+
+
+def targets(
+    entry: Mapping[str, Any],
+    machine_id: str | None,
+    machine_version: str | None,
+    *,
+    bridge: bool = False,
+) -> bool:
+    """Whether ``entry`` targets ``machine_id``@``machine_version`` (spec §1.3).
+
+    An entry without a machine identity (the :data:`ANONYMOUS_MACHINE` /
+    :data:`UNVERSIONED` placeholders of a table-born log) targets whatever machine it is replayed
+    with; ``bridge``: the version of an init-with-snapshot entry is exempt (§1.5).
+    """
+    mid, version = entry.get("machineId"), entry.get("machineVersion")
+    id_ok = mid in (machine_id, ANONYMOUS_MACHINE)
+    version_ok = bridge or version in (machine_version, UNVERSIONED)
+    return id_ok and version_ok
+
+
 def log_problems(
     entries: Sequence[Any],
     *,
@@ -484,9 +509,7 @@ def log_problems(
                     "event.type", "invalid-entry",
                 )
         bridge = era == "C" and _is_snapshot_init(entry)
-        if entry["machineId"] != expected_id or (
-            not bridge and entry["machineVersion"] != expected_version
-        ):
+        if not targets(entry, expected_id, expected_version, bridge=bridge):
             yield MachineVersionMismatchError(
                 entry_id,
                 pos[i],
@@ -545,11 +568,12 @@ def identity_problem(
     """Return the §1.3 identity error for one entry, or ``None`` when it targets this machine.
 
     The ``machineVersion`` of an init entry carrying ``snapshot`` is exempt (the version bridge);
-    its ``machineId`` is still checked. ``index`` is the position named in the error.
+    its ``machineId`` is still checked. ``index`` is the position named in the error. An entry
+    without a machine identity (:func:`targets`) targets any machine.
     """
     aid = entry.get("machineId")
     aver = entry.get("machineVersion")
-    if aid == machine_id and (aver == machine_version or _is_snapshot_init(entry)):
+    if targets(entry, machine_id, machine_version, bridge=_is_snapshot_init(entry)):
         return None
     return MachineVersionMismatchError(
         str(entry.get("id", "")),

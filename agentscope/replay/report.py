@@ -211,7 +211,7 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
     reasons: list[str | None] = [None] * n
     kinds: list[str | None] = [None] * n
     for i, items in idx.problems.items():
-        reasons[i] = "; ".join(f"{k}: {d}" for k, d in items)
+        reasons[i] = "; ".join(f"{k}: {str(d).rstrip('.')}" for k, d in items)
         kinds[i] = items[0][0]
     expl: list[str | None] = [None] * n
     for i, t in idx.explanations.items():

@@ -272,8 +272,12 @@ function missingXstate(modulePath, err) {
   const dir = path.dirname(modulePath);
   return new RunnerError(
     "xstate-missing",
-    `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project. ` +
-      `Run \`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
+    `Cannot resolve 'xstate' from ${modulePath}: it is not installed in the module's project` +
+      (globalThis.agentscopeNodePath?.length
+        ? ` nor in ${globalThis.agentscopeNodePath.join(", ")} (AGENTSCOPE_NODE_PATH, then the per-user cache)`
+        : "") +
+      `. Run \`agentscope setup-node\` (installs xstate@6.0.0-alpha.48 for your user), or ` +
+      `\`npm install xstate@6.0.0-alpha.48\` in ${dir} (or the project root above it). ` +
       `(${err && err.code ? err.code : err})`,
   );
 }
