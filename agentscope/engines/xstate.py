@@ -803,6 +803,12 @@ def load_machine(
     reseed_every
         Re-seed interval of folds (see the module docstring); 0 disables it.
 
+    Returns
+    -------
+    XStateMachine
+        A :class:`Machine` backed by the real machine in XState (``machine_id``, ``version`` read
+        from the module, spec §3); close it with :meth:`XStateMachine.close` or a ``with`` block.
+
     Raises
     ------
     MachineLoadError
@@ -810,12 +816,6 @@ def load_machine(
         a Node that cannot strip types; ``xstate`` found nowhere in the order (the message says
         ``npm install xstate@6.0.0-alpha.48`` or ``agentscope setup-node``); the module threw at
         import; export missing, not a machine, or ambiguous. The runner's stderr is included.
-
-    Returns
-    -------
-    XStateMachine
-        A :class:`Machine` backed by the real machine in XState (``machine_id``, ``version`` read
-        from the module, spec §3); close it with :meth:`XStateMachine.close` or a ``with`` block.
 
     Examples
     --------
