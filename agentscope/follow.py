@@ -72,7 +72,7 @@ def follow(
         Not a store or a JSONL file, a store without a thread.
     """
     from agentscope.log.model import EventLog
-    from agentscope.log.readers import detect_era
+    from agentscope.log.build import detect_era
     from agentscope.replay import Timeline
 
     text = os.fspath(source)

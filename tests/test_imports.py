@@ -21,9 +21,6 @@ PKG = ROOT / "agentscope"
 # Cycles still in the tree, each as the sorted tuple of its modules. This is a ratchet: a new
 # cycle fails, and so does one of these disappearing (then delete it here).
 KNOWN_CYCLES: set[tuple[str, ...]] = {
-    # readers.build_log is imported lazily by the SQLite and table readers (log/ is being reworked
-    # by the damaged-inputs work; build_log moves below the readers then)
-    ("agentscope.log.readers", "agentscope.log.sqlite", "agentscope.log.tabular"),
     # the static player takes differing_paths from the fork view, which imports the player to
     # export itself (the player and the fork view are being reworked by the views work)
     ("agentscope.widgets.forkview", "agentscope.widgets.player"),

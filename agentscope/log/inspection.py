@@ -322,7 +322,7 @@ def read_inspection(
         ``thread`` is not a root session of the recording, or there are several and none was
         named (the message lists them).
     """
-    from agentscope.log.readers import build_log
+    from agentscope.log.build import build_log
 
     try:
         text = data.decode("utf-8-sig") if isinstance(data, bytes) else data

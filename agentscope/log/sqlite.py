@@ -294,7 +294,7 @@ def _read_thread(
     era: Era | None,
     table: str | None,
 ) -> EventLog:
-    from agentscope.log.readers import build_log
+    from agentscope.log.build import build_log
 
     name = _pick_table(conn, table, source)
     threads = _threads(conn, name)

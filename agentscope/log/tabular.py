@@ -264,7 +264,7 @@ def read_frame(
     EntryValidationError
         A produced entry breaks §1.2/§1.3 (e.g. duplicate ids from the ``id`` column).
     """
-    from agentscope.log.readers import build_log
+    from agentscope.log.build import build_log
 
     entries, problems = entries_from_frame(frame, columns, source=source)
     return build_log(entries, source=source, errors=errors, era="C", early_problems=problems)
