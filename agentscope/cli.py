@@ -524,12 +524,21 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
     return isinstance(error, str) and error.startswith(_BAD_INPUT_ERRORS)
 
 
-def _html_player(machine: Machine | None, log: EventLog, path: Path) -> Path:
+def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = ()) -> Path:
     from agentscope.widgets import TimeTravel
 
     view = TimeTravel(machine, log) if machine is not None else TimeTravel(log)
     path.parent.mkdir(parents=True, exist_ok=True)
-    view.to_html(path)
+    view.to_html(path, redact=list(redact))
+    return path.resolve()
+
+
+def _html_fork_player(machine: Machine, a: Any, b: Any, names: tuple[str, str], path: Path,
+                      redact: Sequence[str] = ()) -> Path:
+    from agentscope.widgets import ForkView
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ForkView(machine, a, b, names=names).to_html(path, redact=list(redact))
     return path.resolve()
 
 
@@ -568,7 +577,7 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
             summary["verification"] = report.summary()
             summary["ok"] = bool(report.ok)
         if args.html is not None:
-            summary["html"] = str(_html_player(machine, log, Path(args.html)))
+            summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or ()))
     code = EXIT_OK if report is None or report.ok else EXIT_FAILED
     if out.as_json:
         out.json(summary)
@@ -625,9 +634,17 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     b_thread = args.thread_b or b_thread or args.thread
     left = _read(a_src, a_thread)
     right = _read(b_src, b_thread)
+    if args.html is not None and not args.machine:
+        raise SystemExit("agentscope diff: --html needs --machine (the fork player replays both logs)")
+    html_path: Path | None = None
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None
         diff = compare(left, right, machine=machine)
+        if args.html is not None and machine is not None:
+            names = (a_thread or Path(a_src).name, b_thread or Path(b_src).name)
+            if names[0] == names[1]:
+                names = ("a", "b")
+            html_path = _html_fork_player(machine, left, right, names, Path(args.html), args.redact or ())
     same = diff.kind in ("identical", "prefix")
     data: dict[str, Any] = {
         "a": args.a,
@@ -659,10 +676,14 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
             if diff.state_diffs
             else []
         )
+    if html_path is not None:
+        data["html"] = str(html_path)
     if out.as_json:
         out.json(data)
         return EXIT_OK if same else EXIT_FAILED
     out.print(f"{args.a} vs {args.b}: [bold]{diff.kind}[/bold]")
+    if html_path is not None:
+        out.print(f"  fork player written to {html_path}", markup=False)
     out.print(f"  common prefix: {diff.common_prefix} entries"
               + (f" (through {diff.through_event_id})" if diff.through_event_id else ""), markup=False)
     if diff.divergence is not None:
@@ -802,16 +823,24 @@ def export_table(log: EventLog) -> Any:
     Columns: ``index`` (int), ``id``, ``timestamp`` (the entry's ``recordedAt`` text),
     ``machine_id``, ``machine_version``, ``type`` (the event type), ``event`` (the whole event,
     compact JSON), ``causation_id``, ``metadata`` (compact JSON or empty), ``state_hash``
-    (``verification.stateHash`` or empty). The names are the column-mapping keys of
+    (``verification.stateHash`` or empty). JSON cells are lossless (lone surrogates as
+    ``\\udxxx`` escapes, :func:`agentscope.hashing.lossless_json`); a lone surrogate in a plain text
+    cell is written as the six characters ``\\udxxx`` (CSV and Parquet need valid Unicode). The
+    names are the column-mapping keys of
     :func:`agentscope.log.read_log` for tables, so ``read_log`` reads the file back with no
     ``columns=``, hashes included: every field written here round-trips.
     """
     import pandas as pd
 
+    from agentscope.hashing import escape_lone_surrogates, lossless_json
+
     def text(value: Any) -> str | None:
         if value is None:
             return None
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return lossless_json(value)  # lone surrogates as \udxxx escapes, exact integers, deep values
+
+    def cell(value: Any) -> Any:
+        return escape_lone_surrogates(value) if isinstance(value, str) else value
 
     rows: list[dict[str, Any]] = []
     for entry in log.entries:
@@ -819,15 +848,15 @@ def export_table(log: EventLog) -> Any:
         verification = entry.get("verification")
         rows.append({
             "index": entry.get("index"),
-            "id": entry.get("id"),
-            "timestamp": entry.get("recordedAt"),
-            "machine_id": entry.get("machineId"),
-            "machine_version": entry.get("machineVersion"),
-            "type": event.get("type") if isinstance(event, Mapping) else None,
+            "id": cell(entry.get("id")),
+            "timestamp": cell(entry.get("recordedAt")),
+            "machine_id": cell(entry.get("machineId")),
+            "machine_version": cell(entry.get("machineVersion")),
+            "type": cell(event.get("type")) if isinstance(event, Mapping) else None,
             "event": text(event),
-            "causation_id": entry.get("causationId"),
+            "causation_id": cell(entry.get("causationId")),
             "metadata": text(entry.get("metadata")),
-            "state_hash": verification.get("stateHash") if isinstance(verification, Mapping) else None,
+            "state_hash": cell(verification.get("stateHash")) if isinstance(verification, Mapping) else None,
         })
     columns = ["index", "id", "timestamp", "machine_id", "machine_version", "type", "event",
                "causation_id", "metadata", "state_hash"]
@@ -849,9 +878,11 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)
     if args.to == "jsonl":
+        from agentscope.hashing import lossless_json
+
+        lines = [lossless_json(entry) + "\n" for entry in log.entries]  # lossless; before the file opens
         with target.open("w", encoding="utf-8") as fh:
-            for entry in log.entries:
-                fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+            fh.writelines(lines)
     else:
         table = export_table(log)
         if args.to == "parquet":
@@ -1152,11 +1183,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", metavar="STORE")
     p.set_defaults(func=_cmd_threads)
 
+    redact_help = ("replace the values at these paths with a marker in the player (JSON Pointer or "
+                   "dotted, * for any key or index; into the entry or the persisted snapshot)")
     p = sub.add_parser("show", parents=[common], help="summarise a log; optionally write a static player")
     p.add_argument("log", metavar="LOG", help="a log file, or STORE[#THREAD]")
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
+    p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
     p.set_defaults(func=_cmd_show)
 
@@ -1179,6 +1213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="M", help=machine_help + "; also compares the states")
     p.add_argument("--thread", help="thread of A when it is a store (and of B when B names none)")
     p.add_argument("--thread-b", help="thread of B when it is a store")
+    p.add_argument("--html", metavar="OUT", help="write the fork player (both logs on one slider) to OUT")
+    p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
     p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("export", parents=[common], help="convert a log to JSON lines, Parquet or CSV")

@@ -71,8 +71,8 @@ def follow(
     LogFormatError
         Not a store or a JSONL file, a store without a thread.
     """
-    from agentscope.log.model import EventLog
     from agentscope.log.build import detect_era
+    from agentscope.log.model import EventLog
     from agentscope.replay import Timeline
 
     text = os.fspath(source)

@@ -11,12 +11,16 @@ integers above 2**53 are rounded exactly as ``JSON.parse`` would round them.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
+import orjson
+
+from agentscope._deep import call_deep_checked
 
 __all__ = [
     "HASH_VARIANTS",
@@ -25,8 +29,12 @@ __all__ = [
     "canonical_snapshot_json",
     "djb2_hex",
     "djb2_hex_reference",
+    "escape_lone_surrogates",
+    "fast_canonical_snapshot_bytes",
     "js_number",
     "js_string",
+    "js_values",
+    "lossless_json",
     "machine_version",
     "state_hash",
     "structural_string",
@@ -155,6 +163,70 @@ def js_number(value: float | int, *, nonfinite: Literal["null", "literal"] = "nu
     return sign + body
 
 
+_SAFE_INT = 1 << 53
+
+
+def _js_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # beyond Number.MAX_VALUE: JSON.parse gives ±Infinity
+        return math.inf if value > 0 else -math.inf
+
+
+def _is_unsafe_int(value: Any) -> bool:
+    return type(value) is int and not -_SAFE_INT <= value <= _SAFE_INT
+
+
+def js_values(value: Any) -> Any:
+    """Return ``value`` with every number as the IEEE double ``JSON.parse`` would give (spec §2.2).
+
+    Integers beyond ±2**53 become the nearest ``float`` (``9007199254740993`` ->
+    ``9007199254740992.0``, correctly rounded as V8 rounds; past ``Number.MAX_VALUE``,
+    ``±inf``). Smaller integers are exact doubles already and stay ``int``. The input is never
+    mutated: containers holding such an integer are copied, everything else is returned as is
+    (the same object when nothing changes). Used at the Python engine's fold boundary (events,
+    restored snapshots, inputs, context patches) so it folds with JS number semantics, while the
+    log's entries keep their literals. Nesting up to :data:`~agentscope._deep.MAX_DEPTH`.
+    """
+    t = type(value)
+    if t is int:
+        return _js_double(value) if _is_unsafe_int(value) else value
+    if t is dict or t is list or isinstance(value, (Mapping, list, tuple)):
+        if not _has_unsafe_int(value):
+            return value
+        return call_deep_checked("JS number conversion", value, _converted)
+    return value
+
+
+def _has_unsafe_int(value: Any) -> bool:
+    """Iterative scan: is there an int beyond ±2**53 anywhere in ``value``?"""
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v = pop()
+        items = v.values() if isinstance(v, Mapping) else v
+        for item in items:
+            t = type(item)
+            if t is int:
+                if not -_SAFE_INT <= item <= _SAFE_INT:
+                    return True
+            elif t is dict or t is list or t is tuple or (
+                t is not str and isinstance(item, (Mapping, list))
+            ):
+                push(item)
+    return False
+
+
+def _converted(value: Any) -> Any:
+    if type(value) is int:
+        return _js_double(value) if _is_unsafe_int(value) else value
+    if isinstance(value, Mapping):
+        return {k: _converted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_converted(v) for v in value]
+    return value
+
+
 _ESCAPES = {
     "\b": "\\b",
     "\f": "\\f",
@@ -185,6 +257,52 @@ def js_string(text: str) -> str:
     surrogates as lowercase ``\\uxxxx``; everything else (``/``, U+2028, non-ASCII) is literal.
     """
     return '"' + _NEEDS_ESCAPE.sub(_escape_match, text) + '"'
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR_OR_LONE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _pair_or_escape(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if len(s) == 2:  # a well-formed pair held as two code points: the astral character
+        return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    return f"\\u{ord(s):04x}"
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Return ``text`` as valid Unicode: each lone surrogate becomes the six characters
+    ``\\udxxx`` (lowercase, as ``JSON.stringify`` writes it); a surrogate pair held as two code
+    points becomes its astral character. Text with no surrogate is returned as is.
+
+    For boundaries that need well-formed text and are not JSON (HTML, CSV cells, widget traits):
+    the substitution is visible and says exactly which code unit was there.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return _PAIR_OR_LONE.sub(_pair_or_escape, text)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def lossless_json(value: Any) -> str:
+    """Return compact JSON text of ``value`` that ``JSON.parse`` reads back as the same value.
+
+    For *raw* entry values (exports, data embedded in pages): unlike
+    :func:`agentscope.log.writers.js_json` (what a JS host writes: numbers rounded to doubles),
+    integers keep the log's literal digits.
+
+    Like ``JSON.stringify`` (keys in their order, ``/``, U+2028 and non-ASCII literal, controls
+    as lowercase ``\\u00xx``), with lone surrogates written as ``\\udxxx`` escapes, so the text
+    is valid UTF-8 and nothing is lost. Integers keep their exact digits (a log's literal, e.g.
+    ``9007199254740993``; ``JSON.parse`` rounds it as it rounded the original), floats their
+    shortest round-trip form. Nesting up to :data:`~agentscope._deep.MAX_DEPTH`. Raises
+    ``ValueError`` for NaN/Infinity and ``TypeError`` for non-JSON values.
+    """
+    # a raw lone surrogate can only sit inside a string, where "\\udxxx" is its JSON escape
+    return escape_lone_surrogates(call_deep_checked("JSON text", value, _json_text))
 
 
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
@@ -256,7 +374,7 @@ def _write(
     out: list[str],
     pos: _Position,
     skip: Callable[[_Position, str], bool] | None,
-    path: list[int],
+    path: set[int],
 ) -> None:
     if value is None:
         out.append("null")
@@ -272,7 +390,7 @@ def _write(
         if id(value) in path:
             out.append('"[circular]"')
             return
-        path.append(id(value))
+        path.add(id(value))
         out.append("{")
         first = True
         members = _string_keyed(value)
@@ -286,24 +404,41 @@ def _write(
             out.append(":")
             _write(members[k], out, _next_position(pos, k) if skip is not None else _DATA, skip, path)
         out.append("}")
-        path.pop()
+        path.discard(id(value))
     elif isinstance(value, (list, tuple)):
         if id(value) in path:
             out.append('"[circular]"')
             return
-        path.append(id(value))
+        path.add(id(value))
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
             _write(item, out, _DATA, skip, path)
         out.append("]")
-        path.pop()
+        path.discard(id(value))
     else:
         raise TypeError(
             f"canonical JSON handles only JSON values (dict, list, str, int, float, bool, None); "
             f"got {type(value).__name__}"
         )
+
+
+def _written(value: Any, pos: _Position, skip: Callable[[_Position, str], bool] | None) -> str:
+    """Run the writer; past Python's recursion limit, again on a big stack (up to ``MAX_DEPTH``).
+
+    Raises :class:`~agentscope._deep.DepthLimitError` (a ``RecursionError`` naming the JSON
+    Pointer of the first container past the limit) for a value nested deeper than
+    :data:`~agentscope._deep.MAX_DEPTH` levels.
+    """
+
+    return call_deep_checked("canonical JSON", value, _run_writer, pos, skip)
+
+
+def _run_writer(value: Any, pos: _Position, skip: Callable[[_Position, str], bool] | None) -> str:
+    out: list[str] = []
+    _write(value, out, pos, skip, set())
+    return "".join(out)
 
 
 def canonical_json(value: Any) -> str:
@@ -337,9 +472,7 @@ def canonical_json(value: Any) -> str:
     >>> print(asc.canonical_json(1.0), asc.canonical_json(1e21))
     1 1e+21
     """
-    out: list[str] = []
-    _write(value, out, _DATA, None, [])
-    return "".join(out)
+    return _written(value, _DATA, None)
 
 
 def _skip_data_proto(pos: _Position, key: str) -> bool:
@@ -352,9 +485,7 @@ def canonical_event_json(event: Any) -> str:
     No key stripping; ``__proto__`` members vanish as in the hash canonicalizer. Used for the
     entry-equivalence rule when comparing forks. Pure.
     """
-    out: list[str] = []
-    _write(event, out, _DATA, _skip_data_proto, [])
-    return "".join(out)
+    return _written(event, _DATA, _skip_data_proto)
 
 
 def _skip_02a45590(pos: _Position, key: str) -> bool:
@@ -393,12 +524,11 @@ def canonical_snapshot_json(persisted: Any, variant: HashVariant = "02a45590") -
     """
     if isinstance(persisted, Mapping):
         persisted = _without_agent_meta(persisted)
-    out: list[str] = []
     if variant == "02a45590":
-        _write(persisted, out, _SNAPSHOT, _skip_02a45590, [])
-    elif variant == "8b7f21a0":
-        _write(persisted, out, _SNAPSHOT, _skip_8b7f21a0, [])
-    elif variant == "era-b":
+        return _written(persisted, _SNAPSHOT, _skip_02a45590)
+    if variant == "8b7f21a0":
+        return _written(persisted, _SNAPSHOT, _skip_8b7f21a0)
+    if variant == "era-b":
         if not isinstance(persisted, Mapping):
             raise TypeError("the Era-B projection needs a snapshot object")
         proj: dict[str, Any] = {
@@ -409,10 +539,8 @@ def canonical_snapshot_json(persisted: Any, variant: HashVariant = "02a45590") -
         for k in ("output", "error"):
             if k in persisted:
                 proj[k] = persisted[k]
-        _write(proj, out, _DATA, _skip_none, [])
-    else:
-        raise ValueError(f"unknown hash variant {variant!r}; expected one of {HASH_VARIANTS}")
-    return "".join(out)
+        return _written(proj, _DATA, _skip_none)
+    raise ValueError(f"unknown hash variant {variant!r}; expected one of {HASH_VARIANTS}")
 
 
 def state_hash(persisted: Any, variant: HashVariant = "02a45590") -> str:
@@ -422,10 +550,110 @@ def state_hash(persisted: Any, variant: HashVariant = "02a45590") -> str:
     algorithm: ``"02a45590"`` (default, normative Era C), ``"8b7f21a0"`` (older Era C) or
     ``"era-b"`` (the legacy logical projection, §2.5). Pure.
 
+    The default variant first tries :func:`fast_canonical_snapshot_bytes` (orjson with guards)
+    and falls back to the exact writer whenever a guard fails; both give the same bytes.
+
     >>> state_hash({})
     '00597a9d'
     """
+    if variant == "02a45590":
+        fast = fast_canonical_snapshot_bytes(persisted)
+        if fast is not None:
+            return _djb2_ascii(fast) if fast.isascii() else djb2_hex(fast.decode("utf-8"))
     return djb2_hex(canonical_snapshot_json(persisted, variant))
+
+
+# ---------------------------------------------------------------------------------------------
+# The guarded fast path of the Era-C canonical JSON (orjson + checks, exact fallback)
+
+# Any match means orjson's bytes may differ from JSONStringify(Canon(P)); the exact writer runs.
+# Simple byte patterns, a superset of the risky tokens (false alarms only cost the exact path):
+_FAST_GUARD = re.compile(
+    rb'[{,]"[0-9]'  # a key starting with a digit: JS orders array-index keys first, numerically
+    rb"|[0-9]{16}"  # an integer that may be beyond 2**53 (JS rounds it)
+    rb"|[0-9]e[+-][0-9]"  # an exponent: orjson writes 1e+20, JS 100000000000000000000
+    rb"|\.0[,\]}]"  # an integral float: orjson writes 1.0 and -0.0, JS 1 and 0
+    rb'|"__proto__"'  # vanishes from the hash input (spec §2.1)
+)
+# A non-ASCII key (UTF-8 order is not UTF-16 order past U+E000); run only on non-ASCII output.
+# A key token is `[{,]"…":` (inside a string every `"` is escaped, so `[{,]"` starts a token).
+_NON_ASCII_KEY = re.compile(rb'[{,]"(?:[^"\\]|\\.)*[\x80-\xff](?:[^"\\]|\\.)*":')
+
+
+# datetime, dataclass instances and subclasses of str/int/dict/list are not JSON to the exact
+# writer (or are written by their base type): orjson must refuse them too, so they fall back.
+_FAST_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _fast_stripped(p: Any) -> Any:
+    """``p`` (at a snapshot position) without its structural volatile keys: ``p`` itself when it
+    has none, else shallow copies of the structural levels only."""
+    if type(p) is not dict:
+        return p
+    ch = p.get("children")
+    kids_to_strip = type(ch) is dict and len(ch) > 0
+    if not kids_to_strip and "sessionId" not in p and "_nextTimerId" not in p and "_nextActorIds" not in p:
+        return p
+    out = {k: v for k, v in p.items() if k not in _SNAPSHOT_VOLATILE}
+    if kids_to_strip and ch is not None:
+        kids = {}
+        for cid, c in ch.items():
+            if type(c) is dict:
+                c = {k: v for k, v in c.items() if k != "sessionId"}
+                if "snapshot" in c:
+                    c["snapshot"] = _fast_stripped(c["snapshot"])
+            kids[cid] = c
+        out["children"] = kids
+    return out
+
+
+def fast_canonical_snapshot_bytes(persisted: Any) -> bytes | None:
+    """The Era-C canonical JSON of ``persisted`` as UTF-8 bytes via orjson, or ``None``.
+
+    ``None`` whenever orjson's output might differ from :func:`canonical_snapshot_json`: a float
+    in exponent form or with an integral value (orjson writes a plain fraction with a nonzero
+    fractional digit exactly as ``Number::toString`` does: measured on 166k doubles across the
+    range), an integer of 16+ digits, an array-index or non-ASCII key, a ``__proto__`` member, a lone
+    surrogate, nesting past orjson's limit, a cycle or a non-JSON type (datetime, dataclass,
+    subclasses of the JSON types; see ``_FAST_GUARD``). Known difference: orjson writes
+    ``uuid.UUID`` and plain ``enum.Enum`` members, which the exact writer refuses (neither can come
+    from JSON).
+    When it returns bytes they equal ``canonical_snapshot_json(persisted).encode()`` (tested
+    with hypothesis against the exact writer).
+    """
+    if type(persisted) is not dict:
+        return None
+    if "agentMeta" in persisted:  # the top level only (spec §2)
+        persisted = {k: v for k, v in persisted.items() if k != "agentMeta"}
+    p = _fast_stripped(persisted)
+    try:
+        out = orjson.dumps(p, option=_FAST_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    if _FAST_GUARD.search(out) is not None:
+        return None
+    if not out.isascii() and _NON_ASCII_KEY.search(out) is not None:
+        return None
+    return out
+
+
+def _djb2_ascii(data: bytes) -> str:
+    """djb2 of ASCII ``data`` (one UTF-16 unit per byte), as :func:`djb2_hex`."""
+    n = len(data)
+    if n <= _SMALL:
+        h = 5381
+        for b in data:
+            h = (h * 33 + b) & _MASK
+        return f"{h:08x}"
+    units = np.frombuffer(data, dtype=np.uint8).astype(np.uint32)
+    acc = int(np.dot(units, _reversed_powers(n)))  # uint32 arithmetic wraps mod 2**32
+    h = (acc + 5381 * pow(33, n, 1 << 32)) & _MASK
+    return f"{h:08x}"
 
 
 # ---------------------------------------------------------------------------------------------

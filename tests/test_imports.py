@@ -20,11 +20,7 @@ PKG = ROOT / "agentscope"
 
 # Cycles still in the tree, each as the sorted tuple of its modules. This is a ratchet: a new
 # cycle fails, and so does one of these disappearing (then delete it here).
-KNOWN_CYCLES: set[tuple[str, ...]] = {
-    # the static player takes differing_paths from the fork view, which imports the player to
-    # export itself (the player and the fork view are being reworked by the views work)
-    ("agentscope.widgets.forkview", "agentscope.widgets.player"),
-}
+KNOWN_CYCLES: set[tuple[str, ...]] = set()
 
 
 def _module_name(path: Path) -> str:

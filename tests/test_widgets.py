@@ -21,7 +21,7 @@ from agentscope.widgets import ForkView, TimeTravel
 from agentscope.widgets._source import usage_series
 from agentscope.widgets.forkview import common_prefix, differing_paths
 from agentscope.widgets.player import bound
-from tests.conftest import load_json
+from tests.conftest import load_json, requires_node
 
 TRIAGE = "supportTriage"
 
@@ -194,7 +194,9 @@ def test_static_player_embeds_everything_escaped(triage_graph: Graph, tmp_path: 
     assert page.count("</script>") == 2 and page.count("<script") == 2  # data + player only
     assert "<!--" not in page and "alert(1)</script>" not in page
     assert len(page) < 400_000  # 2 MB of hostile strings are cut to bounded previews
-    assert page.count("<svg") == 2  # the chart (once) and the marker strip
+    # the chart (once), the marker strip and the legend's 8 swatches (static markup)
+    assert page.count("<svg") == 10 and page.count('<svg width="') - page.count('<svg width="2') >= 1
+    assert page.count('id="as_graph"') == 1
     data = json.loads(
         re.search(r'<script type="application/json" id="as-data">(.*?)</script>', page, re.S).group(1)
     )
@@ -264,15 +266,20 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     fv.step = 3
     paths = fv.diff_paths()
     assert paths and all(p.startswith("/context/") for p in paths)
-    assert "as-changed" in fv._sides[0].value and "as-changed" in fv._sides[1].value
-    assert 'data-side="1"' in fv._sides[1].value and "bs_s_" in fv._sides[1].value  # distinct ids per side
+    fv._mode.value = "all"  # before the divergence "auto" shows one tree; ask for both
+    assert fv._context.value.count("as-changed") >= 2  # the differing paths lit on both sides
+    fv._mode.value = "diff"
+    assert all(f'data-path="{p}"' in fv._context.value for p in paths)  # the aligned diff table
+    assert 'data-side="1"' in fv._sides[1].value
+    chart = fv._chart.value  # one full-width chart: a's states and b's states in two colours
+    assert (
+        chart.count('id="as_graph"') == 1
+        and "as-active-b" in chart
+        and 'data-legend="active in fork"' in chart
+    )
     assert "ForkView(main: 4, fork:" in repr(fv)
     page = fv.to_html()
-    svgs = re.findall(r'<div class="as-chart"><svg.*?</svg>', page, re.S)
-    assert len(svgs) == 2 and 'id="bs_s_' in svgs[1]
-    assert svgs[0] == svgs[1].replace('id="bs_', 'id="as_').replace(
-        "cluster_bs_", "cluster_as_"
-    )  # one layout
+    assert page.count('id="as_graph"') == 1 and 'id="bs_' not in page  # one chart in the player too
     data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))
     assert [p["name"] for p in data["panes"]] == ["main", "fork"] and data["divergence"] == 18
 
@@ -366,5 +373,150 @@ def test_forkview_strip_ticks_the_divergence_and_follows_the_step() -> None:
     assert '<rect x="0" y="0" width="1" height="8" fill="#263238"/>' in fv._strip.value  # cursor at 0
     assert fv.jump_to_divergence() == 18 and fv.step == 18
     assert tick in fv._strip.value
-    assert f'<rect x="{int(519 * 18 / (fv.n - 1))}" y="0" width="1" height="8" fill="#263238"/>' in fv._strip.value
+    assert (
+        f'<rect x="{int(519 * 18 / (fv.n - 1))}" y="0" width="1" height="8" fill="#263238"/>'
+        in fv._strip.value
+    )
+    assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in fv._summary.value
+    fv.go(19)
     assert "past the divergence" in fv._summary.value
+
+
+def test_widget_output_carries_a_static_html_fallback(triage_graph: Graph) -> None:
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
+    tt.go(1)
+    bundle = tt._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    page = bundle["text/html"]
+    assert 'class="as-root as-fallback" data-index="1"' in page and "<style>" in page
+    assert 'data-verdict="verified"' in page and 'class="as-legend"' in page
+    assert lit_states(page) == lit_states(tt._chart.value) != set()
+    assert 'data-path="/context/queue"' in page  # the context tree
+
+
+def test_steps_arriving_together_render_once(triage_graph: Graph) -> None:
+    import asyncio
+
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
+    drawn: list[int] = []
+    render = tt._render
+
+    def spy() -> None:
+        drawn.append(tt.step)
+        render()
+
+    tt._render = spy  # type: ignore[method-assign]
+
+    async def drag() -> None:
+        for k in (1, 2, 3, 2):  # a fast drag: four steps before the kernel gets to draw
+            tt.step = k
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    asyncio.run(drag())
+    assert drawn == [2]  # only the latest requested step is drawn
+    assert tt._jump.value == 2 and "#2<" in tt._header.value
+
+
+def test_entries_window_keeps_whole_timestamps_and_payload_spacing(triage_graph: Graph) -> None:
+    import agentscope as asc
+    from agentscope.render.html import event_html
+    from tests.conftest import FIXTURES
+
+    log = asc.read_log(FIXTURES / "g_triage.sqlite", thread="main")
+    tt = TimeTravel(log)  # no machine: nothing to verify
+    tt.go(18)
+    labels = [label for label, _ in tt._rows.options]
+    row = next(x for x in labels if x.split()[0] == "18")
+    assert re.search(r"2026-11-30T10:25:08\.314Z", row), row
+    assert tt._first_mm.layout.display == "none" and tt._next_mm.layout.display == "none"
+    unhashed = [{k: v for k, v in e.items() if k != "verification"} for e in log.entries]
+    replayed = TimeTravel(GraphOnly(triage_graph), unhashed, timeline=ListTimeline(prefix_frames()))
+    assert not replayed.verifiable and replayed._first_mm.layout.display == "none"  # no hash to check
+    hashed = TimeTravel(GraphOnly(triage_graph), log.entries, timeline=ListTimeline(prefix_frames()))
+    assert hashed.verifiable and hashed._first_mm.layout.display is None
+    f = Frame(index=3, entry={"id": "e3", "event": {"type": "PING"}})
+    assert '</span> <span class="as-meta">(no payload)</span>' in event_html(f)
+
+
+def test_forkview_says_when_a_side_has_ended(triage_graph: Graph) -> None:
+    fa = prefix_frames()
+    fb = fa[:2]
+    entries = [f.entry for f in fa]
+    fv = ForkView(
+        GraphOnly(triage_graph),
+        entries,
+        entries[:2],
+        names=("long", "short"),
+        timelines=(ListTimeline(fa), ListTimeline(fb)),
+    )
+    fv.go(3)
+    assert "short ended at entry 1; long continues" in fv._summary.value
+    assert "differing context path" not in fv._summary.value
+    assert "short ended at entry 1" in fv._sides[1].value
+    assert "(ended)" in fv._entries.value
+    fv._mode.value = "diff"
+    assert "one side has ended" in fv._context.value
+
+
+def test_redaction_paths_parse_and_replace() -> None:
+    from agentscope.render.redact import REDACTED, parse_path, redact
+
+    assert parse_path("/event/tickets/*/subject") == ("event", "tickets", "*", "subject")
+    assert parse_path("event.email") == ("event", "email")
+    assert parse_path("/a~1b/c~0d") == ("a/b", "c~d")
+    doc = {"event": {"email": "x@y", "tickets": [{"subject": "s1"}, {"subject": "s2", "n": 1}]}}
+    out = redact(doc, ["event.email", "/event/tickets/*/subject", "/missing/*"])
+    assert out == {
+        "event": {"email": REDACTED, "tickets": [{"subject": REDACTED}, {"subject": REDACTED, "n": 1}]}
+    }
+    assert doc["event"]["email"] == "x@y"  # a copy
+    with pytest.raises(ValueError, match="names no value"):
+        parse_path("")
+
+
+@requires_node
+def test_redacted_player_holds_no_redacted_value(tmp_path: Any) -> None:
+    import agentscope as asc
+    from agentscope.engines.xstate import load_machine
+    from agentscope.render.redact import REDACTED
+    from agentscope.widgets._source import iter_frames
+    from tests.conftest import FIXTURES, MACHINES
+
+    paths = [
+        "/event/tickets/*/subject",
+        "/event/input/tickets/*/subject",
+        "/context/queue/*/subject",
+        "/context/current/subject",
+        "/context/outcomes/*/subject",
+        "/children/*/snapshot/input/subject",
+        "event.email",
+    ]
+    main = asc.read_log(FIXTURES / "g_triage.sqlite", thread="main")
+    fork = asc.read_log(FIXTURES / "g_triage.sqlite", thread="fork")
+    with load_machine(MACHINES / "triage.mjs", export="triageMachine") as m:
+        tt = TimeTravel(m, main)
+        frames = list(iter_frames(tt.timeline))
+        plain = tt.to_html(tmp_path / "plain.html")
+        page = tt.to_html(tmp_path / "player.html", redact=paths)
+        fork_page = ForkView(m, main, fork, names=("main", "fork")).to_html(redact=paths)
+    subjects = {
+        t["subject"]
+        for f in frames
+        for t in [*(f.context or {}).get("queue", []), (f.context or {}).get("current") or {}]
+        if isinstance(t, dict) and "subject" in t
+    }
+    assert len(subjects) >= 5
+    written = (tmp_path / "player.html").read_text(encoding="utf-8")
+    assert written == page
+    for s in subjects:
+        assert s in plain  # the unredacted player has them
+        assert s not in written and s not in fork_page
+    assert REDACTED in written and REDACTED in fork_page
+
+    def verdicts(p: str) -> list[tuple[str, str]]:
+        data = json.loads(re.search(r'id="as-data">(.*?)</script>', p, re.S).group(1))  # type: ignore[union-attr]
+        return [(f["v"], f.get("r")) for f in data["panes"][0]["frames"]]
+
+    assert verdicts(written) == verdicts(plain)  # what the original verified to
+    assert all(v == "verified" for v, _ in verdicts(written))

@@ -27,6 +27,7 @@ from agentscope.engines._statechart_nodes import (
     resolve_target,
 )
 from agentscope.errors import EngineError
+from agentscope.hashing import js_values
 
 __all__ = ["Child", "State", "all_state_nodes", "initial_state", "macrostep", "state_value"]
 
@@ -587,7 +588,7 @@ def _merge(ctx: Any, patch: Any, where: str) -> Any:
     if not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
     out = dict(ctx) if isinstance(ctx, Mapping) else {}
-    out.update(patch)
+    out.update(js_values(patch))  # numbers are IEEE doubles, as in XState
     return out
 
 
@@ -603,7 +604,7 @@ def _call_hook(fn: Callable[[Any, Any], Any], ctx: Any, event: Mapping[str, Any]
 
 def _output(mapper: Any, ctx: Any, event: Mapping[str, Any]) -> Any:
     if callable(mapper):
-        return mapper(ctx, event)
+        return js_values(mapper(ctx, event))
     return mapper
 
 

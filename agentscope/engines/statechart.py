@@ -60,7 +60,7 @@ from agentscope.engines.base import (
     TransitionInfo,
 )
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, StatechartConfigError
-from agentscope.hashing import djb2_hex, js_number, structural_string
+from agentscope.hashing import djb2_hex, js_number, js_values, structural_string
 
 __all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
 
@@ -180,8 +180,9 @@ class StatechartMachine(MachineBase):
     def initial(self, input: Any = NO_INPUT) -> Snapshot:
         """Return the initial snapshot (XState ``initialTransition(machine, input)``)."""
         ctx_cfg = self.config.get("context", UNDEFINED)
+        input = js_values(input)  # JS number semantics at the fold boundary (spec §2.2)
         if callable(ctx_cfg):
-            context = ctx_cfg(input)
+            context = js_values(ctx_cfg(input))
             if context is None:
                 context = {}
         elif ctx_cfg:
@@ -213,6 +214,7 @@ class StatechartMachine(MachineBase):
         """
         if not isinstance(persisted, Mapping):
             raise EngineError("a persisted snapshot must be a dict")
+        persisted = js_values(persisted)  # JS number semantics at the fold boundary (spec §2.2)
         pm = persisted.get("machine")
         legacy = persisted.get("version", UNDEFINED)
         pm_version = pm.get("version", UNDEFINED) if isinstance(pm, Mapping) else UNDEFINED
@@ -287,6 +289,7 @@ class StatechartMachine(MachineBase):
         state = self._state(snapshot)
         if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
+        event = js_values(event)  # JS number semantics at the fold boundary (spec §2.2)
         try:
             nxt = macrostep(self._cx, state, event, [])
         except AgentscopeError:

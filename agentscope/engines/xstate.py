@@ -53,6 +53,7 @@ from typing import IO, Any
 
 import orjson
 
+from agentscope._deep import call_deep, call_deep_checked
 from agentscope.engines.base import (
     NO_INPUT,
     Graph,
@@ -77,6 +78,9 @@ Measured with ``benchmarks/bench_xstate.py`` on the loop machine (entries per ru
 without re-seeding the first 5k entries alone cost 13.5x more CPU per entry. Below ~16 the
 restores dominate, above ~64 the growing prototype chain does."""
 
+DEFAULT_PART_BYTES = 1 << 20
+"""Bytes of persisted snapshots per streamed reply line of a fold (the runner's cap)."""
+
 _STDERR_KEEP = 64 * 1024
 _LOAD_KINDS = {
     "module-not-found",
@@ -87,6 +91,11 @@ _LOAD_KINDS = {
     "not-a-machine",
     "ambiguous-export",
 }
+
+_DEPTH_FLAGS = ("--stack-size=4000",)
+"""V8's JS stack (KiB) for the runner: with the default (~984) ``JSON.stringify`` itself fails
+below 10,000 levels; 4,000 writes and hashes values nested to past ``MAX_DEPTH`` (measured:
+12,000 levels) and stays well inside the 8 MiB main-thread stack."""
 
 _CLOSE_LOCK_WAIT = 1.0
 """Seconds ``close()`` waits for a call in another thread before killing the runner outright."""
@@ -102,14 +111,45 @@ def _close_all_runners() -> None:
 
 
 def _dumps_line(message: dict[str, Any]) -> bytes:
-    """One protocol line. orjson stops at 255 nesting levels, which a valid log may exceed
-    (``JSON.parse`` has no such limit), so deeper messages go through the stdlib encoder."""
+    """One protocol line, carrying every JSON value ``JSON.parse`` accepts, exactly.
+
+    orjson is the fast path. It refuses three things a valid log may hold, and those messages
+    go through :func:`_json_line` instead: integers beyond 64 bits (written as their literal, so
+    Node's ``JSON.parse`` rounds them to the nearest double exactly as it rounds the log's own
+    text), lone surrogates in strings or keys (written as ``\\udxxx`` escapes, which
+    ``JSON.parse`` turns back into the same UTF-16 code unit) and nesting past 255 levels (up to
+    :data:`~agentscope._deep.MAX_DEPTH`, on a big stack).
+    """
     try:
         return orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-    except orjson.JSONEncodeError as exc:
-        if "recursion" not in str(exc).lower():
-            raise
-    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+    except orjson.JSONEncodeError:
+        pass
+    # the protocol envelope ({"events": [{"payload": ...}]}) may add a few levels to a value
+    return call_deep_checked("the Node runner request", message, _json_line, allowance=8)
+
+
+def _json_line(message: Mapping[str, Any]) -> bytes:
+    text = json.dumps(
+        message, separators=(",", ":"), allow_nan=False, ensure_ascii=True, default=_numpy_scalar
+    )
+    return text.encode("ascii") + b"\n"
+
+
+def _numpy_scalar(value: Any) -> Any:
+    tolist = getattr(value, "tolist", None)
+    if tolist is None:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return tolist()
+
+
+def _loads_reply(line: bytes) -> Any:
+    """Parse one reply line. Node writes lone surrogates as ``\\udxxx`` escapes and may nest
+    past orjson's 1,024 levels: those lines go through the stdlib parser (on a big stack)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    return call_deep(json.loads, line)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,6 +178,8 @@ class _Runner:
         self._next_id = 0
         self._inflight: list[tuple[int, str]] = []  # (request id, op) sent, reply not read yet
         self._stash: dict[int, Any] = {}  # replies read ahead of their turn
+        self._parts: dict[int, deque[Any]] = {}  # streamed fold parts read, not consumed yet
+        self._abandoned: set[int] = set()  # requests whose replies nobody will read (dropped)
         self._writer: threading.Thread | None = None
         self._first_load: dict[str, Any] | None = None
         self._lock = threading.RLock()
@@ -171,6 +213,8 @@ class _Runner:
         self.pending_release = []
         self._inflight = []
         self._stash = {}
+        self._parts = {}
+        self._abandoned = set()
         with self._stderr_lock:
             self._stderr.clear()
             self._stderr_size = 0
@@ -233,6 +277,8 @@ class _Runner:
         self.load_result = None
         self._inflight = []
         self._stash = {}
+        self._parts = {}
+        self._abandoned = set()
         if proc.poll() is None:
             with contextlib.suppress(OSError):
                 if proc.stdin is not None:
@@ -340,7 +386,10 @@ class _Runner:
         """Read every outstanding reply into the stash (before a direct write)."""
         while self._inflight:
             rid, op = self._inflight[0]
-            self._stash[rid] = self._read_one(rid, op)
+            dropped = rid in self._abandoned
+            outcome = self._read_one(rid, op)
+            if not dropped:
+                self._stash[rid] = outcome
 
     def _recv(self, rid: int) -> Any:
         while rid not in self._stash:
@@ -349,14 +398,43 @@ class _Runner:
                     f"The reply to request {rid} for {self.label} was lost (the runner restarted)."
                 )
             head, op = self._inflight[0]
-            self._stash[head] = self._read_one(head, op)
+            dropped = head in self._abandoned
+            outcome = self._read_one(head, op)
+            if not dropped:
+                self._stash[head] = outcome
         outcome = self._stash.pop(rid)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
     def _read_one(self, rid: int, op: str) -> Any:
-        """Read the next reply line, which must answer ``rid``; return its result or error."""
+        """Read the reply of ``rid`` (the next one due); streamed parts go to ``_parts[rid]``.
+
+        The reply of an abandoned request is read and dropped (``None``; nothing is stashed).
+        """
+        dropped = rid in self._abandoned
+        while True:
+            final, value = self._read_line(rid, op)
+            if final:
+                if dropped:
+                    self._abandoned.discard(rid)
+                    self._parts.pop(rid, None)
+                return value
+            if not dropped:
+                self._parts.setdefault(rid, deque()).append(value)
+
+    def abandon(self, rids: Iterable[int]) -> None:
+        """Drop the (remaining) replies of ``rids``: a consumer stopped reading a fold stream."""
+        with self._lock:
+            inflight = {r for r, _ in self._inflight}
+            for rid in rids:
+                self._parts.pop(rid, None)
+                self._stash.pop(rid, None)
+                if rid in inflight:
+                    self._abandoned.add(rid)
+
+    def _read_line(self, rid: int, op: str) -> tuple[bool, Any]:
+        """Read one line answering ``rid``: ``(False, part)`` or ``(True, result or error)``."""
         proc = self.proc
         assert proc is not None and proc.stdout is not None
         try:
@@ -371,10 +449,9 @@ class _Runner:
         if not reply_line:
             self._join_writer()
             raise self._dead(f"'{op}'")
-        self._inflight.pop(0)
         try:
-            reply = orjson.loads(reply_line)
-        except orjson.JSONDecodeError as exc:
+            reply = _loads_reply(reply_line)
+        except (ValueError, RecursionError) as exc:
             self._kill()
             raise (MachineLoadError if op == "load" else EngineError)(
                 f"Malformed output from the Node runner for {self.label} during '{op}' ({exc}): "
@@ -388,9 +465,53 @@ class _Runner:
                 f"reply to request {rid}, got {reply_line[:200]!r}; the runner was stopped."
                 + self._stderr_suffix()
             )
+        if "part" in reply:
+            return False, reply["part"]
+        self._inflight.pop(0)
         if reply["ok"]:
-            return reply.get("result")
-        return self._error(op, reply.get("error") or {})
+            return True, reply.get("result")
+        return True, self._error(op, reply.get("error") or {})
+
+    def take_parts(self, rid: int) -> list[Any]:
+        """The streamed parts of ``rid`` read so far (for a reply already received in full)."""
+        return list(self._parts.pop(rid, ()))
+
+    def recv_stream(self, rid: int) -> Iterator[tuple[bool, Any]]:
+        """Yield ``(False, part)`` for each streamed part of ``rid``, then ``(True, result)``.
+
+        Reads the pipe only as the consumer advances (bounded memory: the runner pauses when
+        its output backs up). Raises the request's error after the parts before it.
+        """
+        while True:
+            with self._lock:
+                queue = self._parts.get(rid)
+                if queue:
+                    item: tuple[bool, Any] = (False, queue.popleft())
+                elif rid in self._stash:
+                    self._parts.pop(rid, None)
+                    item = (True, self._stash.pop(rid))
+                else:
+                    if not self._inflight or rid not in (r for r, _ in self._inflight):
+                        raise EngineError(
+                            f"The reply to request {rid} for {self.label} was lost (the runner restarted)."
+                        )
+                    head, op = self._inflight[0]
+                    if head != rid:
+                        dropped = head in self._abandoned
+                        outcome = self._read_one(head, op)
+                        if not dropped:
+                            self._stash[head] = outcome
+                        continue
+                    item = self._read_line(rid, op)
+            final, value = item
+            if final:
+                with self._lock:
+                    self._join_writer()
+                if isinstance(value, BaseException):
+                    raise value
+                yield item
+                return
+            yield item
 
     def _dead(self, when: str) -> EngineError:
         proc = self.proc
@@ -490,6 +611,7 @@ class XStateMachine:
         self.path = path
         self.reseed_every = reseed_every
         self._mirror: tuple[int, int, dict[str, str]] | None = None
+        self.part_bytes = DEFAULT_PART_BYTES
         info = runner.ensure()
         self.machine_id = str(info["machineId"])
         self.structural_string: str = str(info["structural"])
@@ -594,7 +716,8 @@ class XStateMachine:
 
     def _single(self, result: Mapping[str, Any]) -> Snapshot:
         h = self._new_handle(int(result["handle"]), dict(result.get("children") or {}))
-        return Snapshot(result["persisted"], h)
+        sh = result.get("hash")
+        return Snapshot(result["persisted"], h, sh if isinstance(sh, str) else None)
 
     def _fold(
         self,
@@ -606,14 +729,34 @@ class XStateMachine:
     ) -> list[Snapshot]:
         if not events:
             return []
+        return list(self._stream(seed, events, sessions, rebind=rebind))
+
+    def _seed_request(
+        self,
+        seed: Snapshot,
+        events: list[Mapping[str, Any]],
+        sessions: dict[str, str] | None,
+        *,
+        rebind: bool,
+        emit: str = "all",
+        by_value: bool = False,
+    ) -> dict[str, Any]:
+        """A fold request from ``seed``: by handle when it is live here, else by persisted value."""
         self._runner.ensure()
         h = seed.handle if isinstance(seed.handle, _Handle) else None
-        live = h is not None and h.id is not None and h.generation == self._runner.generation
+        live = (
+            not by_value
+            and h is not None
+            and h.id is not None
+            and h.generation == self._runner.generation
+        )
         req: dict[str, Any] = {
             "op": "fold",
             "events": events,
             "rebind": rebind,
             "reseedEvery": self.reseed_every,
+            "partBytes": self.part_bytes,
+            "emit": emit,
         }
         cache_sent: dict[str, str] | None
         if sessions is None or not rebind:
@@ -628,39 +771,108 @@ class XStateMachine:
             cache_sent = None  # the runner's copy for this handle is the caller's cache
         else:
             cache_sent = dict(sessions)
-        by_handle = {"handle": h.id} if live and h is not None else None
-        by_value = {"persisted": seed.persisted, "children": dict(h.children) if h else {}}
-        req["seed"] = by_handle or by_value
+        if live and h is not None:
+            req["seed"] = {"handle": h.id}
+        else:
+            req["seed"] = {"persisted": seed.persisted, "children": dict(h.children) if h else {}}
         req["sessions"] = cache_sent
-        try:
-            result = self._runner.request(req)
-        except _UnknownHandle:
-            req["seed"] = by_value
-            req["sessions"] = dict(sessions) if (sessions is not None and rebind) else {}
-            result = self._runner.request(req)
-        return self._collect(result, len(events), sessions if rebind else None)
+        return req
 
-    def _collect(
-        self, result: Mapping[str, Any], n_events: int, sessions: dict[str, str] | None
-    ) -> list[Snapshot]:
-        """Turn a fold reply into snapshots; apply the rebinding-cache delta to ``sessions``."""
-        persisted = result["persisted"]
-        children = result["children"]
-        n = len(persisted)
-        if n != n_events or len(children) != n:
-            self._runner.close()
-            raise EngineError(
-                f"Malformed output from the Node runner for {self._runner.label}: {n} snapshots for "
-                f"{n_events} events; the runner was stopped."
+    def _stream(
+        self,
+        seed: Snapshot,
+        events: list[Mapping[str, Any]],
+        sessions: dict[str, str] | None,
+        *,
+        rebind: bool,
+        emit: str = "all",
+    ) -> Iterator[Snapshot]:
+        """Fold ``events`` in one request, yielding snapshots as the runner streams them."""
+        req = self._seed_request(seed, events, sessions, rebind=rebind, emit=emit)
+        rid = self._runner.send(req, pipelined=True)
+        try:
+            yield from self._decode(
+                self._runner.recv_stream(rid), len(events), sessions if rebind else None, None
             )
+        except _UnknownHandle:
+            req = self._seed_request(seed, events, sessions, rebind=rebind, emit=emit, by_value=True)
+            rid = self._runner.send(req, pipelined=True)
+            yield from self._decode(
+                self._runner.recv_stream(rid), len(events), sessions if rebind else None, None
+            )
+
+    def _decode(
+        self,
+        stream: Iterator[tuple[bool, Any]],
+        n_events: int,
+        sessions: dict[str, str] | None,
+        prev: list[Mapping[str, Any] | None] | None,
+    ) -> Iterator[Snapshot]:
+        """Turn the streamed reply of one fold request into snapshots (``n_events`` of them).
+
+        A ``null`` persisted snapshot (or children map) is the previous one again (the runner
+        sends identical ones once); ``prev`` carries the last snapshot across requests. Applies the rebinding
+        cache delta to ``sessions`` at the end.
+        """
         gen = self._runner.generation
-        out = [Snapshot(persisted[i], _Handle(gen, None, children[i])) for i in range(n - 1)]
-        last = self._new_handle(int(result["handle"]), children[-1])
-        out.append(Snapshot(persisted[-1], last))
-        if sessions is not None:
-            sessions.update(result.get("sessions") or {})
-            self._mirror = (last.generation, int(result["handle"]), dict(sessions))
-        return out
+        last_p: Mapping[str, Any] | None = prev[0] if prev else None
+        last_kids: dict[str, str] = {}
+        count = 0
+        for final, part in stream:
+            persisted = part["persisted"]
+            hashes = part["hashes"]
+            children = part["children"]
+            n = len(persisted)
+            if len(hashes) != n or len(children) != n or count + n > n_events or (
+                final and count + n != n_events
+            ):
+                self._runner.close()
+                raise EngineError(
+                    f"Malformed output from the Node runner for {self._runner.label}: "
+                    f"{count + n} snapshots for {n_events} events; the runner was stopped."
+                )
+            stop = n - 1 if final else n
+            for i in range(stop):
+                p = persisted[i]
+                if p is None:
+                    p = last_p if last_p is not None else {}
+                last_p = p
+                kids = children[i]
+                if kids is None:
+                    kids = last_kids
+                last_kids = kids
+                yield Snapshot(p, _Handle(gen, None, kids), hashes[i])
+            count += n
+            if final:
+                p = persisted[-1]
+                if p is None:
+                    p = last_p if last_p is not None else {}
+                if prev is not None:
+                    prev[:] = [p]
+                h = self._new_handle(int(part["handle"]), children[-1])
+                if sessions is not None:
+                    sessions.update(part.get("sessions") or {})
+                    self._mirror = (h.generation, int(part["handle"]), dict(sessions))
+                yield Snapshot(p, h, hashes[-1])
+
+    def fold_last(
+        self,
+        seed: Snapshot,
+        events: Sequence[Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+        *,
+        sessions: dict[str, str] | None = None,
+    ) -> tuple[Snapshot, list[str]]:
+        """Fold ``events`` like :meth:`fold` but receive only the last persisted snapshot.
+
+        For seeks: returns ``(snapshot after the last event, [state hash after each event])``.
+        The intermediate persisted snapshots never cross the pipe. Raises as :meth:`fold`;
+        ``ValueError`` for no events.
+        """
+        evs = events if isinstance(events, list) else list(events)
+        if not evs:
+            raise ValueError("fold_last needs at least one event")
+        snaps = list(self._stream(seed, evs, sessions, rebind=True, emit="last"))
+        return snaps[-1], [s.state_hash or "" for s in snaps]
 
     def fold_iter(
         self,
@@ -672,11 +884,13 @@ class XStateMachine:
     ) -> Iterator[Snapshot]:
         """Like :meth:`fold`, but yields snapshots while the runner folds ahead (pipelined).
 
-        The events go to the runner in chunks of ``chunk``; the request for chunk k+1 is sent
-        before chunk k's snapshots are yielded, so work done per snapshot by the consumer (e.g.
-        hashing) overlaps with the fold in Node. Results, the ``sessions`` updates and errors
-        are those of :meth:`fold` (a :class:`~agentscope.errors.MachineExecutionError` ``index``
-        counts from the start of ``events``); an error is raised when its chunk is reached.
+        The events go to the runner in requests of ``chunk`` events, two in flight (the next one
+        continues from the previous one's last snapshot inside the runner), and every reply is
+        streamed in parts of about :attr:`part_bytes` bytes: the runner folds ahead while the
+        consumer works on earlier snapshots (e.g. hashing), pausing when ~8 MB of output waits.
+        Memory stays bounded by bytes, not by entry count. Results, the ``sessions`` updates and
+        errors are those of :meth:`fold` (a :class:`~agentscope.errors.MachineExecutionError`
+        ``index`` counts from the start of ``events``); an error is raised when it is reached.
         """
         evs = events if isinstance(events, list) else list(events)
         if not evs:
@@ -684,37 +898,90 @@ class XStateMachine:
         if chunk < 1:
             raise ValueError("chunk must be >= 1")
         cache: dict[str, str] = {} if sessions is None else sessions
-        out = self._fold(seed, evs[:chunk], cache, rebind=True)
-        pos = len(out)
-        while True:
-            pending: int | None = None
-            if pos < len(evs):
-                last = out[-1].handle
-                assert isinstance(last, _Handle) and last.id is not None
-                pending = self._runner.send(
-                    {
-                        "op": "fold",
-                        "seed": {"handle": last.id},
-                        "events": evs[pos : pos + chunk],
-                        "sessions": None,  # the runner continues with that handle's cache
-                        "rebind": True,
-                        "reseedEvery": self.reseed_every,
-                    },
-                    pipelined=True,
-                )
-            yield from out
-            if pending is None:
-                return
-            n = min(chunk, len(evs) - pos)
+        first = evs[:chunk]
+        req = self._seed_request(seed, first, cache, rebind=True)
+        rid = self._runner.send(req, pipelined=True)
+        stream = self._runner.recv_stream(rid)
+        try:
             try:
-                result = self._runner.recv(pending)
-            except MachineExecutionError as exc:
-                idx = None if exc.index is None else exc.index + pos
-                raise MachineExecutionError(
-                    str(exc), index=idx, event_type=exc.event_type, kind=exc.kind
-                ) from exc
-            out = self._collect(result, n, cache)
+                head = next(stream)
+            except _UnknownHandle:
+                req = self._seed_request(seed, first, cache, rebind=True, by_value=True)
+                rid = self._runner.send(req, pipelined=True)
+                stream = self._runner.recv_stream(rid)
+                head = next(stream)
+        except MachineExecutionError as exc:  # the first request failed before any part
+            if isinstance(exc.index, int) and exc.index > 0:
+                yield from self._fold(seed, evs[: exc.index], cache, rebind=True)
+            raise
+        replay_head = [head]
+        runner = self._runner
+
+        def primed() -> Iterator[tuple[bool, Any]]:
+            yield from replay_head
+            yield from stream
+
+        queue: deque[tuple[int, int, int]] = deque([(rid, 0, len(first))])  # (rid, start, n)
+        pos = len(first)
+
+        def send_next(after: int) -> int:
+            nonlocal pos
+            n = min(chunk, len(evs) - pos)
+            r = runner.send(
+                {
+                    "op": "fold",
+                    "seed": {"after": after},
+                    "events": evs[pos : pos + n],
+                    "sessions": None,  # the runner continues with that fold's cache
+                    "rebind": True,
+                    "reseedEvery": self.reseed_every,
+                    "partBytes": self.part_bytes,
+                },
+                pipelined=True,
+            )
+            queue.append((r, pos, n))
             pos += n
+            return r
+
+        if pos < len(evs):
+            send_next(rid)
+        prev: list[Mapping[str, Any] | None] = [None]
+        current: Iterator[tuple[bool, Any]] | None = primed()
+        chunk_seed = seed  # the snapshot the head request starts from (``cache`` is as of it)
+        try:
+            while queue:
+                r, start, n = queue[0]
+                decoded = self._decode(
+                    current if current is not None else runner.recv_stream(r), n, cache, prev
+                )
+                current = None
+                got = 0
+                try:
+                    for snap in decoded:
+                        got += 1
+                        yield snap
+                except MachineExecutionError as exc:
+                    bad = exc.index
+                    if isinstance(bad, int) and got < bad:
+                        # the snapshots before the failing event were in the failed reply:
+                        # fold them again (from this request's seed) so every one is yielded
+                        queue.popleft()
+                        runner.abandon(q for q, _, _ in queue)
+                        queue.clear()
+                        redo = self._fold(chunk_seed, evs[start : start + bad], cache, rebind=True)
+                        yield from redo[got:]
+                    idx = None if bad is None else bad + start
+                    raise MachineExecutionError(
+                        str(exc), index=idx, event_type=exc.event_type, kind=exc.kind
+                    ) from exc
+                if got:
+                    chunk_seed = snap
+                queue.popleft()
+                if pos < len(evs):
+                    send_next(queue[-1][0] if queue else r)
+        finally:
+            if queue:  # stopped early (or failed): nobody reads the rest of these replies
+                runner.abandon(r for r, _, _ in queue)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -832,7 +1099,7 @@ def load_machine(
         raise MachineLoadError(f"Machine module not found: {p}")
     suffix = p.suffix.lower()
     version = _node_version(node) if suffix in TS_SUFFIXES else None
-    argv = [node, *node_argv(p, node, version)]
+    argv = [node, *_DEPTH_FLAGS, *node_argv(p, node, version)]
     argv.append(str(RUNNER_PATH))
     load_req: dict[str, Any] = {"op": "load", "path": str(p)}
     if export is not None:

@@ -17,9 +17,10 @@ line-by-line reader runs instead, which finds and reports the problem with its p
 result is the same as the exact reader's, only faster. Entries are parsed with orjson (cyclic GC
 frozen) the first time :attr:`EventLog.entries` is used; :attr:`EventLog.df` is built from the
 Arrow columns, and its ``event``/``metadata`` cells are :class:`LazyPayload` mappings that parse
-their own line on first use. One exception to "only accepts": a line nested deeper than the
-recursion limit allows cannot be seen up front cheaply, so it raises :class:`LogFormatError`
-(with its entry and line) when it is first parsed, not from ``read_log``.
+their own line on first use. One exception to "only accepts": a line nested deeper than
+``agentscope._deep.MAX_DEPTH`` cannot be seen up front cheaply, so it raises
+:class:`LogFormatError` (with its entry, line, field and the limit) when it is first parsed, not
+from ``read_log``.
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agentscope._deep import json_depth_path, short_pointer
 from agentscope.errors import LogFormatError
 from agentscope.log.model import DF_COLUMNS, EventLog, Segment, recorded_at_series
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
     RECORDED_AT_PATTERN,
+    TOO_DEEP,
     entry_problem,
     loads,
 )
@@ -122,20 +125,27 @@ def _parse_line(raw: bytes, i: int = 0, source: str | None = None) -> Any:
     Raises
     ------
     LogFormatError
-        Only for a line nested deeper than the recursion limit allows (the one thing the fast
-        path's checks cannot see up front), naming the entry and line.
+        Only for a line nested deeper than ``MAX_DEPTH`` (the one thing the fast path's checks
+        cannot see up front), naming the entry, line, field and the limit.
     """
     import orjson
 
     try:
         return orjson.loads(raw)
-    except orjson.JSONDecodeError:  # e.g. a lone surrogate escape, which JSON.parse accepts
+    except orjson.JSONDecodeError:  # a lone surrogate escape (JSON.parse accepts it), > 1,024 levels
         try:
-            return loads(raw)
+            value = loads(raw)
         except json.JSONDecodeError as exc:
             raise LogFormatError(
                 f"invalid JSON on this line: {exc.msg}", source=source, index=i, line=i + 1
             ) from None
+    where = json_depth_path(value)  # the exact reader's rule (validate.entry_problem)
+    if where is not None:
+        raise LogFormatError(
+            f"Agent event entry: {TOO_DEEP}.", source=source, index=i, line=i + 1,
+            field=short_pointer(where).strip("/").replace("/", ".") or None,
+        )
+    return value
 
 
 class _Source:

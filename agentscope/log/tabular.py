@@ -14,9 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from agentscope._deep import call_deep
 from agentscope.errors import LogFormatError
 from agentscope.log.model import ErrorsMode, EventLog
-from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, ANONYMOUS_MACHINE, UNVERSIONED, is_recorded_at
+from agentscope.log.validate import (
+    AGENT_INIT_EVENT_TYPE,
+    ANONYMOUS_MACHINE,
+    TOO_DEEP,
+    UNVERSIONED,
+    is_recorded_at,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,12 +112,15 @@ def _timestamp(value: Any) -> str | None:
 def _object(value: Any, what: str) -> dict[str, Any]:
     if _missing(value):
         return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ValueError(f"{what} is not JSON text: {value[:60]!r}") from None
-    value = _plain(value)
+    try:
+        if isinstance(value, str):
+            try:
+                value = call_deep(json.loads, value)  # deep values: agentscope._deep
+            except ValueError:
+                raise ValueError(f"{what} is not JSON text: {value[:60]!r}") from None
+        value = call_deep(_plain, value)
+    except RecursionError:
+        raise ValueError(f"{what}: {TOO_DEEP}") from None
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be an object, got {type(value).__name__}")
     return value

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from agentscope._deep import MAX_DEPTH, DepthLimitError, call_deep, call_deep_checked, short_pointer
 from agentscope.errors import (
     EntryValidationError,
     LogFormatError,
@@ -130,9 +131,10 @@ def loads(text: str | bytes) -> Any:
         For text that is not JSON at all, or that nests arrays/objects deeper than Python's
         recursion limit allows (the message then says so).
     """
-    try:
-        return json.loads(
-            text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+    try:  # past Python's recursion limit, again on a big stack (agentscope._deep)
+        return call_deep(
+            json.loads, text,
+            parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant,
         )
     except RecursionError:
         doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
@@ -141,7 +143,7 @@ def loads(text: str | bytes) -> Any:
 
 _SCALARS = (str, bool, int, type(None))
 
-TOO_DEEP = "arrays/objects nested too deeply to process (beyond Python's recursion limit)"
+TOO_DEEP = f"arrays/objects nested deeper than agentscope's limit of {MAX_DEPTH:,} levels"
 """The message for a value nested deeper than the recursion limit allows (parse or check)."""
 
 
@@ -258,7 +260,10 @@ def entry_problem(
         return bad("Agent event entry must be an object.")
     # 2. JSON safety of the whole entry
     try:
-        unsafe = json_safety_problem(entry)
+        unsafe = call_deep_checked("entry", entry, json_safety_problem)
+    except DepthLimitError as exc:
+        where = short_pointer(exc.pointer or "").strip("/").replace("/", ".") or None
+        return bad(f"Agent event entry: {TOO_DEEP}.", where)
     except RecursionError:
         return bad(f"Agent event entry: {TOO_DEEP}.")
     if unsafe is not None:

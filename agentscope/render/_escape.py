@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from agentscope.hashing import escape_lone_surrogates, lossless_json
+
 __all__ = ["esc", "json_for_script", "truncate"]
 
 _SCRIPT_UNSAFE = {
@@ -27,9 +29,12 @@ def esc(value: object) -> str:
     """Return ``str(value)`` escaped for HTML text and double- or single-quoted attributes.
 
     ``&``, ``<``, ``>``, ``"`` and ``'`` become entities (:func:`html.escape` with ``quote=True``),
-    so ``</script>``, ``</svg>`` and ``<!--`` in a payload stay inert text.
+    so ``</script>``, ``</svg>`` and ``<!--`` in a payload stay inert text. A lone surrogate
+    (legal in a JS string, not in HTML) is shown as the text ``\\udxxx``, exactly as
+    ``JSON.stringify`` writes it, so the page (and a widget's state) stays valid Unicode.
     """
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+    text = html.escape(value if isinstance(value, str) else str(value), quote=True)
+    return escape_lone_surrogates(text)
 
 
 def json_for_script(value: Any) -> str:
@@ -37,9 +42,14 @@ def json_for_script(value: Any) -> str:
 
     ``<``, ``>`` and ``&`` are written as ``\\u003c``, ``\\u003e`` and ``\\u0026`` (so neither
     ``</script`` nor ``<!--`` can appear) and U+2028/U+2029 as escapes; ``JSON.parse`` reads the
-    same value back. Non-string dict keys and non-JSON values raise ``TypeError``.
+    same value back. Lone surrogates are ``\\udxxx`` escapes, integers beyond 64 bits keep their
+    digits and nesting may go to ``MAX_DEPTH`` (:func:`agentscope.hashing.lossless_json`, used when
+    orjson refuses). Non-JSON values raise ``TypeError``.
     """
-    text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except orjson.JSONEncodeError:  # lone surrogate, > 64-bit integer, > 255 levels
+        text = lossless_json(value)
     return text.translate(_SCRIPT_UNSAFE)
 
 

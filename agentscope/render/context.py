@@ -17,7 +17,7 @@ import orjson
 
 from agentscope.render._escape import esc, truncate
 
-__all__ = ["CONTEXT_CSS", "context_html", "pointer", "pointer_join"]
+__all__ = ["CONTEXT_CSS", "context_diff_html", "context_html", "diff_rows", "pointer", "pointer_join"]
 
 CONTEXT_CSS = """
 .as-ctx{font:12px/1.45 monospace;max-height:520px;overflow:auto}
@@ -203,3 +203,88 @@ def context_html(
     if tree is None:
         tree = f'<div class="as-meta">no match for {esc(filter)}</div>'
     return f'<div class="as-ctx">{search}{tree}</div>'
+
+
+def diff_rows(
+    left: Any, right: Any, base: str = "/context", *, limit: int = 500
+) -> list[tuple[str, str, Any, Any]]:
+    """Return where two JSON values differ, as ``(pointer, status, left_value, right_value)`` rows.
+
+    ``status`` is ``"changed"`` (both sides have the path, the values differ: a changed scalar or
+    a type change), ``"only-a"`` (the path exists on the left only) or ``"only-b"``. Containers
+    present on both sides are walked (keys in left order, then the right's extra keys); at most
+    ``limit`` rows, nesting walked to depth 64. A missing side's value is ``None``.
+    """
+    out: list[tuple[str, str, Any, Any]] = []
+
+    def walk(x: Any, y: Any, path: str, depth: int) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(x, Mapping) and isinstance(y, Mapping) and depth < 64:
+            for k in list(x.keys()) + [k for k in y if k not in x]:
+                if len(out) >= limit:
+                    return
+                p = pointer_join(path, str(k))
+                if k not in y:
+                    out.append((p, "only-a", x[k], None))
+                elif k not in x:
+                    out.append((p, "only-b", None, y[k]))
+                else:
+                    walk(x[k], y[k], p, depth + 1)
+        elif isinstance(x, list) and isinstance(y, list) and depth < 64:
+            for i in range(max(len(x), len(y))):
+                if len(out) >= limit:
+                    return
+                p = pointer_join(path, i)
+                if i >= len(y):
+                    out.append((p, "only-a", x[i], None))
+                elif i >= len(x):
+                    out.append((p, "only-b", None, y[i]))
+                else:
+                    walk(x[i], y[i], p, depth + 1)
+        elif type(x) is not type(y) or x != y:
+            out.append((path, "changed", x, y))
+
+    walk(left, right, base, 0)
+    return out
+
+
+def _short(v: Any, limit: int = 120) -> str:
+    try:
+        text = orjson.dumps(v, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        text = repr(v)
+    shown, cut = truncate(text, limit)
+    return shown + ("…" if cut else "")
+
+
+def context_diff_html(
+    rows: Sequence[tuple[str, str, Any, Any]], *, names: tuple[str, str] = ("a", "b"), limit: int = 500
+) -> str:
+    """Return an aligned side-by-side table of :func:`diff_rows` (escaped; one row per path).
+
+    A path present on one side only is marked (class ``as-d-only-a`` / ``as-d-only-b``, the
+    missing side reads "(absent)"); a changed value has class ``as-d-changed``.
+    """
+    if not rows:
+        return '<div class="as-meta as-cdiff-none">the two contexts are identical</div>'
+    body = []
+    for path, status, a, b in rows[:limit]:
+        ta = "(absent)" if status == "only-b" else _short(a)
+        tb = "(absent)" if status == "only-a" else _short(b)
+        mark = {"only-a": f" (only in {names[0]})", "only-b": f" (only in {names[1]})"}.get(status, "")
+        body.append(
+            f'<tr class="as-d-{status}" data-path="{esc(path)}"><td>{esc(path)}{esc(mark)}</td>'
+            f'<td class="as-d-a">{esc(ta)}</td><td class="as-d-b">{esc(tb)}</td></tr>'
+        )
+    more = (
+        f'<tr><td colspan="3" class="as-meta">… {len(rows) - limit:,} more</td></tr>'
+        if len(rows) > limit
+        else ""
+    )
+    return (
+        f'<table class="as-cdiff"><tr><th>path</th><th>{esc(names[0])}</th><th>{esc(names[1])}</th></tr>'
+        + "".join(body)
+        + more
+        + "</table>"
+    )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE_CSS",
+    "WIDGET_CSS",
     "MarkerStrip",
     "Sparkline",
     "actors_html",
@@ -52,7 +53,8 @@ BASE_CSS = """
 .as-ignored{display:inline-block;margin-left:6px;padding:0 6px;border-radius:8px;
   background:#eceff1;color:#546e7a;font-size:11px}
 .as-table{border-collapse:collapse;font-size:12px}
-.as-table td,.as-table th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top}
+.as-table td,.as-table th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top;
+  line-height:1.35}
 .as-table tr.as-current{background:#fff3c4}
 .as-table tr.as-row-mismatch td:first-child{border-left:3px solid #e53935}
 .as-sec{margin:6px 0 2px;font-weight:600;color:#455a64}
@@ -61,7 +63,34 @@ BASE_CSS = """
 .as-note{color:#546e7a;font-style:italic}
 .as-rows-select select{font-family:monospace;font-size:12px}
 .as-diverge{color:#b71c1c;font-weight:700}
+.as-ended{color:#6a1b9a;font-weight:600}
+.as-cdiff{border-collapse:collapse;font:12px/1.4 monospace;width:100%;table-layout:fixed}
+.as-cdiff td,.as-cdiff th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top;
+  overflow-wrap:anywhere}
+.as-cdiff th{font-family:system-ui,sans-serif}
+.as-cdiff td:first-child{width:34%;color:#6a1b9a}
+.as-cdiff tr.as-d-changed td{background:#fff3e0}
+.as-cdiff tr.as-d-only-a td.as-d-a,.as-cdiff tr.as-d-only-b td.as-d-b{background:#e8f5e9}
+.as-cdiff tr.as-d-only-a td.as-d-b,.as-cdiff tr.as-d-only-b td.as-d-a{color:#9e9e9e;font-style:italic}
+.as-aligned{border-collapse:collapse;font-size:12px;width:100%}
+.as-aligned td,.as-aligned th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left}
+.as-aligned tr.as-current{background:#fff3c4}
+.as-aligned tr.as-differ td.as-al-b{color:#b71c1c}
+.as-aligned td.as-al-none{color:#9e9e9e;font-style:italic}
 """
+
+
+WIDGET_CSS = (
+    "<style>.as-play button:nth-of-type(2){display:none}"  # Play's stop resets to 0; pause keeps it
+    ".agentscope-timetravel .as-rows-select select{font-family:monospace;font-size:12px}"
+    # the chart scrolls inside its own box (.as-chart), so the legend and the rest wrap to the page
+    ".agentscope-timetravel .widget-html,.agentscope-forkview .widget-html,"
+    ".agentscope-timetravel .widget-html-content,.agentscope-forkview .widget-html-content"
+    "{min-width:0;max-width:100%}"
+    ".agentscope-timetravel .widget-html-content>.as-chart,"
+    ".agentscope-forkview .widget-html-content>.as-chart{overflow:auto;max-width:100%}</style>"
+)
+"""Extra ``<style>`` of the ipywidgets views (Play shows play/pause only: its stop resets to 0)."""
 
 
 def page_css() -> str:
@@ -144,7 +173,7 @@ def event_html(frame: Frame, *, max_string: int = 120) -> str:
             max_nodes=300,
         )
         if payload
-        else '<span class="as-meta">(no payload)</span>'
+        else ' <span class="as-meta">(no payload)</span>'
     )
     return (
         f'<div class="as-event">{"".join(bits)} <span class="as-meta">{" · ".join(meta)}</span>{tree}</div>'

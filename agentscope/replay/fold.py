@@ -169,6 +169,22 @@ def fold_segment(
     else:
         s = seed
     step = max(1, batch) if exact_batches else min(_batch_for(batch, s), _FIRST_STEP)
+    # the Node engine streams: two requests in flight, replies capped by bytes (the runner's
+    # parts), so the batch size only sets the request granularity, not what is held at once
+    stream = None if exact_batches else getattr(machine, "fold_iter", None)
+    if stream is not None and i < stop:
+        step = _batch_for(batch, s)
+        k = i - 1
+        try:
+            events_all = [event_of(entries[x]) for x in range(i, stop)]
+            for k, sn in enumerate(stream(s, events_all, sessions=cache, chunk=step), i):
+                yield k, sn
+        except Exception as exc:
+            bad = getattr(exc, "index", None)  # counts from ``i`` (fold_iter's contract)
+            at = i + bad if isinstance(bad, int) and not isinstance(bad, bool) else k + 1
+            _note(exc, entries, at)
+            raise
+        return
     while i < stop:
         j = min(stop, i + step)
         events = [event_of(entries[k]) for k in range(i, j)]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from agentscope.engines.base import Machine, Snapshot
+from agentscope.engines.base import Machine, Snapshot, snapshot_hash
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
@@ -306,8 +306,7 @@ class _SegmentPass:
                 self.k_base = i
         else:
             same = prev is not None and p == prev  # the state did not react ("ignored")
-        # the engine's own (JS) hash when it sent one (the wire work's Snapshot.state_hash)
-        h = self.prev_h if same else (getattr(snap, "state_hash", None) or state_hash(p))
+        h = self.prev_h if same else snapshot_hash(snap)  # the engine's own (JS) hash when sent
         idx.computed[i] = int(h, 16)
         idx.has_computed[i] = True
         if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame, Verdict
 from agentscope.log.entry import AGENT_USAGE, entry_id, event_of, event_type, recorded_hash
-from agentscope.render.chart import taken_edges
+from agentscope.render.chart import moves_from_taken, taken_edges
 from agentscope.render.dot import ObservedEdge
 
 if TYPE_CHECKING:
@@ -157,7 +157,13 @@ def step_info(graph: Graph, previous: Frame | None, frame: Frame) -> StepInfo:
     if previous is None or previous.persisted is None or frame.event_type == "@agent.init":
         return StepInfo(active, frozenset(), frozenset(), ())
     before = frozenset(graph.active_ids(previous.value))
-    moves = () if frame.ignored else tuple(taken_edges(graph, before, active, frame.event))
+    taken = getattr(frame, "transitions", None)  # what the engine reports it took, when it does
+    if frame.ignored:
+        moves: tuple[ObservedEdge, ...] = ()
+    elif taken is not None:
+        moves = moves_from_taken(graph, taken)
+    else:
+        moves = tuple(taken_edges(graph, before, active, frame.event))
     return StepInfo(active, active - before, before - active, moves)
 
 

@@ -11,9 +11,16 @@ import traitlets
 from agentscope.frames import Frame
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_svg, layout
-from agentscope.render.context import context_html, pointer_join
-from agentscope.render.html import MarkerStrip, badge_html, event_html, style_block
-from agentscope.widgets._source import FrameCache, FrameSource, as_entries, make_fork_timelines, step_info
+from agentscope.render.context import context_diff_html, context_html, diff_rows
+from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
+from agentscope.widgets._source import (
+    FrameCache,
+    FrameSource,
+    StepInfo,
+    as_entries,
+    make_fork_timelines,
+    step_info,
+)
 
 __all__ = ["ForkView", "common_prefix", "differing_paths"]
 
@@ -32,30 +39,9 @@ def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int
     """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, leaves first-found.
 
     A key present on one side only, a changed scalar, or a type change each give one path; at
-    most ``limit`` paths are returned.
+    most ``limit`` paths are returned (see :func:`agentscope.render.context.diff_rows`).
     """
-    out: list[str] = []
-
-    def walk(x: Any, y: Any, path: str, depth: int) -> None:
-        if len(out) >= limit:
-            return
-        if isinstance(x, Mapping) and isinstance(y, Mapping) and depth < 64:
-            for k in list(x.keys()) + [k for k in y if k not in x]:
-                if k not in x or k not in y:
-                    out.append(pointer_join(path, str(k)))
-                else:
-                    walk(x[k], y[k], pointer_join(path, str(k)), depth + 1)
-        elif isinstance(x, list) and isinstance(y, list) and depth < 64:
-            for i in range(max(len(x), len(y))):
-                if i >= len(x) or i >= len(y):
-                    out.append(pointer_join(path, i))
-                else:
-                    walk(x[i], y[i], pointer_join(path, i), depth + 1)
-        elif type(x) is not type(y) or x != y:
-            out.append(path)
-
-    walk(left, right, base, 0)
-    return out
+    return [p for p, *_ in diff_rows(left, right, base, limit=limit)]
 
 
 def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
@@ -146,11 +132,18 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             self.n, {self.divergence: "divergence"} if self.divergence is not None else {}, width=520
         )
         base = layout(machine.graph, engine=engine)
-        self.layouts: tuple[Layout, Layout] = (base, base.with_prefix("bs"))
+        self.layout_: Layout = base
+        """The one chart both sides are drawn on (machine layout; a's states lit in amber, b's in
+        blue, states active on both in green)."""
+        self.layouts: tuple[Layout, Layout] = (base, base)
 
-        self._play = ipywidgets.Play(min=0, max=self.n - 1, interval=500)
+        self._play = ipywidgets.Play(min=0, max=self.n - 1, interval=500, show_repeat=False)
+        self._play.add_class("as-play")
         self._slider = ipywidgets.IntSlider(
-            min=0, max=self.n - 1, description="step", layout=ipywidgets.Layout(width="520px")
+            min=0,
+            max=self.n - 1,
+            description="step",
+            layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
         )
         # slider first: a jslink copies source to target when the front end builds it, and a front
         # end that builds the widgets after steps were set in the kernel (Voila, a re-opened
@@ -171,17 +164,44 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self._div.on_click(lambda _: self.jump_to_divergence())
         self._strip = ipywidgets.HTML()
         self._summary = ipywidgets.HTML()
+        self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%", overflow="auto"))
         self._sides = tuple(
-            ipywidgets.HTML(layout=ipywidgets.Layout(flex="1 1 50%", min_width="0", overflow="auto"))
+            ipywidgets.HTML(layout=ipywidgets.Layout(flex="1 1 360px", min_width="0", overflow="auto"))
             for _ in range(2)
         )
+        self._mode = ipywidgets.ToggleButtons(
+            options=[("auto", "auto"), ("only differences", "diff"), ("both in full", "all")],
+            value="auto",
+            tooltips=[
+                "only the differences from the divergence on, the full context before it",
+                "only the paths where the two contexts differ",
+                "both contexts in full, side by side",
+            ],
+            style={"button_width": "auto"},
+        )
+        self._mode.observe(lambda _: self._render(), names="value")
+        self._context = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%"))
+        self._entries = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%"))
         super().__init__(
             children=(
-                ipywidgets.HTML(style_block()),
-                ipywidgets.HBox([self._prev, self._play, self._slider, self._next, self._div]),
+                ipywidgets.HTML(style_block() + WIDGET_CSS),
+                ipywidgets.HBox(
+                    [self._prev, self._play, self._slider, self._next, self._div],
+                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
+                ),
                 self._strip,
                 self._summary,
-                ipywidgets.HBox(list(self._sides), layout=ipywidgets.Layout(width="100%")),
+                self._chart,
+                ipywidgets.HBox(
+                    list(self._sides), layout=ipywidgets.Layout(width="100%", flex_flow="row wrap")
+                ),
+                ipywidgets.HBox(
+                    [ipywidgets.HTML('<div class="as-sec">context</div>'), self._mode],
+                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"),
+                ),
+                self._context,
+                ipywidgets.HTML('<div class="as-sec">entries, aligned by index</div>'),
+                self._entries,
             )
         )
         self.add_class("agentscope-forkview")
@@ -219,51 +239,164 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         """Context paths where the two sides differ at :attr:`step`."""
         return _paths(*self.frames())
 
-    def side_html(self, k: int, frame: Frame | None, paths: Sequence[str]) -> str:
-        """HTML of one side at the current step."""
+    def side_html(self, k: int, frame: Frame | None, paths: Sequence[str] = ()) -> str:
+        """HTML of one side's header at the current step: name, badge and event (or that it ended)."""
         name = esc(self.names[k])
         if frame is None:
-            ended = f'<span class="as-note">(log ended at {self.lengths[k]})</span>'
-            return f'<div class="as-root"><b>{name}</b> {ended}</div>'
-        prev = self._frames[k].at(frame.index - 1) if frame.index > 0 else None
-        info = step_info(self.layouts[k].graph, prev, frame)
-        chart = (
-            frame_svg(
-                self.layouts[k], info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
+            ended = (
+                f'<span class="as-ended">{name} ended at entry {self.lengths[k] - 1} '
+                f"({self.lengths[k]} entries)</span>"
             )
-            if frame.persisted is not None
-            else ""
-        )
-        ctx = context_html(frame.context, changed_paths=paths) if frame.persisted is not None else ""
+            return f'<div class="as-root as-side" data-side="{k}"><b>{name}</b> {ended}</div>'
         return (
             f'<div class="as-root as-side" data-side="{k}"><b>{name}</b> {badge_html(frame)}'
-            f"{event_html(frame)}{chart}<div class='as-sec'>context</div>{ctx}</div>"
+            f"{event_html(frame)}</div>"
         )
 
-    def _render(self) -> None:
+    def chart_html(self, fa: Frame | None, fb: Frame | None) -> str:
+        """The one chart: a's active states (amber), b's (blue), both (green); each side's move lit."""
+        lay = self.layout_
+        infos: list[StepInfo | None] = []
+        for k, f in ((0, fa), (1, fb)):
+            if f is None or f.persisted is None:
+                infos.append(None)
+                continue
+            prev = self._frames[k].at(f.index - 1) if f.index > 0 else None
+            infos.append(step_info(lay.graph, prev, f))
+        a, b = infos
+        if a is None and b is None:
+            return ""
+        return frame_svg(
+            lay,
+            a.active if a else (),
+            taken_edge=a.moves if a else (),
+            taken_b=b.moves if b else (),
+            entered=a.entered if a else (),
+            exited=a.exited if a else (),
+            also_active=b.active if b else (),
+            names=self.names,
+        )
+
+    def context_view(self, fa: Frame | None, fb: Frame | None) -> str:
+        """The context at this step: the aligned diff, or the full tree(s), per the mode."""
         i = self.step
-        fa, fb = self.frames()
+        mode = self._mode.value
+        shared = self.divergence is not None and i < self.divergence
+        if mode == "auto":
+            mode = "all" if self.divergence is None or shared else "diff"
+        if mode == "diff":
+            if fa is None or fb is None or fa.persisted is None or fb.persisted is None:
+                return '<div class="as-note">one side has ended: nothing to compare</div>'
+            return context_diff_html(diff_rows(fa.context, fb.context), names=self.names)
         paths = _paths(fa, fb)
+        if shared and not paths and fa is not None and fa.persisted is not None:
+            return '<div class="as-meta">both sides (identical before the divergence)</div>' + context_html(
+                fa.context, changed_paths=fa.changed_paths
+            )
+        cols = []
+        for k, f in ((0, fa), (1, fb)):
+            name = esc(self.names[k])
+            if f is None:
+                body = f'<div class="as-note">{name} ended at entry {self.lengths[k] - 1}</div>'
+            elif f.persisted is None:
+                body = '<div class="as-note">replay needs a machine</div>'
+            else:
+                body = context_html(f.context, changed_paths=paths or f.changed_paths)
+            cols.append(f'<div class="as-col"><div class="as-meta">{name}</div>{body}</div>')
+        return f'<div class="as-root as-cols">{"".join(cols)}</div>'
+
+    def entries_html(self) -> str:
+        """The entries of both logs around the step, aligned by index (differing rows marked)."""
+        i = self.step
+        lo, hi = max(0, i - 8), min(self.n, i + 9)
+
+        def cell(e: Mapping[str, Any] | None, side: str) -> str:
+            if e is None:
+                return f'<td class="as-al-{side} as-al-none">(ended)</td>'
+            ev = e.get("event")
+            t = str(ev.get("type", "")) if isinstance(ev, Mapping) else ""
+            return f'<td class="as-al-{side}">{esc(t)}</td>'
+
+        rows = []
+        for k in range(lo, hi):
+            ea = self.entries[0][k] if k < self.lengths[0] else None
+            eb = self.entries[1][k] if k < self.lengths[1] else None
+            differ = ea is None or eb is None or ea.get("id") != eb.get("id")
+            cls = " ".join(c for c in ("as-current" if k == i else "", "as-differ" if differ else "") if c)
+            rows.append(f'<tr class="{cls}" data-index="{k}"><td>{k}</td>{cell(ea, "a")}{cell(eb, "b")}</tr>')
+        head = f"<tr><th>#</th><th>{esc(self.names[0])}</th><th>{esc(self.names[1])}</th></tr>"
+        return f'<div class="as-root"><table class="as-aligned">{head}{"".join(rows)}</table></div>'
+
+    def _diverging_events(self) -> str:
+        """``main APPROVE vs fork REJECT``: each side's event at the divergence (escaped)."""
+        d = self.divergence
+        parts = []
+        for k in (0, 1):
+            if d is None or d >= self.lengths[k]:
+                parts.append(f"{esc(self.names[k])} (ended)")
+                continue
+            ev = self.entries[k][d].get("event")
+            t = str(ev.get("type", "")) if isinstance(ev, Mapping) else ""
+            parts.append(f"{esc(self.names[k])} {esc(t)}")
+        return " vs ".join(parts)
+
+    def summary_html(self, fa: Frame | None, fb: Frame | None) -> str:
+        """Where this step is relative to the divergence, and how the two sides compare."""
+        i = self.step
+        kind = esc(self.kind)
         if self.divergence is None:
-            where = f"{esc(self.kind)}: the logs agree on all {self.common} shared entries"
+            where = f"{kind}: the logs agree on all {self.common} shared entries"
         elif i < self.divergence:
             where = f"shared entry (prefix of {self.common}); divergence at {self.divergence}"
-        else:
-            kind = esc(self.kind)
-            where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
-        with self.hold_sync():
-            self._strip.value = self._strip_svg.svg(i)
-            self._summary.value = (
-                f'<div class="as-root">step {i}: {where}; {len(paths)} differing context path(s)</div>'
+        elif i == self.divergence:
+            where = (
+                f'<span class="as-diverge">at the divergence ({kind}, entry {self.divergence}: '
+                f"{self._diverging_events()})</span>"
             )
-            self._sides[0].value = self.side_html(0, fa, paths)
-            self._sides[1].value = self.side_html(1, fb, paths)
+        else:
+            where = f'<span class="as-diverge">past the divergence ({kind}) at {self.divergence}</span>'
+        if fa is None or fb is None:
+            ended, other = (0, 1) if fa is None else (1, 0)
+            tail = (
+                f'<span class="as-ended">{esc(self.names[ended])} ended at entry '
+                f"{self.lengths[ended] - 1}; {esc(self.names[other])} continues</span>"
+            )
+        else:
+            tail = f"{len(_paths(fa, fb))} differing context path(s)"
+        return f'<div class="as-root">step {i}: {where}; {tail}</div>'
 
-    def to_html(self, path: Any = None, *, keyframe_every: int = 200) -> str:
-        """Write (when ``path`` is given) and return a self-contained static player of both logs."""
-        from agentscope.widgets.player import forkview_page
+    def _render(self) -> None:
+        fa, fb = self.frames()
+        with self.hold_sync():
+            self._strip.value = self._strip_svg.svg(self.step)
+            self._summary.value = self.summary_html(fa, fb)
+            self._chart.value = self.chart_html(fa, fb)
+            self._sides[0].value = self.side_html(0, fa)
+            self._sides[1].value = self.side_html(1, fb)
+            self._context.value = self.context_view(fa, fb)
+            self._entries.value = self.entries_html()
 
-        page = forkview_page(self, keyframe_every=keyframe_every)
+    def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:
+        """Write (when ``path`` is given) and return a self-contained static player of both logs.
+
+        ``fork.html#divergence`` opens at the divergence, ``#45`` at step 45; ``redact`` as in
+        :meth:`agentscope.widgets.TimeTravel.to_html`. Built from the timelines and
+        :attr:`diff` (:func:`agentscope.widgets.player.fork_page`, no fold).
+        """
+        from agentscope.widgets.player import fork_page
+
+        paths = [redact] if isinstance(redact, str) else list(redact)
+        page = fork_page(
+            self.timelines,
+            self.diff,
+            self.machine.graph,
+            names=self.names,
+            logs=self.logs,
+            keyframe_every=keyframe_every,
+            redact=paths,
+            divergence=self.divergence,
+            kind=self.kind,
+        )
         if path is not None:
             from pathlib import Path
 

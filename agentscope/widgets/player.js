@@ -88,16 +88,32 @@ function tree(v, key, path, depth, changed, anc, q, force, budget){
   var d = el('div','as-leaf' + cls); d.dataset.path = path; d.appendChild(el('span','as-k', key));
   d.appendChild(document.createTextNode(': ')); d.appendChild(leafNode(v)); return d;
 }
+function ctxBox(p){ return document.querySelectorAll('#as-ctxs .as-ctx')[p]; }
 function renderCtx(p, i, paths){
-  var pane = document.querySelectorAll('.as-pane')[p], box = pane.querySelector('.as-ctx');
-  var q = (pane.querySelector('.as-ctx-search').value || '').toLowerCase();
+  var box = ctxBox(p);
+  var q = (document.querySelector('.as-ctx-search').value || '').toLowerCase();
   box.textContent = '';
+  var f = D.panes[p].frames[i];
   var ctx = ctxAt(p, i);
-  if (ctx === undefined){ box.appendChild(el('div','as-note', D.panes[p].frames[i] ? 'replay needs a machine' : '(log ended)')); return; }
+  if (ctx === undefined){ box.appendChild(el('div','as-note', f ? 'replay needs a machine' : D.panes[p].name + ' ended at entry ' + (D.panes[p].n - 1))); return; }
   var changed = new Set(paths), anc = new Set();
   paths.forEach(function(pp){ var parts = pp.split('/'); for (var k=1;k<parts.length;k++) anc.add(parts.slice(0,k).join('/')); });
   var t = tree(ctx, 'context', '/context', 0, changed, anc, q, false, {n: 2000});
   box.appendChild(t || el('div','as-meta','no match'));
+}
+function shortJ(v){ var s = JSON.stringify(v); if (s === undefined) s = String(v); return s.length > 120 ? s.slice(0,120) + '…' : s; }
+function diffTable(rows){
+  var box = $('as-cdiff'); box.textContent = '';
+  if (!rows.length){ box.appendChild(el('div','as-meta as-cdiff-none','the two contexts are identical')); return; }
+  var names = [D.panes[0].name, D.panes[1].name];
+  var t = el('table','as-cdiff'), h = el('tr');
+  ['path', names[0], names[1]].forEach(function(c){ h.appendChild(el('th', null, c)); }); t.appendChild(h);
+  rows.forEach(function(r){ var tr = el('tr','as-d-' + r[1]); tr.dataset.path = r[0];
+    var mark = r[1] === 'only-a' ? ' (only in ' + names[0] + ')' : r[1] === 'only-b' ? ' (only in ' + names[1] + ')' : '';
+    tr.appendChild(el('td', null, r[0] + mark));
+    tr.appendChild(el('td','as-d-a', r[1] === 'only-b' ? '(absent)' : shortJ(r[2])));
+    tr.appendChild(el('td','as-d-b', r[1] === 'only-a' ? '(absent)' : shortJ(r[3]))); t.appendChild(tr); });
+  box.appendChild(t);
 }
 function badge(f){
   var b = el('span','as-badge as-badge-' + f.v); b.dataset.verdict = f.v;
@@ -116,18 +132,18 @@ function eventBox(f, i){
   d.appendChild(el('span','as-meta',' ' + meta));
   var keys = Object.keys(f.p || {});
   if (keys.length){ var t = tree(f.p, 'payload', '/event', 0, new Set(), new Set(), '', false, {n: 300}); if (t) d.appendChild(t); }
-  else d.appendChild(el('div','as-meta','(no payload)'));
+  else d.appendChild(el('span','as-meta',' (no payload)'));
   return d;
 }
-var lit = D.panes.map(function(){ return []; });
+var lit = [];
+function clearLit(){ lit.forEach(function(x){ var e = document.getElementById(x[0]); if (e) e.classList.remove(x[1]); }); lit = []; }
 function restyle(p, f){
-  var pane = document.querySelectorAll('.as-pane')[p];
-  lit[p].forEach(function(x){ var e = document.getElementById(x[0]); if (e) e.classList.remove(x[1]); });
-  lit[p] = [];
+  var chart = $('as-chart');
   if (!f || f.a === undefined || f.a < 0) return;
   function add(ids, c){ (ids || []).forEach(function(id){ var e = document.getElementById(id);
-    if (e && pane.contains(e)){ e.classList.add(c); lit[p].push([id, c]); } }); }
-  add(D.panes[p].configs[f.a], 'as-active'); add(f.en, 'as-entered'); add(f.ex, 'as-exited'); add(f.tk, 'as-taken');
+    if (e && chart.contains(e) && !e.classList.contains(c)){ e.classList.add(c); lit.push([id, c]); } }); }
+  if (p === 0){ add(D.panes[p].configs[f.a], 'as-active'); add(f.en, 'as-entered'); add(f.ex, 'as-exited'); add(f.tk, 'as-taken'); }
+  else { add(D.panes[p].configs[f.a], 'as-active-b'); add(f.tk, 'as-taken-b'); }
 }
 function actors(f){
   var d = el('div');
@@ -160,35 +176,90 @@ function spark(i){
 }
 function rows(i){
   var tb = $('as-rows'); tb.textContent = '';
-  var P = D.panes[0], lo = Math.max(0, i-8), hi = Math.min(P.n, i+9);
-  for (var k = lo; k < hi; k++){ var f = P.frames[k], r = el('tr');
+  var n = D.n, lo = Math.max(0, i-8), hi = Math.min(n, i+9);
+  for (var k = lo; k < hi; k++){ var r = el('tr');
     r.dataset.index = k; if (k === i) r.className = 'as-current'; if (D.marks[k] === 'mismatch') r.className += ' as-row-mismatch';
-    [k, f.t, f.id, f.r || '—', f.v].forEach(function(c){ r.appendChild(el('td', null, c)); });
+    if (D.kind === 'fork'){
+      var fa = D.panes[0].frames[k], fb = D.panes[1].frames[k];
+      if (!fa || !fb || fa.t !== fb.t || fa.id !== fb.id) r.className += ' as-differ';
+      r.appendChild(el('td', null, k));
+      r.appendChild(el('td', fa ? 'as-al-a' : 'as-al-a as-al-none', fa ? fa.t : '(ended)'));
+      r.appendChild(el('td', fb ? 'as-al-b' : 'as-al-b as-al-none', fb ? fb.t : '(ended)'));
+      r.appendChild(el('td', null, (fa ? fa.v : '—') + ' / ' + (fb ? fb.v : '—')));
+    } else {
+      var f = D.panes[0].frames[k];
+      [k, f.t, f.id, f.at || '—', f.r || '—', f.v].forEach(function(c){ r.appendChild(el('td', null, c)); });
+    }
     r.addEventListener('click', (function(kk){ return function(){ show(kk); }; })(k)); tb.appendChild(r); }
+}
+function setUrl(i){
+  var h = (D.kind === 'fork' && D.divergence !== null && i === D.divergence) ? '#divergence' : '#' + i;
+  $('as-link').setAttribute('href', h);
+  if (location.hash === h) return;
+  try { history.replaceState(null, '', h); } catch (e) { /* a sandboxed frame: keep the page usable */ }
+}
+function startStep(){
+  var h = decodeURIComponent((location.hash || '').slice(1)), m = /[?&]step=([^&]+)/.exec(location.search || '');
+  var want = h || (m ? decodeURIComponent(m[1]) : '');
+  if (want === 'divergence') return D.divergence === null || D.divergence === undefined ? 0 : D.divergence;
+  if (/^\d+$/.test(want)) return Math.min(N-1, parseInt(want, 10));
+  return 0;
+}
+function ctxMode(i){
+  var m = $('as-cmode') ? $('as-cmode').value : 'all';
+  if (m === 'auto') m = (D.divergence !== null && i >= D.divergence) ? 'diff' : 'all';
+  return m;
 }
 function show(i){
   i = Math.max(0, Math.min(N-1, i|0)); cur = i;
   $('as-slider').value = i; $('as-goto').value = i; $('as-pos').textContent = i + ' / ' + (N-1);
   var marker = $('as-strip').querySelector('.as-strip-cur');
   if (marker){ marker.setAttribute('x', Math.floor(519 * (i / Math.max(N-1,1)))); }
-  var paths = D.diffs ? (D.diffs[i] || []) : null;
+  var fork = D.kind === 'fork', drows = fork ? D.diffs[i] : null;
+  var paths = drows ? drows.map(function(r){ return r[0]; }) : null;
+  var mode = fork ? ctxMode(i) : 'all';
+  clearLit();
   D.panes.forEach(function(P, p){
-    var pane = document.querySelectorAll('.as-pane')[p], f = P.frames[i];
+    var pane = document.querySelectorAll('#as-heads .as-pane')[p], f = P.frames[i];
     pane.querySelector('.as-pane-name').textContent = P.name;
     var bs = pane.querySelector('.as-badge-slot'), es = pane.querySelector('.as-event-slot'), ac = pane.querySelector('.as-actors');
     bs.textContent = ''; es.textContent = ''; ac.textContent = '';
-    if (!f){ es.appendChild(el('div','as-note','(log ended at ' + P.n + ')')); restyle(p, null); renderCtx(p, i, []); return; }
-    bs.appendChild(badge(f)); es.appendChild(eventBox(f, i)); restyle(p, f); ac.appendChild(actors(f));
-    renderCtx(p, i, paths || f.ch || []);
+    if (!f){ es.appendChild(el('div','as-note as-ended', P.name + ' ended at entry ' + (P.n - 1) + ' (' + P.n + ' entries)')); }
+    else { bs.appendChild(badge(f)); es.appendChild(eventBox(f, i)); restyle(p, f); ac.appendChild(actors(f)); }
   });
-  if (D.kind === 'fork'){
-    var s = $('as-summary'); s.textContent = '';
-    if (D.divergence === null) s.appendChild(el('span', null, 'the logs agree on all ' + D.common + ' shared entries'));
-    else if (i < D.divergence) s.appendChild(el('span', null, 'shared entry (prefix of ' + D.common + '); divergence at ' + D.divergence));
-    else s.appendChild(el('span','as-diverge','past the divergence at ' + D.divergence));
-    s.appendChild(el('span','as-meta',' · ' + (paths || []).length + ' differing context path(s)'));
+  // context: one tree (a log, or the shared prefix of a fork), both trees, or the aligned diff
+  var ctxPanes = document.querySelectorAll('#as-ctxs .as-ctx-pane');
+  var shared = fork && D.divergence !== null && i < D.divergence && !!drows && drows.length === 0;
+  var both = fork && D.panes[0].frames[i] && D.panes[1].frames[i];
+  $('as-cdiff').textContent = '';
+  if (fork && mode === 'diff' && drows){ diffTable(drows); ctxPanes.forEach(function(c){ c.style.display = 'none'; }); }
+  else {
+    ctxPanes.forEach(function(c, p){
+      var show1 = !fork || !shared || p === 0;
+      c.style.display = show1 ? '' : 'none';
+      c.querySelector('.as-ctx-name').textContent = !fork ? '' : (shared ? 'both sides (identical before the divergence)' : D.panes[p].name);
+      if (show1) renderCtx(p, i, (both && !shared && paths) ? paths : (D.panes[p].frames[i] ? (D.panes[p].frames[i].ch || []) : []));
+    });
+    if (fork && mode === 'diff' && !drows){ $('as-cdiff').appendChild(el('div','as-note','one side has ended: nothing to compare')); }
   }
-  rows(i); spark(i);
+  if (fork){
+    var s = $('as-summary'); s.textContent = '';
+    var la = D.panes[0].n, lb = D.panes[1].n, dv = D.divergence;
+    if (dv === null) s.appendChild(el('span', null, 'the logs agree on all ' + D.common + ' shared entries'));
+    else if (i < dv) s.appendChild(el('span', null, 'shared entry (prefix of ' + D.common + '); divergence at ' + dv));
+    else if (i === dv){
+      var ev = [0, 1].map(function(p){ var f = D.panes[p].frames[dv]; return D.panes[p].name + ' ' + (f ? f.t : '(ended)'); });
+      s.appendChild(el('span','as-diverge','at the divergence (' + D.divKind + ', entry ' + dv + ': ' + ev.join(' vs ') + ')'));
+    }
+    else s.appendChild(el('span','as-diverge','past the divergence (' + D.divKind + ') at ' + dv));
+    if (i >= la || i >= lb){
+      var ended = i >= la ? 0 : 1, other = 1 - ended;
+      s.appendChild(el('span','as-ended',' · ' + D.panes[ended].name + ' ended at entry ' + (D.panes[ended].n - 1) + '; ' + D.panes[other].name + ' continues'));
+    } else if (drows){
+      s.appendChild(el('span','as-meta',' · ' + drows.length + (drows.length >= 100 ? '+' : '') + ' differing context path(s)'));
+    }
+  }
+  rows(i); spark(i); setUrl(i);
 }
 (function init(){
   var sl = $('as-slider'); sl.max = N-1; $('as-goto').max = N-1;
@@ -196,12 +267,17 @@ function show(i){
   if (strip){ var r = document.createElementNS('http://www.w3.org/2000/svg','rect'); r.setAttribute('class','as-strip-cur');
     r.setAttribute('y',0); r.setAttribute('width',2); r.setAttribute('height',8); r.setAttribute('fill','#263238'); strip.appendChild(r); }
   if (D.note) $('as-note').textContent = D.note;
+  if (D.chartNote) $('as-chart-note').appendChild(el('div','as-note as-chart-note', D.chartNote));
+  if (!D.verifiable){ $('as-first-mm').style.display = 'none'; $('as-next-mm').style.display = 'none'; }
+  if ($('as-cmode')) $('as-cmode').addEventListener('change', function(){ show(cur); });
+  window.addEventListener('hashchange', function(){ var k = startStep(); if (k !== cur) show(k); });
   sl.addEventListener('input', function(){ show(+sl.value); });
   $('as-goto').addEventListener('change', function(){ show(+$('as-goto').value); });
   $('as-first').addEventListener('click', function(){ show(0); });
   $('as-prev').addEventListener('click', function(){ show(cur-1); });
   $('as-next').addEventListener('click', function(){ show(cur+1); });
   $('as-first-mm').disabled = !mm.length; $('as-next-mm').disabled = !mm.length;
+  if (!mm.length){ $('as-first-mm').title = $('as-next-mm').title = 'every recorded hash verified: no mismatch to jump to'; }
   $('as-first-mm').addEventListener('click', function(){ if (mm.length) show(mm[0]); });
   $('as-next-mm').addEventListener('click', function(){ var nx = mm.filter(function(k){ return k > cur; }); if (mm.length) show(nx.length ? nx[0] : mm[0]); });
   if (D.kind !== 'fork') $('as-div').style.display = 'none';
@@ -214,6 +290,6 @@ function show(i){
   document.querySelectorAll('.as-ctx-search').forEach(function(inp){ inp.addEventListener('input', function(){ show(cur); }); });
   document.addEventListener('keydown', function(e){ if (e.target.tagName === 'INPUT') return;
     if (e.key === 'ArrowRight') show(cur+1); else if (e.key === 'ArrowLeft') show(cur-1); });
-  show(0);
+  show(startStep());
 })();
 })();

@@ -22,16 +22,15 @@ import jsonpatch
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame
 from agentscope.render._escape import esc, json_for_script
-from agentscope.render.chart import Layout, layout
+from agentscope.render.chart import Layout, layout, legend_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
-from agentscope.widgets._source import iter_frames, step_info
+from agentscope.widgets._source import FrameSource, iter_frames, step_info
 
 if TYPE_CHECKING:
-    from agentscope.widgets.forkview import ForkView
-    from agentscope.widgets.timetravel import TimeTravel
+    from agentscope.forks import ForkDiff
 
-__all__ = ["bound", "forkview_page", "pane_data", "timetravel_page"]
+__all__ = ["bound", "fork_page", "pane_data", "timeline_page"]
 
 MAX_STRING = 10_000
 MAX_DEPTH = 32
@@ -123,20 +122,40 @@ def pane_data(
     keyframe_every: int = 200,
     prefix: str = "as",
     engine: Any = None,
+    redact: Sequence[str] = (),
 ) -> tuple[dict[str, Any], Layout | None]:
     """Collect one log's per-step data (one pass over ``frames``) and lay its chart out once.
 
     Returns the pane's JSON-ready dict and the :class:`Layout` (with the observed edges) whose
     SVG the page embeds (``None`` without a graph).
     """
-    got = _collect(frames, graph, keyframe_every)
+    got = _collect(frames, graph, keyframe_every, redact)
     lay = layout(graph, observed_edges=got.observed(), prefix=prefix, engine=engine) if graph else None
     return _finish(got, lay, name), lay
 
 
-def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) -> _Collected:
+def _redacted(frame: Frame, paths: Sequence[str]) -> Frame:
+    """``frame`` with the listed paths replaced in its entry and persisted snapshot (hashes and
+    verdict kept: they say what the original verified to)."""
+    from dataclasses import replace
+
+    from agentscope.render.redact import redact
+
+    persisted = redact(frame.persisted, paths) if frame.persisted is not None else None
+    return replace(frame, entry=redact(frame.entry, paths), persisted=persisted)
+
+
+def _collect(
+    frames: Iterable[Frame], graph: Graph | None, keyframe_every: int, redact: Sequence[str] = ()
+) -> _Collected:
     if keyframe_every < 1:
         raise ValueError(f"keyframe_every must be >= 1, got {keyframe_every}")
+    if redact:
+        from agentscope.render.redact import parse_path
+
+        for r in redact:
+            parse_path(r)  # a bad path fails before the walk
+        frames = (_redacted(f, redact) for f in frames)
     rows: list[dict[str, Any]] = []
     moves_per: list[tuple[ObservedEdge, ...]] = []
     infos: list[tuple[frozenset[str], frozenset[str], frozenset[str]]] = []
@@ -221,19 +240,34 @@ def _finish(got: _Collected, lay: Layout | None, name: str) -> dict[str, Any]:
     }
 
 
-def _page(title: str, data: dict[str, Any], svgs: Sequence[str], strip: str) -> str:
-    panes_html = []
-    for k, svg in enumerate(svgs):
-        panes_html.append(
-            f'<div class="as-col as-pane" data-pane="{k}">'
-            f'<div class="as-pane-head"><b class="as-pane-name"></b> '
-            f'<span class="as-badge-slot"></span></div><div class="as-event-slot"></div>'
-            f'<div class="as-chart">{svg}</div>'
-            f'<div class="as-sec">context</div><input class="as-ctx-search" type="search" '
-            f'placeholder="filter by path or value" aria-label="filter the context">'
-            f'<div class="as-ctx"></div><div class="as-sec">actors and timers</div>'
-            f'<div class="as-actors"></div></div>'
-        )
+def _page(
+    title: str, heading: str, data: dict[str, Any], svg: str, strip: str, *, fork: bool, names: Sequence[str]
+) -> str:
+    n_panes = len(data["panes"])
+    heads = "".join(
+        f'<div class="as-col as-pane" data-pane="{k}"><div class="as-pane-head"><b class="as-pane-name"></b> '
+        f'<span class="as-badge-slot"></span></div><div class="as-event-slot"></div>'
+        f'<div class="as-sec">actors and timers</div><div class="as-actors"></div></div>'
+        for k in range(n_panes)
+    )
+    ctxs = "".join(
+        f'<div class="as-col as-ctx-pane" data-pane="{k}"><div class="as-ctx-name as-meta"></div>'
+        f'<div class="as-ctx"></div></div>'
+        for k in range(n_panes)
+    )
+    mode = (
+        '<label class="as-meta">show <select id="as-cmode" aria-label="context view">'
+        '<option value="auto">auto (differences from the divergence on)</option>'
+        '<option value="diff">only differences</option><option value="all">both contexts in full</option>'
+        "</select></label>"
+        if fork
+        else ""
+    )
+    rows_head = (
+        f"<tr><th>#</th><th>{esc(names[0])}</th><th>{esc(names[1])}</th><th>verdicts</th></tr>"
+        if fork
+        else "<tr><th>#</th><th>event</th><th>id</th><th>recorded at</th><th>hash</th><th>verdict</th></tr>"
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -241,13 +275,13 @@ def _page(title: str, data: dict[str, Any], svgs: Sequence[str], strip: str) -> 
 <style>{page_css()}
 body{{margin:12px}}
 .as-controls{{display:flex;gap:6px;align-items:center;flex-wrap:wrap}}
-.as-controls input[type=range]{{width:520px}}
+.as-controls input[type=range]{{width:520px;max-width:100%}}
 .as-rows tr{{cursor:pointer}}
 .as-pane-head{{margin:4px 0}}
 button{{cursor:pointer}}
 </style></head>
 <body class="as-root">
-<h3 style="margin:4px 0">{esc(title)}</h3>
+<h3 style="margin:4px 0" id="as-title">{esc(heading)}</h3>
 <div class="as-controls">
 <button id="as-first" title="jump to entry 0">|◀ first</button>
 <button id="as-prev" title="previous entry">◀</button>
@@ -259,15 +293,24 @@ button{{cursor:pointer}}
 <button id="as-div">jump to divergence</button>
 <label>go to <input id="as-goto" type="number" min="0" value="0" style="width:7em"></label>
 <span id="as-pos" class="as-meta"></span>
+<a id="as-link" class="as-meta" href="#0" title="link to this step">link to this step</a>
 </div>
 <div id="as-strip">{strip}</div>
 <div id="as-note" class="as-note"></div>
 <div id="as-summary"></div>
-<div class="as-cols">{"".join(panes_html)}</div>
+<div id="as-chart-note"></div>
+<div class="as-chart" id="as-chart">{svg}</div>
+{legend_html(fork=fork, names=(names[0], names[-1])) if svg else ""}
+<div class="as-cols" id="as-heads">{heads}</div>
+<div class="as-sec">context {mode}</div>
+<input class="as-ctx-search" type="search" placeholder="filter by path or value"
+ aria-label="filter the context">
+<div id="as-cdiff"></div>
+<div class="as-cols" id="as-ctxs">{ctxs}</div>
 <div id="as-spark"></div>
 <div class="as-sec">entries</div>
-<table class="as-table as-rows"><thead>
-<tr><th>#</th><th>event</th><th>id</th><th>hash</th><th>verdict</th></tr></thead>
+<table class="as-table as-rows{" as-aligned" if fork else ""}"><thead>
+{rows_head}</thead>
 <tbody id="as-rows"></tbody></table>
 <script type="application/json" id="as-data">{json_for_script(data)}</script>
 <script>{_player_js()}</script>
@@ -281,76 +324,170 @@ def _player_js() -> str:
     return files("agentscope.widgets").joinpath("player.js").read_text(encoding="utf-8")
 
 
-def timetravel_page(tt: TimeTravel, *, keyframe_every: int = 200) -> str:
-    """Return the static player page of a :class:`~agentscope.widgets.TimeTravel`."""
-    graph = tt.machine.graph if tt.machine is not None else None
+def source_label(log: Any) -> str:
+    """The file name and thread of a log's source (never the absolute local path)."""
+    from pathlib import PurePath
+
+    src = getattr(log, "source", None)
+    thread = getattr(log, "thread", None)
+    name = PurePath(str(src)).name if src else "log"
+    return f"{name} · thread {thread}" if thread else name
+
+
+def _verifiable(frames: Sequence[Mapping[str, Any]]) -> bool:
+    return any(f.get("r") is not None and f.get("v") not in ("unchecked",) for f in frames)
+
+
+def timeline_page(
+    source: FrameSource,
+    graph: Graph | None,
+    *,
+    log: Any = None,
+    n: int | None = None,
+    marks: Mapping[int, str] | None = None,
+    usage: Any = None,
+    keyframe_every: int = 200,
+    redact: Sequence[str] = (),
+) -> str:
+    """Return the static player page of one log, built from its timeline (one read of its frames).
+
+    Parameters
+    ----------
+    source : FrameSource
+        A :class:`~agentscope.replay.Timeline` (its one pass is read in order, no fold) or any
+        object with ``len`` and ``at``.
+    graph : Graph or None
+        The statechart to draw (``None``: entries and hashes only).
+    log : optional
+        The log, for the title and pane name (``source``, ``thread``).
+    n : int, optional
+        Steps (default ``len(source)``).
+    marks : Mapping[int, str], optional
+        Verdict marks for the track; every mismatch the frames show is added.
+    usage : array-like, optional
+        Cumulative tokens after each entry (a sparkline).
+    keyframe_every : int, optional
+        A full context every this many steps, JSON patches in between.
+    redact : Sequence[str], optional
+        Paths (see :mod:`agentscope.render.redact`) replaced by a marker in everything the page
+        contains; hashes and verdicts are those of the original log.
+    """
+    n = len(source) if n is None else n
+    label = source_label(log)
     pane, lay = pane_data(
-        iter_frames(tt.timeline),
+        iter_frames(source),
         graph,
-        name=str(getattr(tt.event_log, "thread", None) or "log"),
+        name=str(getattr(log, "thread", None) or "log"),
         keyframe_every=keyframe_every,
+        redact=redact,
     )
-    usage = tt.usage
-    marks = dict(tt.marks)
+    marks = dict(marks or {})
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:
             marks[i] = f["v"]
     data = {
         "kind": "timetravel",
-        "n": tt.n,
+        "n": n,
         "K": keyframe_every,
         "panes": [pane],
         "marks": {str(i): k for i, k in marks.items()},
         "divergence": None,
+        "verifiable": graph is not None and _verifiable(pane["frames"]),
+        "chartNote": lay.note if lay is not None else None,
         "usage": [round(float(x), 3) for x in usage.tolist()] if usage is not None else None,
         "note": None
-        if tt.machine is not None
+        if graph is not None
         else "No machine: entries and recorded hashes only. "
         "Replay (states, context, verification) needs a machine.",
     }
-    title = f"agentscope — {getattr(tt.event_log, 'source', None) or 'log'} ({tt.n} entries)"
+    heading = f"agentscope — {label} ({n} entries)"
     svg = lay.svg if lay is not None else ""
-    return _page(title, data, [svg], marker_strip_svg(tt.n, marks, None, width=520))
+    return _page(
+        heading, heading, data, svg, marker_strip_svg(n, marks, None, width=520), fork=False, names=["log"]
+    )
 
 
-def forkview_page(fv: ForkView, *, keyframe_every: int = 200) -> str:
-    """Return the static player page of a :class:`~agentscope.widgets.ForkView` (two panes)."""
-    from agentscope.widgets.forkview import differing_paths
+def fork_page(
+    timelines: tuple[FrameSource, FrameSource],
+    diff: ForkDiff,
+    graph: Graph,
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    logs: tuple[Any, Any] = (None, None),
+    keyframe_every: int = 200,
+    redact: Sequence[str] = (),
+    divergence: int | None = None,
+    kind: str | None = None,
+) -> str:
+    """Return the static player page of two forks, from their timelines and
+    :class:`~agentscope.forks.ForkDiff` (each timeline's frames are read once, in order): one
+    chart with both sides' active states in two colours, both events, an aligned context diff
+    and entries.
 
-    graph = fv.machine.graph
-    frames_a = list(iter_frames(fv.timelines[0]))
-    frames_b = list(iter_frames(fv.timelines[1]))
+    ``logs`` (optional) give the sides' ``source``/``thread`` for the title; ``redact`` as in
+    :func:`timeline_page`; ``divergence`` and ``kind`` mark another index than ``diff``'s (as
+    :class:`~agentscope.widgets.ForkView` does for one log under two machines).
+    """
+    from agentscope.render.context import diff_rows
+
+    frames_a = list(iter_frames(timelines[0]))
+    frames_b = list(iter_frames(timelines[1]))
+    n = max(len(frames_a), len(frames_b))
+    overridden = divergence is not None and divergence != diff.divergence
+    common = divergence if overridden and divergence is not None else int(diff.common_prefix)
+    divergence = diff.divergence if divergence is None else divergence
+    if redact:
+        frames_a = [_redacted(f, redact) for f in frames_a]
+        frames_b = [_redacted(f, redact) for f in frames_b]
     got_a = _collect(frames_a, graph, keyframe_every)
     got_b = _collect(frames_b, graph, keyframe_every)
-    # one layout for both sides (the union of their observed moves), so the charts line up
+    # one chart (machine layout, both sides' observed moves drawn over it)
     la = layout(graph, observed_edges=dict.fromkeys(got_a.observed() + got_b.observed()), prefix="as")
-    lb = la.with_prefix("bs")
-    pa, pb = _finish(got_a, la, fv.names[0]), _finish(got_b, lb, fv.names[1])
-    diffs = []
-    for i in range(fv.n):
+    pa, pb = _finish(got_a, la, names[0]), _finish(got_b, la, names[1])
+    diffs: list[list[list[Any]] | None] = []
+    for i in range(n):
         fa = frames_a[i] if i < len(frames_a) else None
         fb = frames_b[i] if i < len(frames_b) else None
         if fa is not None and fb is not None and fa.persisted is not None and fb.persisted is not None:
-            diffs.append(differing_paths(fa.context, fb.context, limit=100))
+            rows = diff_rows(fa.context, fb.context, limit=100)
+            diffs.append(
+                [
+                    [
+                        p,
+                        st,
+                        bound(a, max_string=300, max_depth=3, max_items=20),
+                        bound(b, max_string=300, max_depth=3, max_items=20),
+                    ]
+                    for p, st, a, b in rows
+                ]
+            )
         else:
-            diffs.append([])
-    marks = {fv.divergence: "divergence"} if fv.divergence is not None else {}
+            diffs.append(None)  # a side has ended (or was not replayed): nothing to compare
+    marks = {divergence: "divergence"} if divergence is not None else {}
     data = {
         "kind": "fork",
-        "n": fv.n,
+        "n": n,
         "K": keyframe_every,
         "panes": [pa, pb],
         "marks": {str(k): v for k, v in marks.items()},
-        "divergence": fv.divergence,
-        "common": fv.common,
+        "divergence": divergence,
+        "divKind": str(diff.kind if kind is None else kind),
+        "common": common,
         "diffs": diffs,
+        "verifiable": _verifiable(pa["frames"]) or _verifiable(pb["frames"]),
+        "chartNote": la.note,
         "usage": None,
         "note": None,
     }
-    title = f"agentscope — fork: {fv.names[0]} vs {fv.names[1]}"
+    labels = [source_label(x) if getattr(x, "source", None) else s for x, s in zip(logs, names, strict=True)]
+    heading = f"agentscope — fork: {names[0]} vs {names[1]}"
+    title = f"{heading} ({labels[0]} / {labels[1]})"
     return _page(
         title,
+        heading,
         data,
-        [la.svg if la else "", lb.svg if lb else ""],
-        marker_strip_svg(fv.n, marks, None, width=520),
+        la.svg,
+        marker_strip_svg(n, marks, None, width=520),
+        fork=True,
+        names=names,
     )

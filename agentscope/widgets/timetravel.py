@@ -6,6 +6,8 @@ The Python side holds state (``step``) and renders HTML strings; playback runs i
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
@@ -17,6 +19,7 @@ from agentscope.render.chart import Layout, frame_svg, layout
 from agentscope.render.context import context_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import (
+    WIDGET_CSS,
     MarkerStrip,
     Sparkline,
     actors_html,
@@ -43,6 +46,21 @@ __all__ = ["TimeTravel"]
 
 _WINDOW = 8
 _ROW_MARKS = {"mismatch": "✗", "explained": "≈"}
+
+
+def _cell(v: Any) -> str:
+    """One cell of the entries window: timestamps whole (ms, UTC), other values cut at 28 chars."""
+    iso = getattr(v, "isoformat", None)
+    if callable(iso) and hasattr(v, "tzinfo"):
+        try:
+            text = str(iso(timespec="milliseconds"))
+        except TypeError:
+            text = str(iso())
+        return text.replace("+00:00", "Z")
+    if v is None or (isinstance(v, float) and v != v):
+        return "—"
+    text = str(v)
+    return text if len(text) <= 28 else text[:27] + "…"
 
 
 def _make_timeline(machine: Any, log: Any, checkpoint_every: int | None) -> FrameSource:
@@ -187,14 +205,16 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             Sparkline(self.usage.tolist(), label="cumulative tokens") if self.usage is not None else None
         )
 
-        self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play")
+        self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play", show_repeat=False)
+        # ipywidgets' Play "stop" button resets the value to ``min``; only play/pause are shown
+        self._play.add_class("as-play")
         self._slider = ipywidgets.IntSlider(
             min=0,
             max=n - 1,
             value=0,
             description="step",
             continuous_update=True,
-            layout=ipywidgets.Layout(width="520px"),
+            layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
         )
         # slider first: a jslink copies source to target when the front end builds it, and a front
         # end that builds the widgets after steps were set in the kernel (Voila, a re-opened
@@ -205,14 +225,29 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._first = ipywidgets.Button(description="|◀ first", layout=btn, tooltip="jump to entry 0")
         self._prev = ipywidgets.Button(description="◀", layout=btn, tooltip="previous entry")
         self._next = ipywidgets.Button(description="▶", layout=btn, tooltip="next entry")
+        hashes = self.table["state_hash"] if self.table is not None and "state_hash" in self.table else None
+        # no entries table (a ready timeline without its log): assume there is something to verify
+        self.verifiable = machine is not None and (hashes is None or bool(hashes.notna().any()))
+        """Whether there is anything to verify (a machine and at least one recorded hash)."""
+        mm_tip = (
+            "jump to the next mismatching entry"
+            if self.mismatch_indices
+            else "every recorded hash verified: no mismatch to jump to"
+        )
+        mm_layout = ipywidgets.Layout(
+            width="auto", flex="0 0 auto", display=None if self.verifiable else "none"
+        )
         self._next_mm = ipywidgets.Button(
             description="next mismatch ⚠",
-            layout=btn,
-            tooltip="jump to the next mismatching entry",
+            layout=mm_layout,
+            tooltip=mm_tip,
             disabled=not self.mismatch_indices,
         )
         self._first_mm = ipywidgets.Button(
-            description="first mismatch", layout=btn, disabled=not self.mismatch_indices
+            description="first mismatch",
+            layout=mm_layout,
+            tooltip=mm_tip,
+            disabled=not self.mismatch_indices,
         )
         self._jump = ipywidgets.BoundedIntText(
             min=0, max=n - 1, value=0, description="go to", layout=ipywidgets.Layout(width="150px")
@@ -224,7 +259,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._first_mm.on_click(lambda _: self.first_mismatch())
         self._jump.observe(lambda ch: self.go(int(ch["new"])), names="value")
 
-        self._style = ipywidgets.HTML(style_block())
+        self._style = ipywidgets.HTML(style_block() + WIDGET_CSS)
         self._strip = ipywidgets.HTML()
         self._header = ipywidgets.HTML()
         self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%", overflow="auto"))
@@ -265,14 +300,15 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 self._first_mm,
                 self._next_mm,
                 self._jump,
-            ]
+            ],
+            layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
         )
         right = ipywidgets.VBox(
             [ipywidgets.HTML('<div class="as-sec">context</div>'), self._search, self._context],
-            layout=ipywidgets.Layout(flex="1 1 55%", min_width="0"),
+            layout=ipywidgets.Layout(flex="1 1 360px", min_width="0"),
         )
         side = ipywidgets.VBox(
-            [self._actors, self._spark], layout=ipywidgets.Layout(flex="1 1 45%", min_width="0")
+            [self._actors, self._spark], layout=ipywidgets.Layout(flex="1 1 260px", min_width="0")
         )
         super().__init__(
             children=(
@@ -282,12 +318,14 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 self._note,
                 self._header,
                 self._chart,
-                ipywidgets.HBox([right, side], layout=ipywidgets.Layout(width="100%")),
+                ipywidgets.HBox([right, side], layout=ipywidgets.Layout(width="100%", flex_flow="row wrap")),
                 ipywidgets.HTML('<div class="as-sec">entries</div>'),
                 self._rows,
             )
         )
         self.add_class("agentscope-timetravel")
+        self.render_ms: deque[float] = deque(maxlen=200)
+        """Kernel-side milliseconds of the last (up to 200) frame switches (read, HTML, widgets)."""
         self._render()
 
     # navigation -----------------------------------------------------------------------------
@@ -324,7 +362,28 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     def _on_step(self, change: Any) -> None:
         if self.follower is not None and not self._to_tail and change["new"] < self.n - 1:
             self._tail.value = False  # scrubbing back stops following the tail
-        self._render()
+        self._request_render()
+
+    def _request_render(self) -> None:
+        """Render the latest step once: in a kernel, steps that arrive while a render is queued are
+        coalesced (only the newest one is drawn); outside an event loop, render now."""
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or not getattr(self, "_coalesce", True):
+            self._render()
+            return
+        if not self._render_queued:
+            self._render_queued = True
+            loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._render_queued = False
+        if self._rendered_step != self.step:
+            self._render()
 
     # live follow ------------------------------------------------------------------------------
     def poll(self) -> range:
@@ -419,8 +478,19 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             self.layout_, info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
         )
 
+    _render_queued = False
+    _rendered_step = -1
+
     def _render(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._render_step()
+        finally:
+            self.render_ms.append((time.perf_counter() - t0) * 1000)
+
+    def _render_step(self) -> None:
         i = self.step
+        self._rendered_step = i
         # the previous frame first: the timeline then continues its fold by one entry for ``i``
         previous = self._frames.at(i - 1) if i > 0 and self.machine is not None else None
         frame = self.frame
@@ -447,7 +517,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         lo, hi = max(0, i - _WINDOW), min(self.n, i + _WINDOW + 1)
         if self.table is not None:  # one slice for the window, not a Series per row
             rows = self.table.iloc[lo:hi].itertuples(index=False, name=None)
-            cells = [" ".join(str(v)[:28] for v in row) for row in rows]
+            cells = ["  ".join(_cell(v) for v in row) for row in rows]
         else:
             cells = [self._frames.at(k).event_type for k in range(lo, hi)]
         opts = []
@@ -462,15 +532,57 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         finally:
             self._syncing = False
 
+    def static_html(self) -> str:
+        """The current step as static HTML (style, badge, event, chart, context; no widgets).
+
+        Sent as the ``text/html`` fallback of the widget's output, so nbconvert HTML and front
+        ends without the widget manager still show the step.
+        """
+        i = self.step
+        previous = self._frames.at(i - 1) if i > 0 and self.machine is not None else None
+        frame = self.frame
+        ctx = (
+            '<div class="as-sec">context</div>' + self.context_view(frame)
+            if frame.persisted is not None
+            else ""
+        )
+        return (
+            f'{style_block()}<div class="as-root as-fallback" data-index="{i}">'
+            f'<div class="as-meta">agentscope TimeTravel: step {i} of {self.n - 1} (static view; '
+            "run the notebook to scrub)</div>"
+            f"<div>{badge_html(frame)}</div>{event_html(frame)}{self.chart_view(frame, previous)}{ctx}</div>"
+        )
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
     # export -----------------------------------------------------------------------------------
-    def to_html(self, path: Any = None, *, keyframe_every: int = 200) -> str:
+    def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:
         """Write (when ``path`` is given) and return a self-contained static player page.
 
-        See :func:`agentscope.widgets.player.timetravel_page`.
+        ``player.html#45`` (or ``?step=45``) opens at step 45 and the address follows the slider.
+        ``redact`` lists paths (JSON Pointer ``/event/tickets/*/subject`` or dotted
+        ``event.email``; ``*`` any key or index; into the entry or the persisted snapshot, e.g.
+        ``/context/customer/*``) whose values are replaced by ``[redacted]`` everywhere in the
+        page; hashes and verdicts stay those of the original log. See
+        :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold) and
+        :mod:`agentscope.render.redact`.
         """
-        from agentscope.widgets.player import timetravel_page
+        from agentscope.widgets.player import timeline_page
 
-        page = timetravel_page(self, keyframe_every=keyframe_every)
+        paths = [redact] if isinstance(redact, str) else list(redact)
+        page = timeline_page(
+            self.timeline,
+            self.machine.graph if self.machine is not None else None,
+            log=self.event_log,
+            n=self.n,
+            marks=self.marks,
+            usage=self.usage,
+            keyframe_every=keyframe_every,
+            redact=paths,
+        )
         if path is not None:
             from pathlib import Path
 

@@ -16,7 +16,7 @@ T = "supportTriage"
 
 
 def _lit(page: Any) -> set[str]:
-    ids: list[str] = page.eval_on_selector_all(".as-pane .as-active", "els => els.map(e => e.id)")
+    ids: list[str] = page.eval_on_selector_all("#as-chart .as-active", "els => els.map(e => e.id)")
     return set(ids)
 
 
@@ -103,12 +103,12 @@ def test_fork_player_jumps_to_the_divergence(browser_context: Any, tmp_path: Pat
     panes = page.locator(".as-pane")
     assert panes.nth(0).locator(".as-event-type").inner_text() == "APPROVE"
     assert panes.nth(1).locator(".as-event-type").inner_text() == "REJECT"
-    lit_a = set(panes.nth(0).locator(".as-active").evaluate_all("els => els.map(e => e.id)"))
-    lit_b = set(panes.nth(1).locator(".as-active").evaluate_all("els => els.map(e => e.id)"))
-    assert state_element_id(f"{T}.working.analyzing") in lit_a
-    assert "bs" + state_element_id(f"{T}.working.awaitingAgent.drafting")[2:] in lit_b
-    assert "divergence" in page.inner_text("#as-summary")
-    assert panes.nth(1).locator(".as-ctx .as-changed").count() > 0  # differing paths highlighted
+    lit_a = set(page.locator("#as-chart .as-active").evaluate_all("els => els.map(e => e.id)"))
+    lit_b = set(page.locator("#as-chart .as-active-b").evaluate_all("els => els.map(e => e.id)"))
+    assert state_element_id(f"{T}.working.analyzing") in lit_a - lit_b
+    assert state_element_id(f"{T}.working.awaitingAgent.drafting") in lit_b - lit_a
+    assert "at the divergence" in page.inner_text("#as-summary")
+    assert page.locator("#as-cdiff tr.as-d-changed").count() > 0  # the aligned diff of the contexts
     page.click("#as-prev")
     assert "shared entry" in page.inner_text("#as-summary")
     page.screenshot(path=str(ARTIFACTS / "fork-player.png"), full_page=False)

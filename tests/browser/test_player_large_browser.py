@@ -100,7 +100,7 @@ def _expect(page: Any, log: list[dict[str, Any]], k: int) -> None:
     assert badge.get_attribute("data-verdict") == "verified"
     assert badge.inner_text() == f"✓ verified {entry['verification']['stateHash']}"
     state = "done" if k == N else "running"
-    lit = set(page.eval_on_selector_all(".as-pane .as-active", "els => els.map(e => e.id)"))
+    lit = set(page.eval_on_selector_all("#as-chart .as-active", "els => els.map(e => e.id)"))
     assert lit == {state_element_id(f"loop.{state}")}
     ctx = page.locator(".as-ctx")
     assert ctx.locator(".as-leaf[data-path='/context/i']").inner_text() == f"i: {k}"
@@ -112,7 +112,8 @@ def _expect(page: Any, log: list[dict[str, Any]], k: int) -> None:
     assert changed == want, f"step {k}: highlighted {changed}, changed {want}"
     current = page.locator("#as-rows tr.as-current td")
     assert current.nth(0).inner_text() == str(k)
-    assert current.nth(3).inner_text() == entry["verification"]["stateHash"]
+    assert current.nth(2).inner_text() == entry["id"] and current.nth(3).inner_text() == entry["recordedAt"]
+    assert current.nth(4).inner_text() == entry["verification"]["stateHash"]
 
 
 def test_loop_player_steps_offline(

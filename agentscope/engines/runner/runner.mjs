@@ -13,12 +13,14 @@
 //
 // Operations (see agentscope/engines/xstate.py for the Python side):
 //   load      {path, export?}            -> {machineId, declaredVersion, structural, exportName, graph, xstatePath, xstateVersion}
-//   initial   {input?}                   -> {handle, persisted, children}
-//   restore   {persisted}                -> {handle, persisted, children}
-//   fold      {seed, events, sessions, rebind, reseedEvery, release?}
-//                                         -> {handle, persisted: [...], children: [...], sessions: {delta}}
+//   initial   {input?}                   -> {handle, persisted, hash, children}
+//   restore   {persisted}                -> {handle, persisted, hash, children}
+//   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, release?}
+//                                         -> part lines {persisted: [...], hashes: [...], children: [...]}
+//                                            then {handle, persisted, hashes, children, sessions: {delta}}
 //   release   {handles}                  -> null
 //   ping      {}                         -> {pid}
+//   hash      {value}                    -> {hash, reference, json} (spec §2 in JS, for tests)
 //
 // A "seed" is {handle} (a live snapshot kept by this process) or {persisted, children?}
 // (restored here; `children` maps actorId -> the session id the caller's snapshot had, used to
@@ -29,6 +31,7 @@ import { Worker } from "node:worker_threads";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import fs from "node:fs";
 import path from "node:path";
+import { referenceStateHash, stateHash } from "./hash.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // stdout belongs to the protocol. User code printing (console.log, process.stdout.write) is
@@ -70,6 +73,7 @@ let machine = null;
 let loaded = null; // the 'load' reply (machine id, versions, graph)
 let nextHandle = 1;
 const handles = new Map(); // id -> {snap, cache: SessionCache, sinceSeed}
+const foldResults = new Map(); // fold request id -> the handle of its last snapshot (seed {after})
 let reseedBroken = false; // set when a re-seed restore failed: fold live snapshots only
 let reseedWarned = false;
 
@@ -448,7 +452,7 @@ function persistJson(snap) {
   // JSON.stringify drops undefined-valued keys (output/error/_nextActorIds), as the reference
   // JSON-serializes the persisted snapshot.
   const p = machine.getPersistedSnapshot(snap);
-  return JSON.stringify(p);
+  return [JSON.stringify(p), stateHash(p)];
 }
 
 function childSessions(snap) {
@@ -551,14 +555,17 @@ function opRestore(req) {
 
 function finishSingle(snap) {
   let persisted;
+  let hash;
   try {
-    persisted = persistJson(snap);
+    [persisted, hash] = persistJson(snap);
   } catch (err) {
     throw new RunnerError("not-serializable", `the persisted snapshot is not JSON: ${errText(err)}`);
   }
   const children = childSessions(snap);
   const handle = newHandle(snap, new SessionCache(), 0);
-  return { raw: `{"handle":${handle},"persisted":${persisted},"children":${JSON.stringify(children)}}` };
+  return {
+    raw: `{"handle":${handle},"persisted":${persisted},"hash":"${hash}","children":${JSON.stringify(children)}}`,
+  };
 }
 
 function rebind(ev, snap, cache, delta) {
@@ -579,23 +586,54 @@ function rebind(ev, snap, cache, delta) {
   return { ...ev, sessionId: minted };
 }
 
-function opFold(req) {
+// A fold reply is streamed: "part" lines of at most ~partBytes of snapshots each, then the final
+// reply. Each snapshot comes with its state hash (spec §2, computed here); a persisted snapshot
+// identical to the previous one of the same fold is sent as null (Python reuses the previous
+// object), and so are the children's session ids (except for the last snapshot). With emit "last" only the last persisted snapshot is sent (hashes for every one).
+// Output back-pressure: folding pauses while more than OUT_HIGH bytes wait to be written.
+const OUT_HIGH = 8 << 20;
+const DEFAULT_PART_BYTES = 1 << 20;
+
+async function writePart(id, raw) {
+  const line = `{"id":${JSON.stringify(id)},"ok":true,"part":${raw}}\n`;
+  if (protocolOut.writableLength > OUT_HIGH) await writeAll(line);
+  else rawWrite(line);
+}
+
+async function opFold(req, id) {
   const m = requireMachine();
   const events = req.events;
   if (!Array.isArray(events)) throw new RunnerError("protocol", "fold: 'events' must be an array");
   const reseedEvery =
     !reseedBroken && Number.isInteger(req.reseedEvery) && req.reseedEvery > 0 ? req.reseedEvery : 0;
   const rebindOn = req.rebind !== false;
+  const partBytes = Number.isInteger(req.partBytes) && req.partBytes > 0 ? req.partBytes : DEFAULT_PART_BYTES;
+  const lastOnly = req.emit === "last";
   const delta = {};
   let snap;
   let cache;
   let sinceSeed;
   const seed = req.seed ?? {};
+  if (seed.after !== undefined && seed.after !== null) {
+    // Continue from the last snapshot of an earlier fold request (pipelined folds).
+    const hid = foldResults.get(seed.after);
+    foldResults.delete(seed.after);
+    if (hid === undefined) throw new RunnerError("unknown-handle", `fold request ${seed.after} left no snapshot`);
+    seed.handle = hid;
+  }
   if (seed.handle !== undefined && seed.handle !== null) {
     const h = handles.get(seed.handle);
     if (!h) throw new RunnerError("unknown-handle", `unknown snapshot handle ${seed.handle}`);
     snap = h.snap;
-    cache = req.sessions == null ? h.cache.clone() : new SessionCache(Object.entries(req.sessions));
+    if (req.sessions == null) {
+      // The cache moves to the new handle (no copy); this handle cannot continue a fold with
+      // its own cache again (the caller then re-sends its copy: "unknown-handle").
+      if (h.cache === null) throw new RunnerError("unknown-handle", `handle ${seed.handle} gave away its cache`);
+      cache = h.cache;
+      h.cache = null;
+    } else {
+      cache = new SessionCache(Object.entries(req.sessions));
+    }
     sinceSeed = h.sinceSeed;
   } else if (seed.persisted !== undefined) {
     snap = machineCall("restoreSnapshot", () => restoreFrom(seed.persisted));
@@ -605,8 +643,20 @@ function opFold(req) {
   } else {
     throw new RunnerError("protocol", "fold: 'seed' needs 'handle' or 'persisted'");
   }
-  const parts = [];
-  const kids = [];
+  let parts = [];
+  let kids = [];
+  let hashes = [];
+  let bytes = 0;
+  let prevJson = null;
+  let prevKids = null;
+  const flush = () => {
+    const raw = `{"persisted":[${parts.join(",")}],"hashes":${JSON.stringify(hashes)},"children":[${kids.join(",")}]}`;
+    parts = [];
+    kids = [];
+    hashes = [];
+    bytes = 0;
+    return raw;
+  };
   for (let i = 0; i < events.length; i++) {
     if (reseedEvery && !reseedBroken && sinceSeed >= reseedEvery) {
       // alpha.48 grows the pure actor system's prototype chain by one per transition; a restore
@@ -643,9 +693,12 @@ function opFold(req) {
     }
     snap = next;
     sinceSeed += 1;
-    let p;
+    let json;
+    let hash;
     try {
-      p = persistJson(snap);
+      const p = m.getPersistedSnapshot(snap);
+      json = JSON.stringify(p);
+      hash = stateHash(p);
     } catch (err) {
       throw new RunnerError(
         "not-serializable",
@@ -653,15 +706,38 @@ function opFold(req) {
         { index: i, eventType: ev && typeof ev === "object" ? ev.type : undefined },
       );
     }
-    parts.push(p);
-    kids.push(JSON.stringify(childSessions(snap)));
+    const last = i === events.length - 1;
+    if (lastOnly && !last) {
+      parts.push("null");
+    } else if (!lastOnly && json === prevJson) {
+      parts.push("null");
+    } else {
+      parts.push(json);
+      bytes += json.length;
+    }
+    prevJson = json;
+    hashes.push(hash);
+    const k = JSON.stringify(childSessions(snap));
+    kids.push(k === prevKids && !last ? "null" : k);
+    prevKids = k;
+    if (bytes >= partBytes && !last) await writePart(id, flush());
   }
   const handle = newHandle(snap, cache, sinceSeed);
-  return {
-    raw:
-      `{"handle":${handle},"persisted":[${parts.join(",")}],"children":[${kids.join(",")}],` +
-      `"sessions":${JSON.stringify(delta)}}`,
-  };
+  if (id !== null) {
+    foldResults.set(id, handle);
+    if (foldResults.size > 64) foldResults.delete(foldResults.keys().next().value);
+  }
+  const raw = flush();
+  return { raw: raw.slice(0, -1) + `,"handle":${handle},"sessions":${JSON.stringify(delta)}}` };
+}
+
+function referenceOrNull(value) {
+  try {
+    return referenceStateHash(value);
+  } catch (err) {
+    if (err instanceof RangeError) return null; // its map() recursion is deeper per level
+    throw err;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -681,11 +757,14 @@ async function handle(req) {
     case "restore":
       return opRestore(req);
     case "fold":
-      return opFold(req);
+      return await opFold(req, req.id ?? null);
     case "release":
       return null;
     case "ping":
       return { pid: process.pid, handles: handles.size };
+    case "hash":
+      // Both JS implementations of the spec §2 hash on a value, as JSON.parse read it (tests).
+      return { hash: stateHash(req.value), reference: referenceOrNull(req.value), json: JSON.stringify(req.value) };
     default:
       throw new RunnerError("protocol", `unknown op '${req.op}'`);
   }

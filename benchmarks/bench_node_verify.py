@@ -1,0 +1,187 @@
+"""Node ``verify`` against the pure Node fold of the same log, and its peak memory (issue 10).
+
+Usage: ``python -m benchmarks.bench_node_verify [--quick] [--n N] [--grow N]``.
+
+Two generated logs (written to a temporary directory as JSONL, hashes stamped by a first fold):
+
+- the **loop** log (``agentscope/examples/machines/loop.mjs``, N entries, default 10^5, ``--quick``
+  10^4): one ``xstate.done.actor`` per entry with a recorded session id;
+- the **grow** log (``benchmarks/machines/grow.mjs``, default 2,500 entries): every ``ADD``
+  appends 120 characters to ``context.items`` so the persisted snapshot grows to ~300 KB.
+
+Measured in one run, each phase in its own subprocess (so each peak RSS is its own):
+
+- ``node``: the pure Node fold (``benchmarks/node_fold.mjs``): XState ``transition`` with
+  session rebinding and the runner's re-seed interval, ``getPersistedSnapshot`` and the spec §2
+  hash in JS, compared with the recorded hash; no IPC. The limit.
+- ``verify``: ``agentscope.verify(load_machine(...), read_log(path))`` (the public path; the
+  machine load and the log read are not timed).
+- ``engine``: the Node engine's share of a verify pass: ``XStateMachine.fold_iter`` (streamed,
+  pipelined) and ``snapshot_hash`` (the runner's JS hash) compared with each recorded hash.
+
+Printed: entries/s of each, the ratios ``verify / node`` and ``engine / node`` (goal >= 0.9), and
+the peak RSS of Python (``ru_maxrss``) and of the Node runner (``VmHWM``) for the loop and the
+grow log (goal for the grow log: < 300 MB). No assertion: numbers only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+LOOP = REPO / "agentscope" / "examples" / "machines" / "loop.mjs"
+GROW = REPO / "benchmarks" / "machines" / "grow.mjs"
+NODE_FOLD = REPO / "benchmarks" / "node_fold.mjs"
+TEXT = 120
+
+
+def loop_events(n: int) -> list[dict[str, Any]]:
+    return [
+        {"type": "xstate.done.actor", "actorId": "tick", "sessionId": f"rec:{i}",
+         "output": {"delta": (i * 7) % 13}}
+        for i in range(n)
+    ]
+
+
+def grow_events(n: int) -> list[dict[str, Any]]:
+    return [{"type": "ADD", "text": f"{i:06d}" + "x" * (TEXT - 6)} for i in range(n)]
+
+
+def write_log(path: Path, machine_path: Path, init_event: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    """Stamp every entry's hash with one fold (the JS hash; Python's checked on a sample)."""
+    from agentscope.engines.xstate import load_machine
+    from agentscope.hashing import state_hash
+
+    with load_machine(machine_path) as m:
+        s0 = m.initial(init_event.get("input")) if "input" in init_event else m.initial()
+        hashes = [s0.state_hash]
+        for k, snap in enumerate(m.fold_iter(s0, events, sessions={})):
+            if k % 997 == 0:
+                assert snap.state_hash == state_hash(snap.persisted)
+            hashes.append(snap.state_hash)
+        mid, version = m.machine_id, m.version
+    with path.open("w", encoding="utf-8") as f:
+        for i, (ev, h) in enumerate(zip([init_event, *events], hashes, strict=True)):
+            entry = {
+                "schemaVersion": 1, "id": f"evt_{i:08d}", "index": i,
+                "recordedAt": f"2026-11-30T10:{(i // 60000) % 60:02d}:{(i // 1000) % 60:02d}.{i % 1000:03d}Z",
+                "machineId": mid, "machineVersion": version, "event": ev,
+                "verification": {"stateHash": h},
+            }
+            f.write(json.dumps(entry, separators=(",", ":")) + "\n")
+
+
+def runner_peak_mb(pid: int | None) -> float:
+    """Peak RSS (VmHWM) of the Node runner, MB; NaN when unavailable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return float("nan")
+
+
+def self_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def phase(name: str, log: str, machine: str) -> dict[str, Any]:
+    """Run one measured phase in this (fresh) process."""
+    from agentscope import read_log, verify
+    from agentscope.engines.base import snapshot_hash
+    from agentscope.engines.xstate import load_machine
+    from benchmarks.bench_xstate import runner_cpu_seconds
+
+    entries = read_log(log)
+    with load_machine(machine) as m:
+        c0 = runner_cpu_seconds(m.pid)
+        p0 = time.process_time()
+        t0 = time.perf_counter()
+        if name == "verify":
+            report = verify(m, entries)
+            bad = int(getattr(report, "n_failed", 0) or 0) if not getattr(report, "ok", True) else 0
+        else:
+            ents = entries.entries
+            init = ents[0]["event"]
+            s0 = m.initial(init["input"]) if "input" in init else m.initial()
+            bad = int(snapshot_hash(s0) != ents[0]["verification"]["stateHash"])
+            for i, snap in enumerate(m.fold_iter(s0, [e["event"] for e in ents[1:]], sessions={}), 1):
+                bad += snapshot_hash(snap) != ents[i]["verification"]["stateHash"]
+        dt = time.perf_counter() - t0
+        py_cpu = time.process_time() - p0
+        runner_cpu = runner_cpu_seconds(m.pid) - c0
+        runner = runner_peak_mb(m.pid)
+    return {"entries": len(entries), "seconds": dt, "rate": len(entries) / dt, "bad": bad,
+            "python_cpu": py_cpu, "runner_cpu": runner_cpu,
+            "python_peak_mb": self_peak_mb(), "runner_peak_mb": runner}
+
+
+def run_phase(name: str, log: Path, machine: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_node_verify", "--phase", name, "--log", str(log),
+         "--machine", str(machine)],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def run_node(log: Path, machine: Path) -> dict[str, Any]:
+    out = subprocess.run(["node", "--stack-size=4000", str(NODE_FOLD), str(log), str(machine)],
+                         capture_output=True, text=True, check=True, cwd=REPO)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--n", type=int, default=None)
+    ap.add_argument("--grow", type=int, default=2500)
+    ap.add_argument("--phase", choices=["verify", "engine"])
+    ap.add_argument("--log")
+    ap.add_argument("--machine")
+    args = ap.parse_args()
+    if args.phase:
+        print(json.dumps(phase(args.phase, args.log, args.machine)))
+        return
+    n = args.n or (10_000 if args.quick else 100_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        loop_log = Path(tmp) / "loop.jsonl"
+        grow_log = Path(tmp) / "grow.jsonl"
+        write_log(loop_log, LOOP, {"type": "@agent.init", "input": {"limit": n + 5}}, loop_events(n - 1))
+        write_log(grow_log, GROW, {"type": "@agent.init"}, grow_events(args.grow - 1))
+        print(f"loop log: {n:,} entries ({loop_log.stat().st_size / 1e6:.1f} MB); grow log: "
+              f"{args.grow:,} entries ({grow_log.stat().st_size / 1e6:.1f} MB); cpus={os.cpu_count()}")
+        node = run_node(loop_log, LOOP)
+        verify = run_phase("verify", loop_log, LOOP)
+        engine = run_phase("engine", loop_log, LOOP)
+        print(f"pure Node fold : {node['rate']:9,.0f} entries/s wall, {node['cpuSeconds']:.2f} CPU-s, "
+              f"mismatches={node['mismatches']}, node peak {node['rssPeakMb']:.0f} MB")
+        for label, r in (("Node verify   ", verify), ("engine pass   ", engine)):
+            # on a shared machine wall clock is noisy; the CPU ratio is the robust figure: the
+            # two processes overlap, so the critical path is the busier one
+            crit = max(r["runner_cpu"], r["python_cpu"])
+            print(f"{label} : {r['rate']:9,.0f} entries/s wall, ratio {r['rate'] / node['rate']:.2f}x "
+                  f"wall, {node['cpuSeconds'] / crit:.2f}x by CPU (runner {r['runner_cpu']:.2f} CPU-s, "
+                  f"python {r['python_cpu']:.2f} CPU-s); failed={r['bad']}; python peak "
+                  f"{r['python_peak_mb']:.0f} MB, runner peak {r['runner_peak_mb']:.0f} MB")
+        gnode = run_node(grow_log, GROW)
+        gverify = run_phase("verify", grow_log, GROW)
+        print(f"grow log ({args.grow:,} entries, ~{TEXT * args.grow / 1e3:.0f} KB last snapshot): "
+              f"pure Node {gnode['rate']:,.0f}/s, Node verify {gverify['rate']:,.0f}/s "
+              f"({gverify['rate'] / gnode['rate']:.2f}x); Node verify peak RSS: python "
+              f"{gverify['python_peak_mb']:.0f} MB + runner {gverify['runner_peak_mb']:.0f} MB = "
+              f"{gverify['python_peak_mb'] + gverify['runner_peak_mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Python engine ``verify`` against a naive per-entry loop, and the state hash alone (issue 10).
+
+Usage: ``python -m benchmarks.bench_python_verify [--quick] [--n N]``.
+
+The log: the counter machine (``agentscope.examples.python_machines.counter_machine``), N entries
+(default 20,000; ``--quick`` 5,000) of ``INC``/``DEC``/``TOGGLE``/``@agent.usage``, hashes stamped
+by a first fold. Measured in this run, best of 3:
+
+- **naive loop**: per entry ``machine.transition`` + ``json.dumps(persisted, sort_keys=True)`` +
+  the plain per-code-unit djb2 loop (``djb2_hex_reference``), the baseline the issue names;
+- **verify**: ``agentscope.verify(machine, entries)`` (the whole pass);
+- **transition only**: the engine's share (the floor of any verify on this engine);
+- **hash only**: ``state_hash`` (guarded fast path, exact fallback) against ``json.dumps`` +
+  plain djb2 over the same persisted snapshots; and the exact writer alone.
+
+Printed: entries/s and the ratios ``verify / naive`` (goal >= 3) and ``hash / naive hash``, plus
+peak RSS. No assertion: numbers only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentscope.examples.python_machines import counter_machine
+from agentscope.hashing import canonical_snapshot_json, djb2_hex, djb2_hex_reference, state_hash
+
+
+def make_log(n: int) -> list[dict[str, Any]]:
+    kinds = ["INC", "DEC", "TOGGLE", "INC", "@agent.usage"]
+    events = [{"type": kinds[i % 5], **({"by": i % 7} if i % 5 == 0 else {})} for i in range(n - 1)]
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    entries = [{"event": {"type": "@agent.init", "input": {"start": 1}}, "h": state_hash(s.persisted)}]
+    for ev in events:
+        s = m.transition(s, ev)
+        entries.append({"event": ev, "h": state_hash(s.persisted)})
+    return [
+        {"schemaVersion": 1, "id": f"evt_{i:08d}", "index": i,
+         "recordedAt": f"2026-11-30T10:{(i // 60000) % 60:02d}:{(i // 1000) % 60:02d}.{i % 1000:03d}Z",
+         "machineId": m.machine_id, "machineVersion": m.version, "event": e["event"],
+         "verification": {"stateHash": e["h"]}}
+        for i, e in enumerate(entries)
+    ]
+
+
+def best(fn: Callable[[], Any], repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--n", type=int, default=None)
+    args = ap.parse_args()
+    n = args.n or (5_000 if args.quick else 20_000)
+    entries = make_log(n)
+    events = [e["event"] for e in entries[1:]]
+
+    def naive() -> None:
+        m = counter_machine()
+        s = m.initial({"start": 1})
+        bad = djb2_hex_reference(json.dumps(m.persist(s), sort_keys=True, separators=(",", ":"))) != ""
+        for ev in events:
+            s = m.transition(s, ev)
+            bad |= djb2_hex_reference(json.dumps(m.persist(s), sort_keys=True, separators=(",", ":"))) == ""
+
+    def transitions() -> None:
+        m = counter_machine()
+        s = m.initial({"start": 1})
+        for ev in events:
+            s = m.transition(s, ev)
+
+    from agentscope.replay import verify
+
+    def run_verify() -> None:
+        report = verify(counter_machine(), entries)
+        assert report.ok
+
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    snaps = []
+    for ev in events:
+        s = m.transition(s, ev)
+        snaps.append(m.persist(s))
+
+    t_naive = best(naive)
+    t_verify = best(run_verify)
+    t_trans = best(transitions)
+    t_hash = best(lambda: [state_hash(p) for p in snaps])
+    t_exact = best(lambda: [djb2_hex(canonical_snapshot_json(p)) for p in snaps])
+    t_naive_hash = best(lambda: [djb2_hex_reference(json.dumps(p, sort_keys=True, separators=(",", ":")))
+                                 for p in snaps])
+    rate = lambda t: n / t  # noqa: E731
+    print(f"counter log, {n:,} entries")
+    print(f"naive loop (transition + json.dumps + plain djb2): {rate(t_naive):9,.0f} entries/s")
+    print(f"verify                                          : {rate(t_verify):9,.0f} entries/s  "
+          f"ratio {t_naive / t_verify:.2f}x (goal >= 3x)")
+    print(f"transition only (the engine's floor)            : {rate(t_trans):9,.0f} entries/s  "
+          f"= {t_naive / t_trans:.2f}x the naive loop at most")
+    print(f"state_hash (fast path)                          : {rate(t_hash):9,.0f} /s  "
+          f"{t_naive_hash / t_hash:.2f}x json.dumps + plain djb2; exact writer "
+          f"{t_naive_hash / t_exact:.2f}x")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

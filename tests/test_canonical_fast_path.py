@@ -1,0 +1,103 @@
+"""The guarded fast path of the Era-C canonical JSON agrees byte for byte with the exact writer.
+
+``fast_canonical_snapshot_bytes`` (orjson + guards) either returns ``None`` (the exact writer
+runs) or exactly ``canonical_snapshot_json(p).encode()``. Checked on generated snapshots in the
+persisted shape (structural volatile keys at snapshot and child positions, nested child
+snapshots, any JSON in context) and on every snapshot of the real fixtures, where the fast path
+must actually be taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentscope.examples.python_machines import counter_machine
+from agentscope.hashing import (
+    canonical_snapshot_json,
+    djb2_hex,
+    djb2_hex_reference,
+    fast_canonical_snapshot_bytes,
+    state_hash,
+)
+from tests.conftest import load_json
+
+_KEYS = st.one_of(
+    st.sampled_from(["sessionId", "_nextTimerId", "_nextActorIds", "children", "snapshot",
+                     "__proto__", "agentMeta", "0", "10", "01", "a", "B", "é", "😀", "\uffff",
+                     "a\"b", "a\\b", "x:1.5,", "\x00", "\ud83d"]),
+    st.text(max_size=5),
+)
+_NUMBERS = st.one_of(
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 1.0, 1e20, 1e21, 1e-7, 5e-324, 2**53, 2**53 + 1]),
+)
+_STRINGS = st.one_of(
+    st.text(st.characters(exclude_categories=()), max_size=8),
+    st.sampled_from(["10:12:45.495Z", "a:1.5,b", "\u2028", "\x7f", "/", "\x1f", "\x08"]),
+)
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), _NUMBERS, _STRINGS),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+def _snapshot(depth: int) -> st.SearchStrategy[dict[str, Any]]:
+    child = st.fixed_dictionaries(
+        {"src": st.text(max_size=3), "sessionId": st.text(max_size=3)},
+        optional={"snapshot": _snapshot(depth - 1) if depth else _JSON, "x": _JSON},
+    )
+    return st.fixed_dictionaries(
+        {"status": st.sampled_from(["active", "done"]), "value": _JSON, "context": _JSON},
+        optional={
+            "children": st.dictionaries(_KEYS, st.one_of(child, _JSON), max_size=3),
+            "sessionId": _JSON, "_nextTimerId": _JSON, "agentMeta": _JSON, "timers": _JSON,
+        },
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(p=_snapshot(2))
+def test_fast_bytes_are_the_exact_canonical_json_or_none(p: dict[str, Any]) -> None:
+    exact = canonical_snapshot_json(p)
+    fast = fast_canonical_snapshot_bytes(p)
+    if fast is not None:
+        assert fast == exact.encode("utf-8")
+    assert state_hash(p) == djb2_hex(exact) == djb2_hex_reference(exact)
+
+
+def test_the_fast_path_is_taken_on_real_persisted_snapshots() -> None:
+    taken = total = 0
+    for name in ("a_counter.replay.json", "g_triage.main.replay.json", "c_fork_memory.parent.replay.json"):
+        data = load_json(name)
+        snaps = [s for s in _walk(data) if isinstance(s, dict) and "status" in s and "value" in s]
+        for p in snaps:
+            total += 1
+            fast = fast_canonical_snapshot_bytes(p)
+            if fast is not None:
+                taken += 1
+                assert fast == canonical_snapshot_json(p).encode("utf-8")
+    assert total >= 10 and taken == total
+
+
+def test_the_fast_path_is_taken_on_python_engine_snapshots() -> None:
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    for ev in [{"type": "INC"}, {"type": "TOGGLE"}, {"type": "DEC", "by": 3}, {"type": "FINISH"}]:
+        s = m.transition(s, ev)
+        assert fast_canonical_snapshot_bytes(s.persisted) == canonical_snapshot_json(s.persisted).encode()
+
+
+def _walk(v: Any) -> Any:
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        yield x
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)

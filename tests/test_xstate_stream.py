@@ -1,0 +1,92 @@
+"""The Node runner's fold transport: streamed byte-capped parts, hashes from JS, seeks that
+receive only the last snapshot, pipelined folds, abandoned streams (issue 10)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope.engines.xstate import XStateMachine, load_machine
+from agentscope.hashing import state_hash
+from tests.conftest import REPO, requires_node
+
+pytestmark = [requires_node, pytest.mark.node]
+
+LOOP = REPO / "agentscope" / "examples" / "machines" / "loop.mjs"
+GROW = Path(__file__).resolve().parent.parent / "benchmarks" / "machines" / "grow.mjs"
+
+
+def loop_events(n: int) -> list[dict[str, Any]]:
+    return [{"type": "xstate.done.actor", "actorId": "tick", "sessionId": f"rec:{i}",
+             "output": {"delta": (i * 7) % 13}} for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[XStateMachine]:
+    with load_machine(LOOP) as m:
+        yield m
+
+
+def test_pipelined_fold_equals_one_fold_with_js_hashes(loop: XStateMachine) -> None:
+    events = loop_events(700)
+    s0 = loop.initial({"limit": 10_000})
+    whole = loop.fold(s0, events, sessions={})
+    piped = list(loop.fold_iter(s0, events, sessions={}, chunk=64))
+    assert [s.persisted for s in piped] == [s.persisted for s in whole]
+    assert [s.state_hash for s in piped] == [state_hash(s.persisted) for s in whole]
+    assert piped[-1].context == {"limit": 10_000, "i": 700, "sum": sum((i * 7) % 13 for i in range(700))}
+
+
+def test_replies_are_capped_by_bytes(loop: XStateMachine) -> None:
+    with load_machine(GROW) as m:
+        m.part_bytes = 50_000
+        events = [{"type": "ADD", "text": "x" * 1000} for _ in range(300)]
+        s0 = m.initial()
+        rid = m._runner.send(m._seed_request(s0, events, {}, rebind=True), pipelined=True)
+        sizes = [len(part["persisted"]) for _, part in m._runner.recv_stream(rid)]
+        assert len(sizes) > 10 and sum(sizes) == 300  # many parts, none over ~50 KB + one snapshot
+        assert max(sizes) <= 50  # the 50th snapshot alone holds 50 KB of items
+
+
+def test_identical_snapshots_cross_once_and_stay_equal(loop: XStateMachine) -> None:
+    s0 = loop.initial({"limit": 10})
+    snaps = loop.fold(s0, [{"type": "NOPE"}] * 5, sessions={})
+    assert all(s.persisted is snaps[0].persisted for s in snaps)  # sent once, reused
+    assert {s.state_hash for s in snaps} == {state_hash(s0.persisted)}
+
+
+def test_fold_last_receives_only_the_last_snapshot(loop: XStateMachine) -> None:
+    events = loop_events(200)
+    s0 = loop.initial({"limit": 10_000})
+    last, hashes = loop.fold_last(s0, events, sessions={})
+    whole = loop.fold(s0, events, sessions={})
+    assert last.persisted == whole[-1].persisted
+    assert hashes == [s.state_hash for s in whole]
+
+
+def test_an_abandoned_stream_leaves_nothing_behind(loop: XStateMachine) -> None:
+    s0 = loop.initial({"limit": 100_000})
+    first = list(itertools.islice(loop.fold_iter(s0, loop_events(5_000), sessions={}, chunk=500), 10))
+    assert len(first) == 10
+    again = loop.fold(s0, loop_events(3), sessions={})  # reads and drops the abandoned replies
+    assert again[-1].context["i"] == 3
+    assert not loop._runner._stash and not loop._runner._parts and not loop._runner._abandoned
+
+
+@pytest.mark.parametrize("fail_at", [3, 130, 257])
+def test_a_failure_in_a_later_chunk_yields_every_earlier_snapshot(fail_at: int) -> None:
+    faulty = Path(__file__).resolve().parent / "xstate_machines" / "faulty.mjs"
+    with load_machine(faulty) as m:
+        events: list[dict[str, Any]] = [{"type": "STORE", "payload": str(i)} for i in range(300)]
+        events[fail_at] = {"type": "BOOM"}
+        got = []
+        with pytest.raises(Exception) as info:
+            for snap in m.fold_iter(m.initial(), events, sessions={}, chunk=64):
+                got.append(snap.context["stored"])
+        assert getattr(info.value, "index", None) == fail_at
+        assert got == [str(i) for i in range(fail_at)]
+        assert m.fold(m.initial(), events[:2], sessions={})[-1].context["stored"] == "1"  # usable
