@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "load_machine": "agentscope.engines.xstate",
     "StatechartMachine": "agentscope.engines.statechart",
     "setup": "agentscope.engines.statechart",
+    "UNDEFINED": "agentscope.engines.statechart",
     "Recorder": "agentscope.engines.recorder",
     "ManualClock": "agentscope.engines.recorder",
     "replay": "agentscope.replay",

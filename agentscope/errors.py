@@ -27,6 +27,7 @@ __all__ = [
     "RecorderError",
     "ReplayDivergenceError",
     "SnapshotDivergedError",
+    "SnapshotRestoreError",
     "StatechartConfigError",
     "ThreadNotFoundError",
     "UnreadableSourceError",
@@ -307,6 +308,37 @@ class MachineLoadError(EngineError):
     """A machine module could not be loaded: not found, no such export, not a machine, …."""
 
     code = "machine-load-error"
+
+
+class SnapshotRestoreError(EntryValidationError, EngineError):
+    """A persisted snapshot names what the machine lacks (a state, a history node, a child's ``src``).
+
+    Both engines raise it with the same message (XState's own words, e.g. ``Persisted snapshot
+    references state 'zz' which does not exist on machine 'x'.``). ``field`` is the dotted path
+    inside the snapshot (``"value"``); a log's init entry re-raises it with ``index=0`` and
+    ``field="event.snapshot.value"``. ``stack`` keeps the JS stack trace of the Node engine (never
+    in the message); ``None`` for the Python engine.
+    """
+
+    code = "invalid-snapshot"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        stack: str | None = None,
+    ) -> None:
+        self.stack = stack
+        super().__init__(detail, source=source, index=index, line=line, field=field)
+
+    def in_init_entry(self) -> SnapshotRestoreError:
+        """Return this error placed in a log's init entry (entry 0, ``event.snapshot.<field>``)."""
+        sub = f"event.snapshot.{self.field}" if self.field else "event.snapshot"
+        return SnapshotRestoreError(self.detail, source=self.source, index=0, field=sub, stack=self.stack)
 
 
 class StatechartConfigError(AgentscopeError, ValueError):

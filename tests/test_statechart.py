@@ -252,7 +252,14 @@ def test_spec_structural_examples() -> None:
             {"id": "m", "initial": "a", "states": {"a": {"on": {"X": {"target": "a", "guard": "nope"}}}}},
             "unknown guard",
         ),
-        ({"id": "m", "initial": "a", "states": {"a": {"type": "choice"}}}, "unsupported state type"),
+        ({"id": "m", "initial": "a", "states": {"a": {"type": "junction"}}}, "unsupported state type"),
+        ({"id": "m", "initial": "a", "states": {"a": {"type": "choice"}}}, "a choice state needs 'choice'"),
+        (
+            {"id": "m", "initial": "a", "states": {"a": {"type": "choice", "choice": ["a"], "on": {"X": "a"}}}},
+            r"a choice state cannot declare \['on'\]",
+        ),
+        ({"id": "m", "initial": "a", "states": {"a": {"choice": ["a"]}}}, "only be used with type 'choice'"),
+        ({"id": "m", "initial": "a", "states": {"a": {"after": {"P1Y": "a"}}}}, "unknown delay 'P1Y'"),
         ({"id": "m", "initial": "a", "states": {"a": {"type": "history"}}}, "needs a 'target'"),
         ({"id": "m", "initial": "a", "states": {"a": {"invoke": {"src": lambda: 1}}}}, "src"),
         (
@@ -350,3 +357,28 @@ def test_a_raising_callable_becomes_machine_execution_error() -> None:
         machine.fold(s, [{"type": "Y"}, {"type": "X"}])
     assert info.value.index == 1 and info.value.event_type == "X"
     assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_initial_naming_no_child_state_is_rejected() -> None:
+    # XState 6 throws `Initial state not found on "#x"` at its first transition; we refuse at once
+    with pytest.raises(StatechartConfigError, match=r"state x: initial state 'a' not found"):
+        StatechartMachine({"id": "x", "initial": "a", "states": {}})
+
+
+@pytest.mark.parametrize(
+    ("state", "match"),
+    [
+        ({"timeout": 1000, "onTimeout": "a"}, r"unsupported key\(s\) \['timeout', 'onTimeout'\]"),
+        ({"onError": "a"}, r"unsupported key\(s\) \['onError'\]"),
+        ({"invoke": {"src": "x", "timeout": 5}}, r"unsupported invoke key\(s\) \['timeout'\]"),
+        ({"invoke": {"src": lambda i: i}}, "invoke 'src' must be a non-empty actor name"),
+        ({"on": {"X": {"target": "a", "input": {}}}}, r"unsupported transition key\(s\) \['input'\]"),
+        ({"route": {}}, r"unsupported key\(s\) \['route'\]"),
+        ({"on": {"X": {"actions": [{"type": "xstate.sendTo"}]}}}, "action names or Raise/Cancel/Emit"),
+        ({"after": {"P1Y": "a"}}, "unknown delay 'P1Y'"),
+    ],
+)
+def test_unsupported_xstate_features_named_in_the_docs_are_rejected(state: dict[str, Any], match: str) -> None:
+    """The "Not supported" table of docs/how-to/python-machines.md, row by row."""
+    with pytest.raises(StatechartConfigError, match=match):
+        StatechartMachine({"id": "m", "initial": "a", "states": {"a": state}})

@@ -19,9 +19,16 @@ from typing import Any
 
 from agentscope.engines._statechart_nodes import (
     UNDEFINED,
+    Action,
+    Cancel,
+    ChoiceError,
     CompiledMachine,
+    Emit,
     Node,
+    Raise,
+    StateIn,
     Transition,
+    check_action,
     get_by_path,
     is_descendant,
     resolve_target,
@@ -59,6 +66,7 @@ class State:
     history: Mapping[str, tuple[Node, ...]] = field(default_factory=dict)
     next_timer_id: int = 0
     seq: int = 0
+    has_undefined: bool = False  # some context value is UNDEFINED (dropped when persisted)
 
 
 def clone(s: State, **changes: Any) -> State:
@@ -152,7 +160,7 @@ def all_state_nodes(nodes: list[Node]) -> list[Node]:
 
 
 def _is_atomic(n: Node) -> bool:
-    return n.type in ("atomic", "final")
+    return n.type in ("atomic", "final", "choice")
 
 
 def state_value(root: Node, nodes: tuple[Node, ...]) -> Any:
@@ -321,14 +329,18 @@ def session_matches(event: Mapping[str, Any], s: State, actor_id: Any) -> bool:
 
 
 class Ctx:
-    """Per-machine callables and the per-microstep cache of function-transition results."""
+    """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
+    machine object holds no per-call state and is safe to share between threads."""
 
     def __init__(self, m: CompiledMachine, machine_id: str) -> None:
         self.m = m
         self.machine_id = machine_id
-        root_seg = "x:0" if machine_id == "(machine)" else _encode(machine_id)
-        self.root_address = root_seg
+        self.root_address = root_address(machine_id)
         self.begin(None)
+        # what the call did, for Snapshot.transitions / Snapshot.actions
+        self.steps = 0
+        self.taken: list[tuple[int, str, Transition, tuple[Node, ...], bool]] = []
+        self.actions: list[Action] = []
 
     def begin(self, working: State | None) -> None:
         """Start one transition's child-id transaction (XState's spawn allocation)."""
@@ -347,10 +359,67 @@ class Ctx:
         self.explicit_ids.add(child_id)
 
 
+def root_address(machine_id: str) -> str:
+    """The root actor's address segment as XState 6 mints it for a pure transition."""
+    return "x:0" if machine_id == "(machine)" else _encode(machine_id)
+
+
 def _encode(seg: str) -> str:
     if "/" in seg or "%" in seg:
         return seg.replace("%", "%25").replace("/", "%2F")
     return seg
+
+
+def value_of(s: State) -> Any:
+    """The state value of ``s`` (computed from its nodes when not cached)."""
+    if s.value is not None:
+        return s.value
+    root = next(n for n in s.nodes if n.parent is None)
+    return state_value(root, s.nodes)
+
+
+def _to_state_value(v: Any) -> Any:
+    if isinstance(v, str):
+        parts = v.split(".")
+        out: Any = parts[-1]
+        for p in reversed(parts[:-1]):
+            out = {p: out}
+        return out
+    return v
+
+
+def matches_state(parent: Any, child: Any) -> bool:
+    """XState's ``matchesState(parent, child)``: is the value ``child`` within ``parent``?"""
+    pv, cv = _to_state_value(parent), _to_state_value(child)
+    if isinstance(cv, str):
+        return isinstance(pv, str) and cv == pv
+    if not isinstance(cv, Mapping):
+        return False
+    if isinstance(pv, str):
+        return pv in cv
+    if not isinstance(pv, Mapping):
+        return False
+    return all(k in cv and matches_state(pv[k], cv[k]) for k in pv)
+
+
+def state_in(s: State, state: Any) -> bool:
+    """XState's ``checkStateIn``: ``"#id"`` is an active node; otherwise the value matches."""
+    if isinstance(state, str) and state.startswith("#"):
+        return any(n.id == state[1:] for n in s.nodes)
+    return matches_state(state, value_of(s))
+
+
+def call_to(t: Transition, s: State, event: Mapping[str, Any]) -> Any:
+    """Call a function transition (with the state value when it takes one) and check a choice's result."""
+    assert t.to is not None
+    res = t.to(s.context, event, value_of(s)) if t.to_value else t.to(s.context, event)
+    if t.choice_of is not None and (
+        not isinstance(res, Mapping) or res.get("target") is None or res.get("actions") is not None
+    ):
+        if isinstance(res, Mapping) and res.get("actions") is not None:
+            raise ChoiceError(f'Choice state "{t.choice_of}" cannot declare `actions` on a choice.')
+        raise ChoiceError(f'Choice "{t.choice_of}" has no target')
+    return res
 
 
 def evaluate_candidate(
@@ -361,10 +430,15 @@ def evaluate_candidate(
             return False
     if t.invoke_id is not None and not session_matches(event, s, t.invoke_id):
         return False
-    if t.guard is not None and not t.guard(s.context, event):
-        return False
+    g = t.guard
+    if g is not None:
+        if isinstance(g, StateIn):
+            if not state_in(s, g.state):
+                return False
+        elif not (g(s.context, event, value_of(s)) if t.guard_value else g(s.context, event)):
+            return False
     if t.to is not None:
-        res = t.to(s.context, event)
+        res = call_to(t, s, event)
         if results is not None:
             results[t] = res
         return res is not None
@@ -422,6 +496,7 @@ class Result:
     targets: tuple[Node, ...] | None
     context: Any
     reenter: bool
+    actions: tuple[Action, ...] = ()
 
 
 class Resolver:
@@ -448,7 +523,7 @@ class Resolver:
             if t in self.selection:
                 res = self.selection[t]
             else:
-                res = t.to(self.s.context, self.event)
+                res = call_to(t, self.s, self.event)
                 self.selection[t] = res
             if res is not None and not isinstance(res, Mapping):
                 raise EngineError(
@@ -456,6 +531,12 @@ class Resolver:
                     f"got {type(res).__name__}"
                 )
             res = res or {}
+            extra = [k for k in res if k not in _RESULT_KEYS]
+            if extra:
+                raise EngineError(
+                    f"function transition of '{t.source.id}' returned unsupported key(s) {extra!r} "
+                    f"(supported: target, context, reenter, actions)"
+                )
             tgt = res.get("target")
             targets = None
             if tgt:
@@ -464,13 +545,31 @@ class Resolver:
             ctx = res.get("context", UNDEFINED)
             if ctx is None:
                 ctx = UNDEFINED
-            return Result(targets, ctx, bool(res.get("reenter", False)))
+            acts = _actions_of(res, f"function transition of '{t.source.id}'")
+            return Result(targets, ctx, bool(res.get("reenter", False)), acts)
         ctx = t.context
         if callable(ctx):
             ctx = ctx(self.s.context, self.event)
             if ctx is None:
                 ctx = UNDEFINED
-        return Result(t.targets, ctx, t.reenter)
+        return Result(t.targets, ctx, t.reenter, t.action_data)
+
+
+_RESULT_KEYS = frozenset({"target", "context", "reenter", "actions"})
+
+
+def _actions_of(res: Mapping[str, Any], where: str) -> tuple[Action, ...]:
+    """The ``actions`` a callable returned next to its context patch (validated action data)."""
+    acts = res.get("actions")
+    if acts is None:
+        return ()
+    items = tuple(acts) if isinstance(acts, (list, tuple)) else (acts,)
+    for a in items:
+        try:
+            check_action(a, where)
+        except Exception as exc:
+            raise EngineError(str(exc)) from None
+    return items
 
 
 def history_default(node: Node, m: CompiledMachine) -> Transition:
@@ -584,22 +683,125 @@ def remove_conflicts(ts: list[Transition], nodes: list[Node], s: State, rv: Reso
 # microstep / macrostep
 
 
+class UndefinedDict(dict[str, Any]):
+    """A context holding :data:`UNDEFINED` somewhere (so persisting it strips those values)."""
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def has_undefined(v: Any) -> bool:
+    """True when ``v`` contains :data:`UNDEFINED` (JS ``undefined``) at any depth (iterative, so
+    deep values are fine; cost: one look at every value, like the hash of it)."""
+    stack = [v]
+    leaves = _LEAVES
+    while stack:
+        x = stack.pop()
+        if x is UNDEFINED:
+            return True
+        t = type(x)
+        if t in leaves:
+            continue
+        if t is dict or t is UndefinedDict:
+            for y in x.values():
+                if y is UNDEFINED:
+                    return True
+                if type(y) not in leaves:
+                    stack.append(y)
+        elif t is list or t is tuple:
+            for y in x:
+                if y is UNDEFINED:
+                    return True
+                if type(y) not in leaves:
+                    stack.append(y)
+        elif isinstance(x, Mapping):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return False
+
+
+def strip_undefined(v: Any) -> Any:
+    """``JSON.parse(JSON.stringify(v))`` for :data:`UNDEFINED`: object keys holding it vanish, array
+    elements become ``None``; everything else is returned as is (shared, not copied)."""
+    if isinstance(v, Mapping):
+        if not has_undefined(v):
+            return v
+        return {k: strip_undefined(x) for k, x in v.items() if x is not UNDEFINED}
+    if isinstance(v, (list, tuple)):
+        if not has_undefined(v):
+            return v
+        return [None if x is UNDEFINED else strip_undefined(x) for x in v]
+    return v
+
+
 def _merge(ctx: Any, patch: Any, where: str) -> Any:
     if not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
-    out = dict(ctx) if isinstance(ctx, Mapping) else {}
+    undefined = type(ctx) is UndefinedDict or has_undefined(patch)
+    base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
+    out: dict[str, Any] = (UndefinedDict if undefined else dict)(base)
     out.update(js_values(patch))  # numbers are IEEE doubles, as in XState
     return out
 
 
-def _call_hook(fn: Callable[[Any, Any], Any], ctx: Any, event: Mapping[str, Any], where: str) -> Any:
+def _call_hook(
+    fn: Callable[[Any, Any], Any], ctx: Any, event: Mapping[str, Any], where: str
+) -> tuple[Any, tuple[Action, ...] | None]:
+    """Run an entry/exit callable: ``(context patch | UNDEFINED, actions | None)``; ``None`` actions
+    means the result had no ``actions`` key (the callable mirrors XState's one-argument form)."""
     res = fn(ctx, event)
     if res is None:
-        return UNDEFINED
+        return UNDEFINED, None
     if not isinstance(res, Mapping):
-        raise EngineError(f"{where} must return None or a dict like {{'context': {{...}}}}")
+        raise EngineError(
+            f"{where} must return None or a dict like {{'context': {{...}}, 'actions': [...]}}"
+        )
     c = res.get("context", UNDEFINED)
-    return UNDEFINED if c is None else c
+    acts = _actions_of(res, where) if "actions" in res else None
+    return (UNDEFINED if c is None else c), acts
+
+
+def apply_actions(cx: Ctx, s: State, actions: tuple[Action, ...], queue: list[Mapping[str, Any]]) -> State:
+    """Resolve action data as XState does: a raise without delay joins the internal queue, a
+    delayed raise becomes a ``timers`` entry (auto id from ``_nextTimerId``), a cancel removes one;
+    an emit changes nothing. Every action is recorded for :attr:`Snapshot.actions`."""
+    timers: dict[str, Any] | None = None
+    next_id = s.next_timer_id
+    for a in actions:
+        if isinstance(a, Raise):
+            if a.delay is None:
+                queue.append(a.event)
+                cx.actions.append(a)
+                continue
+            tid = a.id
+            if tid is None:
+                tid = f"xstate.timer.auto.{next_id}"
+                next_id += 1
+            if timers is None:
+                timers = dict(s.timers)
+            timers[tid] = {
+                "id": tid,
+                "delay": a.delay,
+                "type": "@xstate.raise",
+                "event": strip_undefined(a.event),
+                "target": "self",
+            }
+            cx.actions.append(Raise(a.event, a.delay, tid))
+        elif isinstance(a, Cancel):
+            cx.actions.append(a)
+            if a.id in (timers if timers is not None else s.timers):
+                if timers is None:
+                    timers = dict(s.timers)
+                del timers[a.id]
+        elif isinstance(a, Emit):
+            cx.actions.append(a)
+    if timers is None and next_id == s.next_timer_id:
+        return s
+    changes: dict[str, Any] = {"next_timer_id": next_id}
+    if timers is not None:
+        changes["timers"] = timers
+    return clone(s, **changes)
 
 
 def _output(mapper: Any, ctx: Any, event: Mapping[str, Any]) -> Any:
@@ -653,10 +855,7 @@ def microstep(
                     changed = dict(history)
                 changed[h.id] = sel
         for ex in to_exit:
-            if ex.exit is not None:
-                patch = _call_hook(ex.exit, nxt.context, event, f"exit of '{ex.id}'")
-                if patch is not UNDEFINED:
-                    nxt = clone(nxt, context=_merge(nxt.context, patch, f"exit of '{ex.id}'"))
+            # XState wraps exit so the `after` timers are cancelled before the exit callable runs
             if ex.afters:
                 timers = dict(nxt.timers)
                 hit = False
@@ -666,6 +865,12 @@ def microstep(
                         hit = True
                 if hit:
                     nxt = clone(nxt, timers=timers)
+            if ex.exit is not None:
+                patch, acts = _call_hook(ex.exit, nxt.context, event, f"exit of '{ex.id}'")
+                if patch is not UNDEFINED:
+                    nxt = clone(nxt, context=_merge(nxt.context, patch, f"exit of '{ex.id}'"))
+                if acts:
+                    nxt = apply_actions(cx, nxt, acts, queue)
             stop = [inv.id for inv in ex.invoke if inv.id in nxt.children]
             if stop:
                 children = dict(nxt.children)
@@ -681,10 +886,17 @@ def microstep(
         exit_states()
 
     context = nxt.context
+    step = cx.steps
+    cx.steps += 1
+    transition_actions: list[Action] = []
     for t in filtered:
         r = rv(t)
+        cx.taken.append((step, str(event.get("type", "")), t, r.targets or (), bool(r.reenter)))
         if r.context is not UNDEFINED:
             context = _merge(context, r.context, f"transition of '{t.source.id}'")
+        transition_actions.extend(r.actions)
+    if transition_actions:
+        nxt = apply_actions(cx, nxt, tuple(transition_actions), queue)
 
     if context is not None and context is not cur.context:
         nxt = clone(nxt, context=context)
@@ -795,15 +1007,21 @@ def microstep(
                         "event": {"type": "xstate.after", "delay": raw, "stateId": n.id},
                         "target": "self",
                     }
+                    cx.actions.append(Raise(timers[tid]["event"], delay, tid))
                 ctx_before = nxt.context
-                patch = _call_hook(n.entry, ctx_before, event, f"entry of '{n.id}'") if n.entry else UNDEFINED
+                where = f"entry of '{n.id}'"
+                patch, acts = _call_hook(n.entry, ctx_before, event, where) if n.entry else (UNDEFINED, None)
                 if patch is not UNDEFINED:
                     nxt = dataclasses.replace(nxt, context=_merge(ctx_before, patch, f"entry of '{n.id}'"))
                 nxt = clone(nxt, timers=timers)
+                if acts:
+                    nxt = apply_actions(cx, nxt, acts, queue)
             elif n.entry is not None:
-                patch = _call_hook(n.entry, nxt.context, event, f"entry of '{n.id}'")
+                patch, acts = _call_hook(n.entry, nxt.context, event, f"entry of '{n.id}'")
                 if patch is not UNDEFINED:
                     nxt = clone(nxt, context=_merge(nxt.context, patch, f"entry of '{n.id}'"))
+                if acts:
+                    nxt = apply_actions(cx, nxt, acts, queue)
             if n.type != "final":
                 continue
             parent = n.parent
@@ -867,9 +1085,13 @@ def microstep(
         mut.sort(key=lambda x: -x.order)
         for n in mut:
             if n.exit is not None:
-                patch = _call_hook(n.exit, nxt.context, event, f"exit of '{n.id}'")
-                if patch is not UNDEFINED and not n.afters:
+                patch, acts = _call_hook(n.exit, nxt.context, event, f"exit of '{n.id}'")
+                # XState keeps this context only from a one-argument exit (not `(args, enq)`, which
+                # a state with `after` timers or an exit returning actions corresponds to)
+                if patch is not UNDEFINED and not n.afters and acts is None:
                     nxt = clone(nxt, context=_merge(nxt.context, patch, f"exit of '{n.id}'"))
+                if acts:
+                    nxt = apply_actions(cx, nxt, acts, queue)
         if nxt.children:
             for cid in nxt.children:
                 cx.stopped(cid)

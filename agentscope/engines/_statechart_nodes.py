@@ -10,6 +10,7 @@ because XState's document order is that order.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,12 +20,17 @@ from agentscope.errors import StatechartConfigError
 
 __all__ = [
     "UNDEFINED",
+    "Cancel",
     "CompiledMachine",
+    "Emit",
     "Invoke",
     "Node",
+    "Raise",
+    "StateIn",
     "Transition",
     "compile_machine",
     "js_keys",
+    "parse_duration",
 ]
 
 
@@ -39,6 +45,106 @@ class _Undefined:
 
 
 UNDEFINED: Any = _Undefined()
+"""JS ``undefined``. A callable may put it in a context patch or an ``output`` where the XState
+machine it mirrors yields ``undefined`` (``context.missing``): like ``JSON.stringify``, the
+persisted snapshot then drops that object key (and writes ``null`` for an array element)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Raise:
+    """Action data: raise ``event`` to this machine (XState 6 ``enq.raise(event, {delay, id})``).
+
+    Without ``delay`` the event is processed in the same macrostep, after the events raised
+    before it and before the next external event. With ``delay`` (milliseconds, or a string XState
+    accepts: a ``delays`` name, ``"PT1S"``, ``"1.5s"``, ``"200ms"``) it becomes a ``timers`` entry
+    ``{id, delay, type: "@xstate.raise", event, target: "self"}`` keyed ``id`` (default
+    ``xstate.timer.auto.<n>``, numbered by the snapshot's ``_nextTimerId``), and is delivered by the
+    event ``{"type": "xstate.timer", "id": id}``. ``delay`` is persisted as given, as XState does.
+    """
+
+    event: Mapping[str, Any]
+    delay: int | float | str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Action data: remove the pending timer ``id`` (XState 6 ``enq.cancel(id)``); a no-op if absent."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Action data: emit ``event`` to the actor's listeners (XState 6 ``enq.emit``). Effect only:
+    it never changes the snapshot; it is reported in :attr:`Snapshot.actions`."""
+
+    event: Mapping[str, Any]
+
+
+Action = Raise | Cancel | Emit
+
+
+@dataclass(frozen=True, slots=True)
+class StateIn:
+    """A guard on the state (XState's ``checkStateIn``): ``"#id"`` is true while that state node is
+    active; a state value (``"a"``, ``{"b": "b2"}``) is true while the current value matches it."""
+
+    state: Any
+
+
+_DURATION = re.compile(
+    r"^P(?:(?P<weeks>\d+(?:[.,]\d+)?)W)?(?:(?P<days>\d+(?:[.,]\d+)?)D)?"
+    r"(?:T(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"
+    r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?$",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(text: str) -> int | float | None:
+    """Return the milliseconds of a delay string as XState 6 reads it, or ``None``.
+
+    Accepted (XState 6.0.0-alpha.48 ``parseDurationToMilliseconds``): ``"200ms"``, ``"1.5s"``
+    (seconds with up to 3 fraction digits) and ISO-8601 durations of weeks, days, hours, minutes
+    and seconds (``"PT1S"``, ``"P1DT2H"``, ``"PT0,5S"``); years and months are not accepted.
+    """
+    t = text.strip()
+    m = re.fullmatch(r"(\d+)ms", t, re.IGNORECASE)
+    if m:
+        return int(m.group(1))
+    m = re.fullmatch(r"(\d*)(\.?)(\d*)s", t, re.IGNORECASE)
+    if m:
+        whole = int(m.group(1)) if m.group(1) else 0
+        frac = int(m.group(3).ljust(3, "0")[:3]) if m.group(3) else 0
+        return whole * 1000 + (frac if m.group(2) else 0)
+    m = _DURATION.match(t)
+    if not m or not any(m.groupdict().values()):
+        return None
+
+    def num(v: str | None) -> float:
+        return float(v.replace(",", ".")) if v else 0.0
+
+    g = m.groupdict()
+    ms = (
+        num(g["weeks"]) * 7 * 24 * 60 * 60 * 1000
+        + num(g["days"]) * 24 * 60 * 60 * 1000
+        + num(g["hours"]) * 60 * 60 * 1000
+        + num(g["minutes"]) * 60 * 1000
+        + num(g["seconds"]) * 1000
+    )
+    return int(ms) if ms.is_integer() else ms
+
+
+def takes_value(fn: Any) -> bool:
+    """True when ``fn`` accepts a third positional argument (the state value, as XState passes it)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 _INDEX_KEY = re.compile(r"^(0|[1-9][0-9]*)$")
 
@@ -78,9 +184,15 @@ _STATE_KEYS = {
     "description",
     "tags",
     "meta",
+    "choice",
 }
 _ROOT_KEYS = _STATE_KEYS | {"context", "version", "migrate"}
 _TRANSITION_KEYS = {"target", "guard", "actions", "reenter", "context", "description"}
+# keys a choice state cannot have (XState 6 CHOICE_CONFIG_KEYS)
+_CHOICE_FORBIDDEN = (
+    "invoke", "after", "on", "entry", "exit", "always", "states", "initial", "onDone", "history", "target",
+    "output",
+)
 _INVOKE_KEYS = {"id", "src", "input", "onDone", "onError"}
 
 
@@ -93,14 +205,19 @@ class Transition:
     kind: str
     target_config: tuple[str, ...] | None = None
     targets: tuple[Node, ...] | None = None
-    guard: Callable[[Any, Any], Any] | None = None
+    guard: Callable[..., Any] | StateIn | None = None
     guard_name: str | None = None
+    guard_value: bool = False  # the guard takes the state value as a third argument
     context: Any = UNDEFINED
     reenter: bool = False
-    to: Callable[[Any, Any], Any] | None = None
+    to: Callable[..., Any] | None = None
+    to_value: bool = False  # the function transition takes the state value as a third argument
     actions: tuple[str, ...] = ()
+    action_data: tuple[Action, ...] = ()  # Raise/Cancel/Emit listed in a dict transition's actions
     matches: dict[str, Any] = field(default_factory=dict)
     invoke_id: str | None = None
+    choice_of: str | None = None  # the choice state's id when this is its routing transition
+    hidden: bool = False  # not drawn (a candidate list's "no target" fallback)
 
 
 @dataclass(eq=False)
@@ -214,8 +331,21 @@ class _Builder:
         typ = cfg.get("type") or (
             "compound" if first is not None else "history" if cfg.get("history") else "atomic"
         )
-        if typ not in ("atomic", "compound", "parallel", "final", "history"):
+        if typ not in ("atomic", "compound", "parallel", "final", "history", "choice"):
             raise _err(where, f"unsupported state type {typ!r}")
+        if typ == "choice":
+            bad_keys = [k for k in _CHOICE_FORBIDDEN if cfg.get(k) is not None]
+            if bad_keys:
+                raise _err(where, f"a choice state cannot declare {bad_keys!r}")
+            ch = cfg.get("choice")
+            if not (callable(ch) or (isinstance(ch, (list, tuple)) and ch)):
+                raise _err(
+                    where,
+                    "a choice state needs 'choice': a callable (context, event) -> {'target', 'context'?} "
+                    "or a non-empty list of candidate transitions",
+                )
+        elif cfg.get("choice") is not None:
+            raise _err(where, "'choice' can only be used with type 'choice'")
         if node_id in self.id_map:
             raise _err(where, f"duplicate state id {node_id!r}")
         node = Node(
@@ -232,6 +362,9 @@ class _Builder:
             for k in js_keys(states_cfg):
                 node.states[k] = self._node(_get(states_cfg, k), k, node)
         node.children_list = tuple(c for c in node.states.values() if c.type != "history")
+        if cfg.get("initial") is not None and typ != "compound" and not (typ == "parallel" and states_cfg):
+            # XState: `Initial state not found on "#x"` when `initial` names nothing
+            raise _err(where, f"initial state {cfg['initial']!r} not found (the state has no child states)")
         if typ == "compound" and not cfg.get("initial"):
             raise _err(where, "a compound state needs 'initial'")
         if typ == "history":
@@ -303,19 +436,20 @@ class _Builder:
         afters: list[tuple[Any, Any, str]] = []
         after_transitions: list[Transition] = []
         for k in js_keys(after_cfg):
-            try:
-                delay_raw: Any = float(k)
-                if delay_raw != delay_raw:  # NaN
-                    raise ValueError
-                delay_raw = int(delay_raw) if float(delay_raw).is_integer() else delay_raw
-            except ValueError:
-                delay_raw = k
+            delay_raw: Any = _js_plus(k)
             if isinstance(delay_raw, str):
-                if delay_raw not in self.delays:
-                    raise _err(where, f"unknown delay {delay_raw!r} (provide it via delays=...)")
-                resolved = self.delays[delay_raw]
-                if callable(resolved) or not isinstance(resolved, (int, float)):
-                    raise _err(where, f"delay {delay_raw!r} must be a number of milliseconds")
+                if delay_raw in self.delays:
+                    resolved = self.delays[delay_raw]
+                    if callable(resolved) or not isinstance(resolved, (int, float)):
+                        raise _err(where, f"delay {delay_raw!r} must be a number of milliseconds")
+                else:
+                    resolved = parse_duration(delay_raw)
+                    if resolved is None:
+                        raise _err(
+                            where,
+                            f"unknown delay {delay_raw!r}: not among delays=... and not a duration "
+                            "('PT1S', '1.5s', '200ms')",
+                        )
             else:
                 resolved = delay_raw
             timer_id = f"xstate.after.{_js_num(delay_raw)}.{node.id}"
@@ -360,10 +494,45 @@ class _Builder:
         for t in after_transitions:
             trans.setdefault("xstate.after", []).append(t)
         node.transitions = trans
-        if cfg.get("always") is not None:
+        if node.type == "choice":
+            node.always = self._choice(node, where)
+        elif cfg.get("always") is not None:
             node.always = [self._format(node, "", tc, "always") for tc in self._configs(where, cfg["always"])]
         for child in node.states.values():
             self._initialize(child)
+
+    def _choice(self, node: Node, where: str) -> list[Transition]:
+        """A choice state's routing: XState 6 turns ``choice`` into one eventless function
+        transition that must yield a target (else ``Choice "<id>" has no target``). A list of
+        candidates is the same as a function returning the first whose guard passes."""
+        ch = node.config["choice"]
+        if callable(ch):
+            t = self._format(node, "", ch, "choice")
+            t.choice_of = node.id
+            return [t]
+        out = []
+        for tc in self._configs(where, ch):
+            if callable(tc):
+                raise _err(where, "choice candidates must be target strings or dicts")
+            if tc.get("target") is None:
+                raise _err(where, "every choice candidate needs a 'target'")
+            if tc.get("actions") is not None:
+                raise _err(where, "a choice cannot declare 'actions'")
+            t = self._format(node, "", tc, "choice")
+            t.choice_of = node.id
+            out.append(t)
+        # nothing passed: XState's error, raised when the routing is evaluated
+        out.append(
+            Transition(
+                source=node,
+                descriptor="",
+                kind="choice",
+                to=_no_target(node.id),
+                choice_of=node.id,
+                hidden=True,
+            )
+        )
+        return out
 
     def _configs(self, where: str, value: Any) -> list[Any]:
         items = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -387,7 +556,7 @@ class _Builder:
     def _format(self, node: Node, desc: str, tc: Any, kind: str) -> Transition:
         where = f"state {node.id}, transition {desc or '(always)'}"
         if callable(tc) and not isinstance(tc, Mapping):
-            return Transition(source=node, descriptor=desc, kind=kind, to=tc)
+            return Transition(source=node, descriptor=desc, kind=kind, to=tc, to_value=takes_value(tc))
         target = tc.get("target")
         tcfg: tuple[str, ...] | None
         if target is None:
@@ -400,7 +569,9 @@ class _Builder:
             raise _err(where, "'target' must be a string or a list of strings")
         guard = tc.get("guard")
         guard_name: str | None = None
-        if isinstance(guard, str):
+        if isinstance(guard, StateIn):
+            guard_name = f"stateIn({json.dumps(guard.state, separators=(',', ':'))})"
+        elif isinstance(guard, str):
             guard_name = guard
             if guard not in self.guards:
                 raise _err(where, f"unknown guard {guard!r} (provide it via guards=...)")
@@ -413,15 +584,20 @@ class _Builder:
                 guard_name = "(inline)"
         acts = tc.get("actions")
         names: list[str] = []
+        data: list[Action] = []
         if acts is not None:
             for a in acts if isinstance(acts, (list, tuple)) else [acts]:
-                if isinstance(a, str):
+                if isinstance(a, (Raise, Cancel, Emit)):
+                    check_action(a, where)
+                    data.append(a)
+                    names.append(action_label(a))
+                elif isinstance(a, str):
                     self._action(where, a)
                     names.append(a)
                 elif callable(a):
                     names.append(getattr(a, "__name__", "(inline)"))
                 else:
-                    raise _err(where, "'actions' must be callables or action names")
+                    raise _err(where, "'actions' must be callables, action names or Raise/Cancel/Emit")
         ctx = tc.get("context", UNDEFINED)
         if ctx is not UNDEFINED and not (callable(ctx) or isinstance(ctx, Mapping)):
             raise _err(where, "'context' must be a dict patch or a callable (context, event) -> dict")
@@ -435,10 +611,61 @@ class _Builder:
             target_config=tcfg,
             guard=guard,
             guard_name=guard_name,
+            guard_value=callable(guard) and takes_value(guard),
             context=ctx,
             reenter=reenter,
             actions=tuple(names),
+            action_data=tuple(data),
         )
+
+
+_JS_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|Infinity)")
+
+
+def _js_plus(key: str) -> Any:
+    """JS ``Number.isNaN(+key) ? key : +key`` for an ``after`` key (decimal literals)."""
+    t = key.strip()
+    if t == "":
+        return 0
+    if not _JS_NUMBER.fullmatch(t):
+        return key
+    v = float(t.replace("Infinity", "inf"))
+    return int(v) if v.is_integer() else v
+
+
+def check_action(a: Any, where: str) -> None:
+    """Raise :class:`StatechartConfigError` (``where`` names the place) unless ``a`` is valid action data."""
+    bad_event = not isinstance(getattr(a, "event", None), Mapping) or not isinstance(a.event.get("type"), str)
+    if isinstance(a, (Raise, Emit)) and bad_event:
+        raise _err(where, f"{type(a).__name__} needs an event dict with a string 'type', got {a.event!r}")
+    if isinstance(a, Raise):
+        if a.delay is not None and (isinstance(a.delay, bool) or not isinstance(a.delay, (int, float, str))):
+            raise _err(where, "Raise 'delay' must be milliseconds or a delay string")
+        if a.id is not None and not isinstance(a.id, str):
+            raise _err(where, "Raise 'id' must be a string")
+    elif isinstance(a, Cancel):
+        if not isinstance(a.id, str):
+            raise _err(where, "Cancel needs a timer id string")
+    elif not isinstance(a, Emit):
+        raise _err(where, f"an action must be Raise, Cancel or Emit, got {type(a).__name__}")
+
+
+def action_label(a: Action) -> str:
+    """A short name for drawing: ``raise(DONE)``, ``cancel(t1)``, ``emit(PING)``."""
+    if isinstance(a, Cancel):
+        return f"cancel({a.id})"
+    return f"{'raise' if isinstance(a, Raise) else 'emit'}({a.event.get('type')})"
+
+
+def _no_target(state_id: str) -> Callable[[Any, Any], Any]:
+    def no_target(context: Any, event: Any) -> Any:
+        raise ChoiceError(f'Choice "{state_id}" has no target')
+
+    return no_target
+
+
+class ChoiceError(Exception):
+    """XState's error when a choice state resolves to no target (a user-machine failure)."""
 
 
 def _js_num(v: Any) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "MachineBase",
     "Snapshot",
     "StateNodeInfo",
+    "TakenTransition",
     "TransitionInfo",
     "active_state_ids",
     "rebind_session",
@@ -53,7 +54,10 @@ class _NoInput:
 NO_INPUT: Any = _NoInput()
 """Pass as ``input`` to mean "no input at all" (the init event has no ``input`` key)."""
 
-StateKind = Literal["atomic", "compound", "parallel", "final", "history"]
+StateKind = Literal["atomic", "compound", "parallel", "final", "history", "choice"]
+TransitionKind = Literal[
+    "on", "always", "after", "onDone", "onError", "invoke.onDone", "invoke.onError", "choice", "initial"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +94,7 @@ class TransitionInfo:
     ``targets`` are full state ids; empty for a targetless transition. ``dynamic`` is true when the
     target is only known at run time (an XState 6 function transition): ``targets`` then lists
     nothing and the view draws it as such. ``guard`` is the guard's name when it has one.
-    ``kind`` says where it was declared.
+    ``kind`` says where it was declared (``"choice"``: a candidate of a ``type: "choice"`` state).
     """
 
     source: str
@@ -99,7 +103,7 @@ class TransitionInfo:
     guard: str | None = None
     dynamic: bool = False
     reenter: bool = False
-    kind: Literal["on", "always", "after", "onDone", "onError", "invoke.onDone", "invoke.onError"] = "on"
+    kind: TransitionKind = "on"
     actions: tuple[str, ...] = ()
 
 
@@ -147,20 +151,55 @@ def active_state_ids(graph: Graph, value: Any) -> set[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class TakenTransition:
+    """One transition an engine took during a ``transition``/``initial`` call (one macrostep).
+
+    ``microstep`` numbers the microsteps of the call from 0 (in an ``initial`` call microstep 0 is
+    the initial entry, kind ``"initial"``, from the root); transitions of one microstep (parallel
+    regions) share it. ``event`` is the ``type`` of the event that microstep processed: the
+    external event, a raised one, ``xstate.after``/``xstate.done.state`` for delayed and done
+    events, or the triggering event again for an eventless (``always``/``choice``) step, as in
+    XState. ``source`` and ``targets`` are full state ids, ``targets`` as resolved (a function
+    transition's actual target; ``()`` when targetless; a history node's id when it targets one).
+    ``edge`` is the position of the drawn transition in :attr:`Graph.transitions` (``None`` for the
+    initial entry), so a view lights exactly the edge that fired; ``guard`` and ``kind`` repeat
+    that edge's, ``reenter`` is the resolved flag.
+    """
+
+    microstep: int
+    event: str
+    source: str
+    targets: tuple[str, ...]
+    edge: int | None
+    guard: str | None = None
+    kind: TransitionKind = "on"
+    reenter: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """A machine state as an engine holds it.
 
     ``persisted`` is the persisted snapshot in XState 6's shape (spec §7.4): plain JSON with
     ``status``, ``value``, ``historyValue``, ``context``, ``children``, ``timers`` and, where they
     apply, ``output``, ``error``, ``machine``/``version``. ``handle`` is engine-private (a live
-    object or a reference inside the Node runner) and never compared. ``state_hash`` is the
-    engine's own verification hash of ``persisted`` (spec §2, 8 hex digits) when it computed
-    one (the Node engine does, in JS, byte-exact with :func:`agentscope.hashing.state_hash`),
-    else ``None``; read it with :func:`snapshot_hash`.
+    object or a reference inside the Node runner) and never compared; neither are
+    ``transitions`` and ``actions`` (what the step did, see :class:`TakenTransition`).
+    ``state_hash`` is the engine's own verification hash of ``persisted`` (spec §2, 8 hex
+    digits) when it computed one (the Node engine does, in JS, byte-exact with
+    :func:`agentscope.hashing.state_hash`), else ``None``; read it with :func:`snapshot_hash`.
     """
 
     persisted: Mapping[str, Any]
     handle: Any = field(default=None, compare=False, repr=False)
+    transitions: tuple[TakenTransition, ...] | None = field(default=None, compare=False, repr=False)
+    """The transitions the call that produced this snapshot took, in order; ``None`` when the
+    engine does not report them (the Node engine: XState's pure API does not expose them) or the
+    snapshot was restored; ``()`` when nothing fired."""
+    actions: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """The action data that call produced, in XState's order (Python engine):
+    :class:`~agentscope.engines.statechart.Raise` (delayed ones with their resolved timer id,
+    ``after`` timers included), ``Cancel``, ``Emit``. Nothing here has run: the engine is pure."""
     state_hash: str | None = field(default=None, compare=False, repr=False)
 
     @property

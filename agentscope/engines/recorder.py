@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentscope.engines._statechart_nodes import parse_duration
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, RecorderError
 from agentscope.hashing import state_hash
@@ -525,6 +526,8 @@ class Recorder:
         for tid, timer in timers.items():
             if tid not in self._due:
                 delay = timer.get("delay", 0) if isinstance(timer, Mapping) else 0
+                if isinstance(delay, str):  # a delayed raise persists its delay as written ("PT1S")
+                    delay = parse_duration(delay) or 0
                 self._due[tid] = self.clock.now_ms + int(delay if isinstance(delay, (int, float)) else 0)
 
 

@@ -29,8 +29,18 @@ Config vocabulary (a dict, like XState's; callables replace JS functions)
   ``actorId`` and ``sessionId`` (the output is ``event["output"]``, the error ``event["error"]``).
 - ``onDone`` on compound/parallel states, ``output`` on final states and the root (a value or
   ``callable(context, event)``), and ``migrate(persisted, from_version) -> persisted`` at the root.
-- Transition ``actions`` are effect-only (as in XState 6 they never change the snapshot); they are
-  named in the graph and never run by this pure engine.
+- Actions are data: :class:`Raise` (``delay``/``id`` for a delayed one, kept in ``timers``),
+  :class:`Cancel` and :class:`Emit`, listed in a dict transition's ``actions`` or returned under
+  ``"actions"`` by a function transition or an entry/exit callable; they are reported on
+  :attr:`Snapshot.actions`. Other transition ``actions`` (names, callables) are effect-only (as in
+  XState 6 they never change the snapshot); they are named in the graph and never run here.
+- ``type: "choice"`` states with ``choice`` (a function or a candidate list), :func:`state_in`
+  guards, callables taking the state value as a third argument, ``after`` keys as ISO-8601
+  durations (``"PT1S"``) or ``"1.5s"``/``"200ms"``, and :data:`UNDEFINED` for JS ``undefined``.
+- Every step reports the transitions it took on :attr:`Snapshot.transitions`.
+
+The how-to page "Python machines" (``docs/how-to/python-machines.md``) lists every supported XState
+feature with its Python spelling, and the unsupported ones.
 
 Callables must be pure and must not mutate their arguments. Anything else raises
 :class:`~agentscope.errors.StatechartConfigError` at construction.
@@ -45,24 +55,66 @@ from agentscope.engines._statechart_algo import (
     Child,
     Ctx,
     State,
+    UndefinedDict,
     get_value,
+    has_undefined,
     initial_state,
     macrostep,
     nodes_for_value,
+    root_address,
+    strip_undefined,
 )
-from agentscope.engines._statechart_nodes import UNDEFINED, Node, compile_machine, get_by_id
+from agentscope.engines._statechart_nodes import (
+    UNDEFINED,
+    Cancel,
+    Emit,
+    Node,
+    Raise,
+    StateIn,
+    Transition,
+    compile_machine,
+    get_by_id,
+)
 from agentscope.engines.base import (
     NO_INPUT,
     Graph,
     MachineBase,
     Snapshot,
     StateNodeInfo,
+    TakenTransition,
     TransitionInfo,
 )
-from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, StatechartConfigError
+from agentscope.errors import (
+    AgentscopeError,
+    EngineError,
+    MachineExecutionError,
+    SnapshotRestoreError,
+    StatechartConfigError,
+)
 from agentscope.hashing import djb2_hex, js_number, js_values, structural_string
 
-__all__ = ["MachineFactory", "StatechartMachine", "setup", "structural_view"]
+__all__ = [
+    "UNDEFINED",
+    "Cancel",
+    "Emit",
+    "MachineFactory",
+    "Raise",
+    "StateIn",
+    "StatechartMachine",
+    "setup",
+    "state_in",
+    "structural_view",
+]
+
+
+def state_in(state: Any) -> StateIn:
+    """Return a guard that passes while the machine is in ``state`` (XState's ``stateIn``).
+
+    ``state`` is a state id (``"#m.b.b2"``: that node is active) or a state value (``"a"``,
+    ``"b.b2"``, ``{"b": "b2"}``: the current value matches it, as ``snapshot.matches`` does).
+    Use it as a transition's ``guard``; it is evaluated on the snapshot of the microstep.
+    """
+    return StateIn(state)
 
 
 def structural_view(config: Mapping[str, Any], extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -173,8 +225,9 @@ class StatechartMachine(MachineBase):
         ctx = config.get("context", UNDEFINED)
         if ctx is not UNDEFINED and not (callable(ctx) or ctx is None or isinstance(ctx, Mapping)):
             raise StatechartConfigError("'context' must be a dict or a callable(input) -> dict")
-        self._cx = Ctx(self._compiled, self.machine_id)
+        self._root_address = root_address(self.machine_id)
         self._graph: Graph | None = None
+        self._edges: dict[Transition, int] | None = None
 
     # -- Machine protocol ----------------------------------------------------------------
     def initial(self, input: Any = NO_INPUT) -> Snapshot:
@@ -189,11 +242,14 @@ class StatechartMachine(MachineBase):
             context = ctx_cfg
         else:
             context = {}
+        if isinstance(context, Mapping) and has_undefined(context):
+            context = UndefinedDict(context)
         ev: dict[str, Any] = {"type": "@xstate.init"}
         if input is not NO_INPUT:
             ev["input"] = input
+        cx = Ctx(self._compiled, self.machine_id)
         try:
-            return self._wrap(initial_state(self._cx, context, ev))
+            return self._wrap(initial_state(cx, context, ev), cx)
         except AgentscopeError:
             raise
         except Exception as exc:
@@ -255,7 +311,7 @@ class StatechartMachine(MachineBase):
             children[cid] = Child(
                 id=cid,
                 src=src,
-                address=str(data.get("address", f"{self._cx.root_address}/{cid}")),
+                address=str(data.get("address", f"{self._root_address}/{cid}")),
                 session=f"{self.machine_id}:r{seq}",
                 input=inp,
                 snapshot=snap,
@@ -290,8 +346,9 @@ class StatechartMachine(MachineBase):
         if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
         event = js_values(event)  # JS number semantics at the fold boundary (spec §2.2)
+        cx = Ctx(self._compiled, self.machine_id)
         try:
-            nxt = macrostep(self._cx, state, event, [])
+            nxt = macrostep(cx, state, event, [])
         except AgentscopeError:
             raise
         except Exception as exc:  # a user callable (guard, context function, ...) raised
@@ -302,8 +359,10 @@ class StatechartMachine(MachineBase):
                 kind="machine-error",
             ) from exc
         if nxt is state:
-            return snapshot
-        return self._wrap(nxt)
+            if not cx.taken and not cx.actions:
+                return Snapshot(snapshot.persisted, state, (), ())
+            return Snapshot(snapshot.persisted, state, *self._trace(cx))
+        return self._wrap(nxt, cx)
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
@@ -340,37 +399,64 @@ class StatechartMachine(MachineBase):
     def _validate_value(self, value: Any, node: Node, path: list[str]) -> None:
         if isinstance(value, str):
             if value not in node.states:
-                raise EngineError(
+                raise SnapshotRestoreError(
                     f"Persisted snapshot references state '{'.'.join([*path, value])}' "
-                    f"which does not exist on machine '{self.machine_id}'."
+                    f"which does not exist on machine '{self.machine_id}'.",
+                    field="value",
                 )
             return
         if not isinstance(value, Mapping):
             if value is None:
-                raise EngineError("a persisted snapshot needs a state 'value'")
+                raise SnapshotRestoreError("a persisted snapshot needs a state 'value'", field="value")
             return
         for k, v in value.items():
             child = node.states.get(str(k))
             if child is None:
-                raise EngineError(
+                raise SnapshotRestoreError(
                     f"Persisted snapshot references state '{'.'.join([*path, str(k)])}' "
-                    f"which does not exist on machine '{self.machine_id}'."
+                    f"which does not exist on machine '{self.machine_id}'.",
+                    field="value",
                 )
             self._validate_value(v, child, [*path, str(k)])
 
-    def _wrap(self, state: State) -> Snapshot:
-        return Snapshot(self._persist_state(state), state)
+    def _wrap(self, state: State, cx: Ctx | None = None) -> Snapshot:
+        if cx is None:
+            return Snapshot(self._persist_state(state), state)
+        return Snapshot(self._persist_state(state), state, *self._trace(cx))
+
+    def _trace(self, cx: Ctx) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
+        edges = self._edge_index()
+        taken = tuple(
+            TakenTransition(
+                microstep=step,
+                event=ev,
+                source=t.source.id,
+                targets=tuple(n.id for n in targets),
+                edge=edges.get(t),
+                guard=t.guard_name,
+                kind=t.kind,  # type: ignore[arg-type]
+                reenter=reenter,
+            )
+            for step, ev, t, targets, reenter in cx.taken
+        )
+        return taken, tuple(cx.actions)
+
+    def _edge_index(self) -> dict[Transition, int]:
+        if self._edges is None:
+            self._graph = self._build_graph()
+        assert self._edges is not None
+        return self._edges
 
     def _persist_state(self, s: State) -> dict[str, Any]:
         out: dict[str, Any] = {"status": s.status}
         if s.output is not UNDEFINED:
-            out["output"] = s.output
+            out["output"] = strip_undefined(s.output)
         if s.error is not UNDEFINED:
-            out["error"] = s.error
+            out["error"] = strip_undefined(s.error)
         out["value"] = get_value(self._compiled, s)
         out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in s.history.items()}
         out["_nextTimerId"] = s.next_timer_id
-        out["context"] = s.context
+        out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
         children: dict[str, Any] = {}
         for cid, c in s.children.items():
             if c.snapshot is not UNDEFINED:
@@ -378,7 +464,7 @@ class StatechartMachine(MachineBase):
             else:
                 snap = {"status": "active"}
                 if c.input is not UNDEFINED:
-                    snap["input"] = c.input
+                    snap["input"] = strip_undefined(c.input)
                 snap["effects"] = {"async": {"status": "active"}}
             children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
         out["children"] = children
@@ -391,6 +477,7 @@ class StatechartMachine(MachineBase):
     def _build_graph(self) -> Graph:
         nodes: dict[str, StateNodeInfo] = {}
         transitions: list[TransitionInfo] = []
+        edges: dict[Transition, int] = {}
         for n in sorted(self._compiled.id_map.values(), key=lambda x: x.order):
             kind = n.type
             nodes[n.id] = StateNodeInfo(
@@ -413,6 +500,9 @@ class StatechartMachine(MachineBase):
                 lists.append(n.always)
             for lst in lists:
                 for t in lst:
+                    if t.hidden:
+                        continue
+                    edges[t] = len(transitions)
                     if t.kind == "after":
                         delay = t.matches["delay"]
                         shown = delay if isinstance(delay, str) else js_number(delay)
@@ -435,13 +525,26 @@ class StatechartMachine(MachineBase):
                             actions=t.actions,
                         )
                     )
+        self._edges = edges
         return Graph(self.machine_id, self._compiled.root.id, nodes, tuple(transitions))
 
 
+def _opaque(*_: Any) -> None:
+    """Stands for a JS function in the structural view (it vanishes from the structural string)."""
+
+
 def _string_keys(v: Any) -> Any:
-    """Return ``v`` with every dict key a string (JS object keys are strings: ``after: {1000: ...}``)."""
+    """Return ``v`` as XState's ``machine.config`` would show it to the structural string: every
+    dict key a string (JS object keys are: ``after: {1000: ...}``), and what a JS machine writes as
+    a function shown as one (action data and ``state_in`` guards, which XState 6 writes inside
+    functions; a choice candidate list, which is XState's ``choice`` function; ``UNDEFINED``)."""
+    if isinstance(v, (Raise, Cancel, Emit, StateIn)) or v is UNDEFINED:
+        return _opaque
     if isinstance(v, Mapping):
-        return {str(k): _string_keys(x) for k, x in v.items()}
+        out = {str(k): _string_keys(x) for k, x in v.items()}
+        if out.get("type") == "choice" and isinstance(v.get("choice"), (list, tuple)):
+            out["choice"] = _opaque
+        return out
     if isinstance(v, (list, tuple)):
         return [_string_keys(x) for x in v]
     return v

@@ -62,7 +62,7 @@ from agentscope.engines.base import (
     TransitionInfo,
 )
 from agentscope.engines.nodepath import TS_SUFFIXES, node_argv
-from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError
+from agentscope.errors import EngineError, MachineExecutionError, MachineLoadError, SnapshotRestoreError
 from agentscope.hashing import djb2_hex
 
 __all__ = ["DEFAULT_RESEED_EVERY", "RUNNER_PATH", "XStateMachine", "load_machine"]
@@ -549,6 +549,12 @@ class _Runner:
         if isinstance(stack, str) and stack:
             detail += f"\n{stack}"
         detail += self._stderr_suffix()
+        missing = _MISSING_STATE.search(message) if op == "restore" else None
+        if missing is not None:
+            # XState's own words, as the Python engine raises them; the JS stack stays an attribute
+            return SnapshotRestoreError(
+                missing.group(0), field="value", stack=stack if isinstance(stack, str) else None
+            )
         if kind in _LOAD_KINDS:
             return MachineLoadError(message + detail)
         if kind in ("machine-error", "not-serializable"):
@@ -563,6 +569,11 @@ class _Runner:
         if kind == "unknown-handle":
             return _UnknownHandle(message)
         return EngineError(f"Node runner error during '{op}' for {self.label} ({kind}): {message}" + detail)
+
+
+_MISSING_STATE = re.compile(
+    r"Persisted snapshot references state '[^\n]*?' which does not exist on machine '[^\n]*?'\."
+)
 
 
 class _UnknownHandle(EngineError):
@@ -717,7 +728,7 @@ class XStateMachine:
     def _single(self, result: Mapping[str, Any]) -> Snapshot:
         h = self._new_handle(int(result["handle"]), dict(result.get("children") or {}))
         sh = result.get("hash")
-        return Snapshot(result["persisted"], h, sh if isinstance(sh, str) else None)
+        return Snapshot(result["persisted"], h, state_hash=sh if isinstance(sh, str) else None)
 
     def _fold(
         self,
@@ -841,7 +852,7 @@ class XStateMachine:
                 if kids is None:
                     kids = last_kids
                 last_kids = kids
-                yield Snapshot(p, _Handle(gen, None, kids), hashes[i])
+                yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i])
             count += n
             if final:
                 p = persisted[-1]
@@ -853,7 +864,7 @@ class XStateMachine:
                 if sessions is not None:
                     sessions.update(part.get("sessions") or {})
                     self._mirror = (h.generation, int(part["handle"]), dict(sessions))
-                yield Snapshot(p, h, hashes[-1])
+                yield Snapshot(p, h, state_hash=hashes[-1])
 
     def fold_last(
         self,

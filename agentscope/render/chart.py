@@ -221,6 +221,7 @@ def text_tree(graph: Graph, *, prefix: str = "as") -> str:
             "parallel": "∥",
             "compound": "▸",
             "atomic": "○",
+            "choice": "◇",
         }[node.kind]
         name = node.key or graph.machine_id
         init = ""

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
-from agentscope.errors import EngineError, EntryValidationError, LogFormatError, ReplayDivergenceError
+from agentscope.errors import (
+    EngineError,
+    EntryValidationError,
+    LogFormatError,
+    ReplayDivergenceError,
+    SnapshotRestoreError,
+)
 from agentscope.log.entry import (
     AGENT_INIT,
     entries_of,
@@ -97,7 +103,10 @@ def seed_snapshot(machine: Machine, init: Mapping[str, Any]) -> Snapshot:
                 index=0,
                 field="event.snapshot",
             )
-        return machine.restore(snap)
+        try:
+            return machine.restore(snap)
+        except SnapshotRestoreError as exc:  # name the place: the init entry's snapshot
+            raise exc.in_init_entry() from None
     return machine.initial(ev.get("input", NO_INPUT))
 
 

@@ -27,6 +27,7 @@ from agentscope.errors import (
     LogFormatError,
     ReplayDivergenceError,
     SnapshotDivergedError,
+    SnapshotRestoreError,
 )
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
@@ -283,6 +284,8 @@ class _SegmentPass:
                 self.last = i
                 self.snap = snap
                 self._step(entries, i, snap, spans)
+        except SnapshotRestoreError:  # bad input (the log's snapshot), not a replay result
+            raise
         except Exception as exc:  # an engine failure: report it and stop this segment
             self.failed = True
             at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last

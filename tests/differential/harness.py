@@ -93,3 +93,4 @@ def difference(case: dict[str, Any], js: dict[str, Any], py: dict[str, Any]) -> 
             ev = case["events"][i - 1] if i else {"type": "(init)"}
             return f"step {i} after {json.dumps(ev)}:\n  js     {json.dumps(x)}\n  python {json.dumps(y)}"
     return None
+

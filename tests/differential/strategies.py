@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tests.differential.vocab import GUARDS
 
 EVENTS = ["A", "B", "C"]
-ON_KEYS = [*EVENTS, "*"]
+ON_KEYS = [*EVENTS, "*", "R"]
 UPDATES: list[list[Any]] = [
     ["add", 1],
     ["add", -2],
@@ -19,7 +19,24 @@ UPDATES: list[list[Any]] = [
     ["appendOutput"],
     ["setFlag", True],
     ["setFlag", False],
+    ["setMissing"],
+    ["appendMissing"],
 ]
+ACTIONS: list[list[Any]] = [
+    ["raise", "R", None],
+    ["raise", "R", 1],
+    ["raise", "R", 2],
+    ["raise", "A", None],
+    ["raise", "B", 1],
+    ["raiseDelayed", "R", 100, "t1"],
+    ["raiseDelayed", "A", "PT2S", None],
+    ["raiseDelayed", "R", "short", None],
+    ["cancel", "t1"],
+    ["cancel", "xstate.timer.auto.0"],
+    ["emit", "PING"],
+]
+AFTER_DELAYS: list[Any] = [100, 1000, "short", "PT1S", "1.5s", "200ms"]
+RAISED_TIMERS = ["t1", "xstate.timer.auto.0", "xstate.timer.auto.1"]
 
 
 def _walk(
@@ -39,11 +56,11 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
         return f"s{counter[0]}"
 
     def state(depth: int, in_parallel: bool) -> dict[str, Any]:
-        kinds = ["atomic", "final", "atomic"]
+        kinds = ["atomic", "final", "atomic", "choice"]
         if depth < max_depth and counter[0] < 12:
             kinds += ["compound", "compound", "parallel"]
         if in_parallel:
-            kinds = [k for k in kinds if k != "final"] or ["atomic"]
+            kinds = [k for k in kinds if k not in ("final", "choice")] or ["atomic"]
         kind = draw(st.sampled_from(kinds))
         s: dict[str, Any] = {"type": kind}
         if kind in ("compound", "parallel"):
@@ -51,7 +68,7 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             children: dict[str, Any] = {}
             for _ in range(n):
                 children[key()] = state(depth + 1, kind == "parallel")
-            real = list(children)
+            real = [k for k, c in children.items() if c["type"] != "choice"] or list(children)
             if draw(st.integers(0, 4)) == 4:
                 children[key()] = {
                     "type": "history",
@@ -106,34 +123,77 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             return draw(st.sampled_from(siblings)).rsplit(".", 1)[1]
         return "#" + draw(st.sampled_from(targetable))
 
-    def trans(sid: str, parent: str | None, *, eventless: bool = False) -> dict[str, Any]:
+    top_keys = list(root["states"])
+    value_forms = [f"in:{k}" for k in top_keys] + [
+        f"in:{k}.{c}" for k in top_keys for c in (root["states"][k].get("states") or {})
+    ]
+    id_forms = [f"in:#{t}" for t in targetable if nodes_by_id[t]["type"] != "history"]
+
+    def actions(odds: int = 3, *, immediate: bool = True, hook: bool = False) -> list[list[Any]]:
+        if draw(st.integers(0, odds)) != odds:
+            return []
+        pool = ACTIONS if immediate else [a for a in ACTIONS if a[0] != "raise"]
+        if hook:
+            pool = [*pool, ["raise", "C", None], ["raise", "R", 3]]
+        return draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2))
+
+    def trans(sid: str, parent: str | None, *, eventless: bool = False, key: str = "") -> dict[str, Any]:
         tgt = target(sid, parent)
         guard = (
             draw(st.sampled_from([None, None, *GUARDS])) if not eventless else draw(st.sampled_from(GUARDS))
         )
         update = draw(st.sampled_from([None, *UPDATES]))
         form = draw(st.sampled_from(["obj", "obj", "fn", "str"]))
-        if form == "str" and (tgt is None or guard or update or isinstance(tgt, list)):
+        # no immediate raise where it would feed itself (a handler of R or *, an eventless one)
+        acts = actions(immediate=not eventless and key not in ("R", "*"))
+        if draw(st.integers(0, 5)) == 5:
+            # stateIn: the id form only in an object transition without actions (JS checkStateIn
+            # needs the snapshot), the value form anywhere (a function transition gets `value`)
+            pool = value_forms + (id_forms if form == "obj" and not acts else [])
+            guard = draw(st.sampled_from(pool))
+        if form == "str" and (tgt is None or guard or update or isinstance(tgt, list) or acts):
             form = "obj"
         reenter = bool(tgt) and draw(st.integers(0, 5)) == 5
         if form == "str":
             reenter = False
-        return {"form": form, "target": tgt, "guard": guard, "update": update, "reenter": reenter}
+        out = {"form": form, "target": tgt, "guard": guard, "update": update, "reenter": reenter}
+        if acts:
+            out["actions"] = acts
+        return out
 
-    def tlist(sid: str, parent: str | None, *, eventless: bool = False) -> list[dict[str, Any]]:
-        return [trans(sid, parent, eventless=eventless) for _ in range(draw(st.integers(1, 2)))]
+    def tlist(sid: str, parent: str | None, *, eventless: bool = False, key: str = "") -> list[dict[str, Any]]:
+        return [trans(sid, parent, eventless=eventless, key=key) for _ in range(draw(st.integers(1, 2)))]
 
     for sid, s, parent in nodes:
         if s["type"] == "history":
             continue
+        options = [
+            t
+            for t in targetable
+            if t != sid and not t.startswith(sid + ".") and nodes_by_id[t]["type"] != "choice"
+        ]
+        if s["type"] == "choice" and not options:
+            s["type"] = "atomic"
+        if s["type"] == "choice":
+            siblings = [t for t, _, p in nodes if p == parent and t != sid and nodes_by_id[t]["type"] != "choice"]
+            cands = []
+            for _ in range(draw(st.integers(1, 3))):
+                if siblings and draw(st.booleans()):
+                    tgt = draw(st.sampled_from(siblings)).rsplit(".", 1)[1]
+                else:
+                    tgt = "#" + draw(st.sampled_from(options))
+                cands.append({"target": tgt, "guard": draw(st.sampled_from([None, *GUARDS]))})
+            s["choice"] = cands
+            continue
         if s["type"] == "final" and draw(st.integers(0, 5)) == 5:
             # transitions declared on a final state (XState lets a live state's conflicting
             # transition win over them)
-            s["on"] = {draw(st.sampled_from(ON_KEYS)): tlist(sid, parent)}
+            fk = draw(st.sampled_from(ON_KEYS))
+            s["on"] = {fk: tlist(sid, parent, key=fk)}
         if s["type"] != "final":
             on: dict[str, Any] = {}
             for ev in draw(st.lists(st.sampled_from(ON_KEYS), max_size=3, unique=True)):
-                on[ev] = tlist(sid, parent)
+                on[ev] = tlist(sid, parent, key=ev)
             if on:
                 s["on"] = on
             if draw(st.integers(0, 7)) == 7:
@@ -142,7 +202,7 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
                 s["after"] = {
                     str(d): tlist(sid, parent)
                     for d in draw(
-                        st.lists(st.sampled_from([100, 1000, "short"]), min_size=1, max_size=2, unique=True)
+                        st.lists(st.sampled_from(AFTER_DELAYS), min_size=1, max_size=2, unique=True)
                     )
                 }
             if draw(st.integers(0, 4)) == 4:
@@ -159,8 +219,17 @@ def machines(draw: st.DrawFn, max_depth: int = 3) -> dict[str, Any]:
             s["entry"] = draw(st.sampled_from(UPDATES))
         if draw(st.integers(0, 5)) == 5:
             s["exit"] = draw(st.sampled_from(UPDATES))
+        for key in ("entryActions", "exitActions"):
+            acts = actions(7, immediate=False, hook=True)
+            if acts:
+                s[key] = acts
         if s["type"] == "final" and draw(st.booleans()):
             s["output"] = True
+    if draw(st.booleans()):
+        # a root handler logging raised R events (their `x`), so the order of raised events shows
+        root.setdefault("on", {}).setdefault(
+            "R", [{"form": "obj", "target": None, "guard": None, "update": ["appendX"], "reenter": False}]
+        )
     return {
         "id": "m",
         "context": {"n": draw(st.integers(-1, 2)), "log": [], "flag": draw(st.booleans())},
@@ -189,7 +258,7 @@ def invoke_ids(desc: dict[str, Any]) -> list[str]:
 def cases(draw: st.DrawFn) -> dict[str, Any]:
     """A machine description plus an event sequence that exercises it."""
     desc = draw(machines())
-    timers = timer_ids(desc)
+    timers = [*timer_ids(desc), *RAISED_TIMERS]
     invokes = invoke_ids(desc)
     n = draw(st.integers(0, 12))
     events: list[dict[str, Any]] = []
@@ -213,7 +282,7 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         elif kind == "unknown":
             events.append({"type": "Z"})
         else:
-            ev = {"type": draw(st.sampled_from(EVENTS))}
+            ev = {"type": draw(st.sampled_from([*EVENTS, "R"]))}
             if draw(st.booleans()):
                 ev["x"] = draw(st.integers(0, 3))
             if draw(st.booleans()):
