@@ -1081,6 +1081,12 @@ def load_machine(
     reseed_every
         Re-seed interval of folds (see the module docstring); 0 disables it.
 
+    Returns
+    -------
+    XStateMachine
+        A :class:`Machine` backed by the real machine in XState (``machine_id``, ``version`` read
+        from the module, spec §3); close it with :meth:`XStateMachine.close` or a ``with`` block.
+
     Raises
     ------
     MachineLoadError
@@ -1088,6 +1094,15 @@ def load_machine(
         a Node that cannot strip types; ``xstate`` found nowhere in the order (the message says
         ``npm install xstate@6.0.0-alpha.48`` or ``agentscope setup-node``); the module threw at
         import; export missing, not a machine, or ambiguous. The runner's stderr is included.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> with asc.load_machine(example_path("machines/triage.mjs")) as triage:
+    ...     log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    ...     print(triage.machine_id, triage.version, asc.verify(triage, log).ok)
+    supportTriage efe50ed5 True
     """
     p = Path(path).expanduser().resolve()
     label = f"{p.name}" + (f" (export {export!r})" if export else "")

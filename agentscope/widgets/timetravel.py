@@ -129,6 +129,20 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         The entry index shown (traitlet; set it to move).
     frame : Frame
         The frame at ``step``.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> tt = asc.TimeTravel(triage_machine(), log)
+    >>> tt.go(45)  # or tt.step = 45, or tt.first_mismatch()
+    >>> tt.step, tt.frame.event_type, tt.frame.verdict.value
+    (45, 'APPROVE', 'verified')
+
+    In a notebook, ``tt`` as the last expression of a cell shows the widget;
+    ``tt.to_html(path)`` writes the self-contained player.
     """
 
     step = traitlets.Int(0, help="Index of the log entry shown.")
