@@ -52,6 +52,7 @@ clean:
 test-long: setup
 	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
 
-## The documentation site (strict: warnings fail).
-docs: $(STAMP)
+## The documentation site (strict: warnings fail), with the gallery's players and pictures rebuilt.
+docs: setup
+	$(PY) docs/gallery/make_gallery.py
 	$(VENV)/bin/mkdocs build --strict --site-dir site

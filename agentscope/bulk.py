@@ -457,6 +457,23 @@ def verify_store(
         The engine failed on a worker.
     ThreadNotFoundError, LogFormatError
         The store cannot be read, or a requested thread is not in it.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> spec = "py:agentscope.examples.python_machines:triage_machine"
+    >>> with ThreadPoolExecutor(2) as pool:  # any Executor; default: a process pool
+    ...     df = asc.verify_store(example_path("g_triage.sqlite"), spec, executor=pool)
+    >>> print(df[["thread", "length", "verified", "mismatches"]])
+       thread  length  verified  mismatches
+    0    fork      52      True           0
+    1    main      91      True           0
+    2  second      40      True           0
+
+    With the default process pool, call it under ``if __name__ == "__main__":`` in a script: the
+    worker processes re-import the script (the ``spawn`` start method).
     """
     store_path = os.fspath(store)
     spec = as_spec(machine)

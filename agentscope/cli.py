@@ -524,18 +524,27 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
     return isinstance(error, str) and error.startswith(_BAD_INPUT_ERRORS)
 
 
-def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = ()) -> Path:
+def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = (),
+                 coverage: bool = False) -> Path:
     """Write the static player of ``log``: built from its one Timeline pass (no widget)."""
     from agentscope.widgets._source import EntriesOnly, make_timeline, usage_series
     from agentscope.widgets.player import timeline_page
 
     source = make_timeline(machine, log) if machine is not None else EntriesOnly(log)
+    heat = None
+    if coverage:
+        if machine is None:
+            raise ValueError("to_html(coverage=True) needs a machine: coverage counts replayed states")
+        from agentscope.coverage_map import coverage as count
+
+        heat = count(source, machine)
     page = timeline_page(
         source,
         machine.graph if machine is not None else None,
         log=log,
         usage=usage_series(log.entries) if len(log) else None,
         redact=list(redact),
+        coverage=heat,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
@@ -587,8 +596,12 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
             report = verify(machine, log)
             summary["verification"] = report.summary()
             summary["ok"] = bool(report.ok)
+        if args.coverage and (args.html is None or machine is None):
+            raise SystemExit("agentscope show: --coverage needs --html and --machine (the heat map "
+                             "counts replayed states)")
         if args.html is not None:
-            summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or ()))
+            summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or (),
+                                               coverage=args.coverage))
     code = EXIT_OK if report is None or report.ok else EXIT_FAILED
     if out.as_json:
         out.json(summary)
@@ -1213,6 +1226,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
     p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
+    p.add_argument("--coverage", action="store_true",
+                   help="with --html: add a heat-map toggle (visits per state) to the player")
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("verify", parents=[common],

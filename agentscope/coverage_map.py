@@ -208,6 +208,18 @@ class Coverage:
         which cannot be attributed), ``first_index``, ``last_index`` (Int64), ``first_log``.
     logs : tuple of str
         Labels of the logs counted, in order.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> machine = triage_machine()
+    >>> logs = [asc.read_log(example_path("g_triage.sqlite"), thread=t) for t in ("main", "fork")]
+    >>> cov = asc.coverage(logs, machine)
+    >>> paused = cov.states.set_index("state").loc["supportTriage.paused"]
+    >>> int(paused["visits"]), int(paused["logs"])  # entries after which it was active; logs
+    (3, 2)
     """
 
     machine_id: str
@@ -391,6 +403,19 @@ def coverage(
         An input of another type.
     MachineLoadError, EngineError, LogFormatError, ThreadNotFoundError
         As :func:`agentscope.verify_store` for a store; reading errors for a path.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> machine = triage_machine()
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="fork")
+    >>> cov = asc.coverage(asc.Timeline(machine, log), machine)
+    >>> cov
+    <Coverage supportTriage: 15/19 states visited, 11/20 declared transitions taken, 1 log(s)>
+    >>> cov.never_visited[:2]
+    ['supportTriage.working.hist', 'supportTriage.working.selecting']
     """
     from agentscope.bulk import MachineSpec, as_spec
 

@@ -35,7 +35,20 @@ __all__ = [
 
 
 class AgentscopeError(Exception):
-    """Root of every error agentscope raises. ``code`` is a stable, machine-readable string."""
+    """Root of every error agentscope raises. ``code`` is a stable, machine-readable string.
+
+    Catch it to handle anything the library raises; the subclasses (listed with their codes in
+    the reference's Errors page) carry the file, entry index, line and field where they apply.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> try:
+    ...     asc.read_log("no-such-log.json")
+    ... except asc.AgentscopeError as err:
+    ...     print(type(err).__name__, err.code)
+    LogFormatError invalid-event-log
+    """
 
     code: str = "agentscope-error"
 

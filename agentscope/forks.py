@@ -447,8 +447,10 @@ class ForkDiff:
     whole_entry_prefix : int
         The legacy ``diffEventLogs`` common length: leading entries whose whole ``stableJson``
         (``canonical_json(entry)``, ``recordedAt``/``metadata`` included) is equal (§6.2).
-    left_length, right_length : int
-        Number of entries on each side.
+    left_length : int
+        Number of entries on the left side.
+    right_length : int
+        Number of entries on the right side.
     execution_ids : tuple[str | None, str | None]
         Each side's ``executionId`` (§1.5).
     names : tuple[str, str]
@@ -462,8 +464,14 @@ class ForkDiff:
     tampered : tuple[int, ...]
         For ``kind == "tamper"``: every aligned index whose entry was altered (same id and index,
         different event or hash).
-    left_before, right_before, left_at, right_at : Frame | None
-        With a machine: the frames just before and at the divergence on each side.
+    left_before : Frame | None
+        With a machine: the left side's frame just before the divergence.
+    right_before : Frame | None
+        With a machine: the right side's frame just before the divergence.
+    left_at : Frame | None
+        With a machine: the left side's frame at the divergence.
+    right_at : Frame | None
+        With a machine: the right side's frame at the divergence.
     state_diffs : tuple[StateDiff, ...]
         With a machine: one :class:`StateDiff` per aligned index from the divergence to the end
         of the shorter log (or over ``horizon`` indices).
@@ -477,6 +485,23 @@ class ForkDiff:
         is a version-bridge segment (§1.5), else ``None``. A segment shares its execution but
         no entries with the log it continues, so such a pair compares as a ``fork`` at index 0
         and the summary names the bridge.
+    _left : _Side | None
+        Internal: the left log as read, for :meth:`to_frame` and the views (not compared).
+    _right : _Side | None
+        Internal: the right log as read (not compared).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> store = example_path("g_triage.sqlite")
+    >>> main = asc.read_log(store, thread="main")
+    >>> fork = asc.read_log(store, thread="fork")
+    >>> diff = asc.compare(main, fork)
+    >>> diff.kind, diff.common_prefix, diff.divergence, diff.divergence_fields
+    ('fork', 18, 18, ('event', 'verification.stateHash'))
+    >>> diff.left_length, diff.right_length, diff.through_event_id
+    (91, 52, 'evt_00000017')
     """
 
     kind: ForkKind
@@ -806,6 +831,22 @@ def compare(
     segment, §4.2, reported as a ``fork`` at 0 and named as a bridge); otherwise ``fork``.
     Telling a fork from a tamper this way relies on real clocks: logs written with a frozen
     ``recordedAt`` can only be told apart by the realignment test.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> store = example_path("g_triage.sqlite")
+    >>> main = asc.read_log(store, thread="main")
+    >>> fork = asc.read_log(store, thread="fork")
+    >>> asc.compare(main, fork)  # doctest: +ELLIPSIS
+    <ForkDiff fork at index 18; 18 shared entries (main=91, fork=52); differs in event, ...>
+    >>> asc.compare(main, main[:10]).kind
+    'prefix'
+    >>> diff = asc.compare(main, fork, machine=triage_machine())
+    >>> diff.left_at.event_type, diff.right_at.event_type, diff.reconverged_at
+    ('APPROVE', 'REJECT', None)
     """
     left = _as_side(a, "left")
     right = _as_side(b, "right")
@@ -1024,6 +1065,17 @@ def fork_tree(source: Any) -> pd.DataFrame:
     longest prefix, ties going to the candidate whose entry ``k`` is oldest; candidates that
     hold the very same recording of entry ``k`` are copies of one line, and the oldest of them
     (by the same rule at their own fork point) wins. Threads of a unique execution are roots.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> tree = asc.fork_tree(example_path("g_triage.sqlite"))
+    >>> print(tree[["thread", "parent", "fork_index", "root", "depth"]])
+       thread parent  fork_index    root  depth
+    0    fork   main          18    main      1
+    1    main    NaN        <NA>    main      0
+    2  second    NaN        <NA>  second      0
     """
     import pandas as pd
 

@@ -47,9 +47,13 @@ class Frame:
         The log entry exactly as read.
     persisted : Mapping | None
         Persisted snapshot after the entry, or ``None`` when there is no machine to replay with.
-    recorded_hash, computed_hash : str | None
-        ``entry.verification.stateHash`` and ``state_hash(persisted)`` (8 hex digits).
+    recorded_hash : str | None
+        ``entry.verification.stateHash`` (8 hex digits), ``None`` when the entry has none.
+    computed_hash : str | None
+        ``state_hash(persisted)`` (8 hex digits, spec §2), ``None`` without a machine.
     verdict : Verdict
+        How the two hashes compare (``verified``, ``mismatch``, ``explained``, ``missing``,
+        ``unchecked``).
     explanation : str | None
         For ``EXPLAINED`` (and for an unexplained ``MISMATCH``, what was tried).
     changed_paths : tuple[str, ...]
@@ -57,6 +61,20 @@ class Frame:
         changed since the previous frame, e.g. ``("/context/queue", "/value")``.
     ignored : bool
         The machine did not react to the event: the persisted snapshot equals the previous one.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> frame = asc.Timeline(triage_machine(), log)[45]
+    >>> frame.index, frame.event_type, frame.verdict.value, frame.computed_hash
+    (45, 'APPROVE', 'verified', '0d9e8cde')
+    >>> frame.value
+    {'working': {'analyzing': {'classification': 'running', 'knowledge': 'searching'}}}
+    >>> frame.changed_paths[:3]
+    ('/value/working/awaitingAgent', '/value/working/analyzing', '/context/queue')
     """
 
     index: int

@@ -422,7 +422,31 @@ def canonical_json(value: Any) -> str:
 
     Key order: array-index keys numerically, then the rest by UTF-16 code units (spec §2.2).
     JS number formatting and string escaping. Keeps ``__proto__`` members (unlike hashing).
-    Pure. Raises ``TypeError`` on a non-JSON value.
+    Pure.
+
+    Parameters
+    ----------
+    value : Any
+        A JSON value: ``dict`` (string keys), ``list``, ``str`` (lone surrogates allowed),
+        ``int``, ``float``, ``bool`` or ``None``, nested to any depth.
+
+    Returns
+    -------
+    str
+        The compact JSON text, as ``JSON.stringify`` of the key-sorted value writes it.
+
+    Raises
+    ------
+    TypeError
+        On a value that is not JSON (a ``set``, a ``datetime``, an object …).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> print(asc.canonical_json({"b": [1, 2.5, None], "a": "x", "10": 1, "2": True}))
+    {"2":true,"10":1,"a":"x","b":[1,2.5,null]}
+    >>> print(asc.canonical_json(1.0), asc.canonical_json(1e21))
+    1 1e+21
     """
     return _written(value, _DATA, None)
 
@@ -505,7 +529,29 @@ def state_hash(persisted: Any, variant: HashVariant = "02a45590") -> str:
     The default variant first tries :func:`fast_canonical_snapshot_bytes` (orjson with guards)
     and falls back to the exact writer whenever a guard fails; both give the same bytes.
 
-    >>> state_hash({})
+    Parameters
+    ----------
+    persisted : Mapping
+        A persisted snapshot (XState 6's shape, spec §7.4), as ``Machine.persist`` returns it or a
+        log's cached snapshot holds it.
+    variant : {"02a45590", "8b7f21a0", "era-b"}
+        The hash algorithm (see above).
+
+    Returns
+    -------
+    str
+        8 lowercase hex digits, comparable with an entry's ``verification.stateHash``.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> persisted = asc.replay(triage_machine(), log).persisted
+    >>> asc.state_hash(persisted), log[-1]["verification"]["stateHash"]
+    ('5b6a2cd9', '5b6a2cd9')
+    >>> asc.state_hash({})
     '00597a9d'
     """
     if variant == "02a45590":

@@ -514,6 +514,19 @@ def check(
     ------
     QueryError
         An expression does not parse or names no state.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="fork")
+    >>> tl = asc.Timeline(triage_machine(), log)
+    >>> violations = asc.check(tl, {"one rejection": "context.rejections <= 1"}, loop=3)
+    >>> violations["index"].tolist()
+    [20, 21, 29, 30, 42, 43, 44]
+    >>> print(violations.loc[0, "message"])
+    'one rejection' does not hold after entry 20 (REJECT)
     """
     import pandas as pd
 

@@ -163,9 +163,25 @@ class WhatIf:
     ----------
     threads : tuple[ThreadWhatIf, ...]
         One result per log, in store order.
-    machine, baseline : str
-        Names of the new and the baseline machine (``baseline`` is ``"recorded hashes"``
-        without one).
+    machine : str
+        Name of the new machine (its spec, or file, id and version).
+    baseline : str
+        Name of the baseline machine, ``"recorded hashes"`` without one.
+    _source : Any
+        Internal: what was replayed (a store path, a mapping or a log), for :meth:`view`.
+    _machines : tuple
+        Internal: ``(machine, machines, baseline, baseline_machines)`` as given, for :meth:`view`.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> result = asc.whatif(example_path("g_triage.sqlite"), triage_machine())
+    >>> result.identical, len(result), result.baseline
+    (True, 3, 'recorded hashes')
+    >>> result["fork"].kind, result["fork"].entries, result["fork"].first_divergence
+    ('identical', 52, None)
     """
 
     threads: tuple[ThreadWhatIf, ...]
@@ -682,6 +698,27 @@ def whatif(
     verdict ``mismatch``); ``explained`` entries are counted, not reported. A log that already
     fails verification with the machine that wrote it diverges there too: pass that machine as
     ``baseline`` to see only what the change does.
+
+    Examples
+    --------
+    A changed machine: the triage twin where a draft may be rejected only once (the recorded one
+    allows two rejections). Thread ``fork``, where a reviewer rejects twice, now diverges:
+
+    >>> import copy
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> recorded = triage_machine()
+    >>> config = copy.deepcopy(recorded.config)
+    >>> review = config["states"]["working"]["states"]["awaitingAgent"]["states"]["reviewing"]
+    >>> review["on"]["REJECT"]["guard"] = lambda context, event: context["rejections"] < 1
+    >>> new = asc.StatechartMachine(config, actors=recorded.actors)
+    >>> result = asc.whatif(example_path("g_triage.sqlite"), new)
+    >>> result.df["kind"].tolist()
+    ['diverges', 'identical', 'identical']
+    >>> t = result["fork"]
+    >>> t.first_divergence, t.event_type, t.ignored
+    (20, 'REJECT', (20, 21, 29, 30, 42, 43))
     """
     from agentscope.bulk import MachineSpec
 

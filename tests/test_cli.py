@@ -305,6 +305,31 @@ def test_show_with_machine_writes_player(capsys: pytest.CaptureFixture[str], tmp
 
 
 @needs_node
+def test_show_coverage_adds_the_heat_map_to_the_player(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import re
+
+    import agentscope as asc
+    from agentscope.engines.xstate import load_machine
+    from agentscope.render import state_element_id
+
+    out_html = tmp_path / "main.html"
+    code, data = run_json(capsys, "show", f"{STORE}#main", "--machine", TRIAGE, "--html", out_html, "--coverage")
+    assert code == 0 and Path(data["html"]) == out_html.resolve()
+    page = out_html.read_text(encoding="utf-8")
+    assert 'id="as-heat"' in page and "as-unvisited" in page  # the toggle and the heat-map CSS
+    found = re.search(r'id="as-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    heat = json.loads(found.group(1))["coverage"]
+    with load_machine(MACHINES / "triage.mjs", export="triageMachine") as m:
+        want = asc.coverage(asc.read_log(STORE, thread="main"), m).visits
+    assert {eid: v for eid, _, v, _ in heat["states"]} == {
+        state_element_id(s): v for s, v in want.items() if s != "supportTriage"
+    }
+    with pytest.raises(SystemExit, match="--coverage needs --html and --machine"):
+        run(capsys, "show", f"{STORE}#main", "--coverage")
+
+
+@needs_node
 def test_show_tampered_with_machine_exits_1(capsys: pytest.CaptureFixture[str], tampered_counter: Path) -> None:
     code, out, _ = run(capsys, "show", tampered_counter, "--machine", COUNTER)
     assert code == 1 and "first failure      entry 5 (" in out

@@ -10,6 +10,7 @@ new entries. The states the store gives back must equal a fold from a checkpoint
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,31 @@ def test_timetravel_and_to_html_fold_each_entry_once(which: str, request: pytest
     for i in (0, 3, len(log) - 1):
         f = tt.timeline.at(i)
         assert f.persisted is not None and state_hash(f.persisted) == f.computed_hash
+
+
+@pytest.mark.parametrize("which", ENGINES)
+def test_player_coverage_overlay_reads_the_pass_and_folds_nothing_again(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    pytest.importorskip("ipywidgets")
+    import agentscope as asc
+    from agentscope.render import state_element_id
+    from agentscope.widgets import TimeTravel
+
+    log = load_json("g_triage.main.log.json")
+    m = _counting(_engines(request, which))
+    tt = TimeTravel(m, log)
+    page = tt.to_html(coverage=True)
+    assert m.applied == len(log)  # the heat map counted the view's pass: no entry applied again
+    found = re.search(r'id="as-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    heat = json.loads(found.group(1))["coverage"]
+    drawn = {eid: visits for eid, _, visits, _ in heat["states"]}
+    # the same counts as coverage of a fresh fold of the log, for every state the chart draws
+    fresh = asc.coverage(log, _engines(request, which)).visits
+    assert drawn == {state_element_id(s): v for s, v in fresh.items() if state_element_id(s) in drawn}
+    assert len(drawn) == len(fresh) - 1  # every state but the root
+    assert heat["visited"] == sum(1 for s, v in fresh.items() if v and s != m.graph.root)
 
 
 @pytest.mark.parametrize("which", ENGINES)

@@ -260,6 +260,7 @@ def test_timetravel_follow_grows_the_slider_and_scrubbing_back_stops_following(t
     path.write_text("".join(json.dumps(e) + "\n" for e in entries[:10]), encoding="utf-8")
     view = agentscope.TimeTravel(counter_machine(), str(path), follow=True)
     assert view.n == 10 and view._slider.max == 9 and view._tail.value
+    assert view._tail in view.children[1].children  # following: the toggle is among the controls
     with path.open("a", encoding="utf-8") as fh:
         fh.write("".join(json.dumps(e) + "\n" for e in entries[10:20]))
     assert view.poll() == range(10, 20)

@@ -52,8 +52,8 @@ def test_package_json_pins_what_setup_node_installs() -> None:
 
 _SNIPPET_CHECK = """
 import json
-out = {"file": a.__file__, "ok": bool(report.ok), "counts": report.counts(),
-       "divergence": a.compare(log, a.read_log(store, thread="fork")).divergence,
+out = {"file": asc.__file__, "ok": bool(report.ok), "counts": report.counts(),
+       "divergence": asc.compare(log, asc.read_log(store, thread="fork")).divergence,
        "engine": type(m).__name__}
 m.close()
 print("RESULT " + json.dumps(out))

@@ -30,7 +30,7 @@ def python_snippet(engine: str) -> str:
         return code
     alt = re.search(r"^# no Node: (m = [\w.]+\(\))", code, re.M)
     assert alt is not None, "the snippet names its Python-engine alternative"
-    lines = [alt.group(1) if ln.startswith("m = a.load_machine(") else ln for ln in code.splitlines()]
+    lines = [alt.group(1) if ln.startswith("m = asc.load_machine(") else ln for ln in code.splitlines()]
     assert lines != code.splitlines()
     return "\n".join(lines) + "\n"
 
@@ -158,7 +158,7 @@ def test_readme_python_snippet_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     report = ns["report"]
     assert report.ok  # type: ignore[attr-defined]
     assert report.counts()["verified"] == 91  # type: ignore[attr-defined]
-    a = ns["a"]
-    diff = a.compare(ns["log"], a.read_log(ns["store"], thread="fork"))  # type: ignore[attr-defined]
+    asc = ns["asc"]
+    diff = asc.compare(ns["log"], asc.read_log(ns["store"], thread="fork"))  # type: ignore[attr-defined]
     assert (diff.kind, diff.divergence) == ("fork", 18)
     ns["m"].close()  # type: ignore[attr-defined]

@@ -435,6 +435,10 @@ def test_entries_window_keeps_whole_timestamps_and_payload_spacing(triage_graph:
     assert not replayed.verifiable and replayed._first_mm.layout.display == "none"  # no hash to check
     hashed = TimeTravel(GraphOnly(triage_graph), log.entries, timeline=ListTimeline(prefix_frames()))
     assert hashed.verifiable and hashed._first_mm.layout.display is None
+    # not following: no "follow tail" toggle among the controls at all (as nothing to verify hides
+    # the mismatch buttons)
+    for view in (tt, replayed, hashed):
+        assert not [w for w in view.children[1].children if getattr(w, "description", "") == "follow tail"]
     f = Frame(index=3, entry={"id": "e3", "event": {"type": "PING"}})
     assert '</span> <span class="as-meta">(no payload)</span>' in event_html(f)
 

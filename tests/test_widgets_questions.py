@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -65,5 +68,9 @@ def test_first_violation_on_the_static_player_track() -> None:
     assert view.marks[23] == "violation" and list(view.marks.values()).count("violation") == 1
     page = view.to_html()
     assert page.count('fill="#00897b"') == 1  # the first violation, in its own colour
+    # every violating entry reaches the player (its "first violation" button and rows)
+    data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    want = sorted(int(i) for i in check(view.timeline, {"no rejects": "context.rejections == 0"})["index"])
+    assert view.violation_indices == want and data["violations"] == want and want[0] == 23
     box.check({"always": "true"})
     assert "violation" not in view.marks.values()

@@ -45,6 +45,14 @@ class ManualClock:
     ----------
     start : str | datetime | int, default ``"2026-01-01T00:00:00.000Z"``
         The starting instant: an RFC 3339 string, an aware ``datetime`` or epoch milliseconds.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> clock = asc.ManualClock("2026-01-01T00:00:00.000Z")
+    >>> clock.advance(1500)
+    >>> clock.iso(), clock.now_ms
+    ('2026-01-01T00:00:01.500Z', 1767225601500)
     """
 
     def __init__(self, start: str | datetime | int = "2026-01-01T00:00:00.000Z") -> None:
@@ -106,6 +114,22 @@ class Recorder:
     ------
     RecorderError
         Both ``input`` and ``snapshot`` given.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples.python_machines import counter_machine
+    >>> rec = asc.Recorder(counter_machine())
+    >>> rec.send({"type": "TOGGLE"})["index"]
+    1
+    >>> rec.clock.advance(1500)  # ms; timers and recordedAt follow this clock
+    >>> entry = rec.send({"type": "INC", "by": 2})
+    >>> entry["recordedAt"], entry["verification"], rec.persisted["context"]["count"]
+    ('2026-01-01T00:00:01.500Z', {'stateHash': '0bc4a4c5'}, 2)
+    >>> asc.verify(counter_machine(), rec.entries).ok
+    True
+
+    ``rec.to_jsonl(path)``, ``rec.to_json(path)`` and ``rec.to_sqlite(path, thread)`` write the log.
     """
 
     def __init__(

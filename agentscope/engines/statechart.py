@@ -151,12 +151,41 @@ class StatechartMachine(MachineBase):
         Named guards ``callable(context, event) -> bool``, named actions and named delays (ms).
         Like XState's ``createMachine(config).provide(...)``: they do not enter the structural
         version. Use :func:`setup` for XState's ``setup(...).createMachine(config)``, which does.
+    structural : Mapping, optional
+        The view of the config the structural ``machineVersion`` is hashed from (spec §3);
+        default the config itself. :func:`setup` passes the config with its named
+        implementations merged in, as XState's ``machine.config`` holds them.
 
     Raises
     ------
     StatechartConfigError
         On anything outside the supported vocabulary, a bad target or an unknown named guard,
         action or delay.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> light = asc.StatechartMachine({
+    ...     "id": "light", "initial": "off", "context": {"flips": 0},
+    ...     "states": {
+    ...         "off": {"on": {"FLIP": {"target": "on", "context": lambda c, e: {"flips": c["flips"] + 1}}}},
+    ...         "on": {"on": {"FLIP": {"target": "off", "context": lambda c, e: {"flips": c["flips"] + 1}}}},
+    ...     },
+    ... })
+    >>> rec = asc.Recorder(light)
+    >>> for _ in range(3):
+    ...     _ = rec.send({"type": "FLIP"})
+    >>> tl = asc.Timeline(light, rec.entries)
+    >>> tl[3].value, tl[3].context, tl.report.ok
+    ('on', {'flips': 3}, True)
+
+    The Python twins of the bundled machines reproduce XState's hashes of the bundled store:
+
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> triage_machine().version, asc.verify(triage_machine(), log).ok
+    ('efe50ed5', True)
     """
 
     def __init__(
@@ -575,5 +604,37 @@ def setup(
 
     The machine's structural version then includes the named implementations exactly as
     XState's ``machine.config`` does (spec §3), e.g. the triage machine's ``efe50ed5``.
+
+    Parameters
+    ----------
+    actors : Mapping[str, Callable[[Any], Any]], optional
+        Actor implementations by ``src`` name, ``callable(input) -> output`` (raise to fail).
+    guards : Mapping[str, Callable[[Any, Any], Any]], optional
+        Named guards, ``callable(context, event) -> bool``.
+    actions : Mapping[str, Callable[..., Any]], optional
+        Named actions.
+    delays : Mapping[str, Any], optional
+        Named delays (milliseconds, or ``callable(context, event) -> ms``).
+
+    Returns
+    -------
+    MachineFactory
+        Its ``create_machine(config)`` returns a :class:`StatechartMachine`.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> factory = asc.setup(guards={"positive": lambda context, event: event["by"] > 0})
+    >>> machine = factory.create_machine({
+    ...     "id": "counter", "initial": "on", "context": {"count": 0},
+    ...     "states": {"on": {"on": {"INC": {
+    ...         "guard": "positive",
+    ...         "context": lambda context, event: {"count": context["count"] + event["by"]},
+    ...     }}}},
+    ... })
+    >>> rec = asc.Recorder(machine)
+    >>> _ = rec.send({"type": "INC", "by": 2}), rec.send({"type": "INC", "by": -1})
+    >>> rec.persisted["context"]
+    {'count': 2}
     """
     return MachineFactory(actors, guards, actions, delays)

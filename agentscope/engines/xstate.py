@@ -1177,6 +1177,12 @@ def load_machine(
         (default: ``AGENTSCOPE_LOAD_TIMEOUT`` if set, else :data:`DEFAULT_LOAD_TIMEOUT`, 30 s;
         ``0`` or ``math.inf`` waits without bound). Past it the runner is killed.
 
+    Returns
+    -------
+    XStateMachine
+        A :class:`Machine` backed by the real machine in XState (``machine_id``, ``version`` read
+        from the module, spec §3); close it with :meth:`XStateMachine.close` or a ``with`` block.
+
     Raises
     ------
     MachineLoadError
@@ -1187,6 +1193,15 @@ def load_machine(
         importing within ``load_timeout`` (the message names the module and the timeout).
         The runner's stderr is included. Interrupting the load (``KeyboardInterrupt``) stops
         the runner.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> with asc.load_machine(example_path("machines/triage.mjs")) as triage:
+    ...     log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    ...     print(triage.machine_id, triage.version, asc.verify(triage, log).ok)
+    supportTriage efe50ed5 True
     """
     p = Path(path).expanduser().resolve()
     label = f"{p.name}" + (f" (export {export!r})" if export else "")

@@ -173,6 +173,21 @@ class EventLog:
         The number of entries, required when ``entries`` is a callable.
     frame_builder : callable | None
         Builds :attr:`df` without materialising entries (fast readers); optional.
+    summary : Mapping | None
+        Values a fast reader already computed (``machine_id``, ``machine_versions``,
+        ``execution_id``, ``segments``), so those properties need not materialise the entries.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> len(log), log.thread, log.machine_id, log.era
+    (91, 'main', 'supportTriage', 'C')
+    >>> log[0]["event"]
+    {'type': '@agent.init', 'input': {'team': 'tier1', 'maxKbAttempts': 2}}
+    >>> log.df.loc[1, ["event_type", "state_hash"]].tolist()
+    ['TICKETS_RECEIVED', '725c43c9']
     """
 
     def __init__(

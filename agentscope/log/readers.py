@@ -377,6 +377,16 @@ def read_log(
         The file exists but cannot be read (permission denied, I/O error), or a ``str`` that
         cannot be a path (longer than 4096 characters, a NUL, a name too long: e.g. JSON text
         passed as ``str``; pass it as ``bytes`` or ``io.StringIO``).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="fork")
+    >>> len(log), log.thread, log.machine_id
+    (52, 'fork', 'supportTriage')
+    >>> log.df["event_type"].value_counts().head(2).to_dict()
+    {'xstate.done.actor': 21, 'DRAFT_READY': 11}
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")

@@ -432,6 +432,13 @@ def _stamp(value: object) -> pd.Timestamp | None:
 def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
     """List the threads of a §5.2 store, one row per thread (read-only).
 
+    Parameters
+    ----------
+    path : str | os.PathLike
+        The SQLite store (spec §5.2). It is opened read-only and never written.
+    table : str, optional
+        The event-log table, when the database has several with the §5.2 columns.
+
     Returns
     -------
     DataFrame
@@ -453,6 +460,17 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
         tables the database has.
     UnreadableSourceError
         The file cannot be opened (permission denied).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> threads = asc.read_threads(example_path("g_triage.sqlite"))
+    >>> print(threads[["thread_id", "length", "machine_version"]])
+      thread_id  length machine_version
+    0      fork      52        efe50ed5
+    1      main      91        efe50ed5
+    2    second      40        efe50ed5
     """
     import pandas as pd
 

@@ -16,7 +16,7 @@ from agentscope.engines.base import Graph
 from agentscope.render._escape import esc
 from agentscope.render.chart import CHART_CSS, Layout, apply_classes, layout
 
-__all__ = ["COVERAGE_CSS", "coverage_svg", "heat_bucket"]
+__all__ = ["COVERAGE_CSS", "coverage_classes", "coverage_legend_html", "coverage_svg", "heat_bucket"]
 
 _FILLS = ("#fff3e0", "#ffcc80", "#ffa726", "#f57c00", "#bf360c")
 
@@ -56,6 +56,43 @@ def heat_bucket(visits: int, most: int) -> int:
     return 1 + min(4, int(4 * math.log1p(visits) / math.log1p(most) + 1e-9))
 
 
+def coverage_classes(
+    lay: Layout, graph: Graph, visits: Mapping[str, int]
+) -> tuple[dict[str, list[str]], int]:
+    """The heat-map classes of ``lay``'s state elements and the largest visit count.
+
+    Returns ``({element id: ["as-heat-<1..5>" or "as-unvisited"]}, most)``: every state of
+    ``graph`` that ``lay`` draws gets one class (a state missing from ``visits`` counts as
+    never visited); ``most`` is the largest count of a state other than the root (the top of
+    the scale, see :func:`heat_bucket`).
+    """
+    counts = {s: int(visits.get(s, 0)) for s in graph.nodes}
+    most = max((v for s, v in counts.items() if s != graph.root), default=0)
+    classes: dict[str, list[str]] = {}
+    for sid, v in counts.items():
+        eid = lay.plan.states.get(sid)
+        if eid is None:
+            continue
+        b = heat_bucket(v, most)
+        classes.setdefault(eid, []).append("as-unvisited" if b == 0 else f"as-heat-{b}")
+    return classes, most
+
+
+def coverage_legend_html(most: int) -> str:
+    """The heat map's legend: the five fills from 1 to ``most`` visits, and "never visited"."""
+    return (
+        '<div class="as-coverage-legend" style="font:12px sans-serif;margin:4px 0">'
+        + "".join(
+            f'<span style="display:inline-block;width:14px;height:10px;background:{c};'
+            f'margin:0 2px 0 8px;border:1px solid #6d4c41"></span>'
+            for c in _FILLS
+        )
+        + f" visits 1 … {esc(most)}"
+        + '<span style="display:inline-block;width:14px;height:10px;background:#eee;'
+        'margin:0 2px 0 12px;border:1px dashed #9e9e9e"></span> never visited</div>'
+    )
+
+
 def coverage_svg(
     graph: Graph,
     visits: Mapping[str, int],
@@ -86,26 +123,8 @@ def coverage_svg(
         geometry is the layout's, byte for byte, once the classes are removed).
     """
     lay = chart if chart is not None else layout(graph)
-    counts = {s: int(visits.get(s, 0)) for s in graph.nodes}
-    most = max((v for s, v in counts.items() if s != graph.root), default=0)
-    classes: dict[str, list[str]] = {}
-    for sid, v in counts.items():
-        eid = lay.plan.states.get(sid)
-        if eid is None:
-            continue
-        b = heat_bucket(v, most)
-        classes.setdefault(eid, []).append("as-unvisited" if b == 0 else f"as-heat-{b}")
+    classes, most = coverage_classes(lay, graph, visits)
     css = f"<style>{CHART_CSS}\n{COVERAGE_CSS}</style>" if style else ""
-    legend = (
-        '<div class="as-coverage-legend" style="font:12px sans-serif;margin:4px 0">'
-        + "".join(
-            f'<span style="display:inline-block;width:14px;height:10px;background:{c};'
-            f'margin:0 2px 0 8px;border:1px solid #6d4c41"></span>'
-            for c in _FILLS
-        )
-        + f" visits 1 … {esc(most)}"
-        + '<span style="display:inline-block;width:14px;height:10px;background:#eee;'
-        'margin:0 2px 0 12px;border:1px dashed #9e9e9e"></span> never visited</div>'
-    )
+    legend = coverage_legend_html(most)
     return (f'{css}<div class="as-chart as-coverage">' + apply_classes(lay, classes)
             + f"</div>{legend}")

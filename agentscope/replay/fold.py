@@ -307,6 +307,17 @@ def replay(
         (``kind="missing-verification"``).
     EngineError
         The engine failed; the exception's notes name the entry.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> asc.replay(triage_machine(), log)
+    ReplayResult(length=91, state_hash='5b6a2cd9', status='done', value='closed')
+    >>> asc.replay(triage_machine(), log[:46]).state_hash  # the state after entry 45
+    '0d9e8cde'
     """
     from agentscope.hashing import state_hash  # here: ``import agentscope`` binds replay, cheaply
 

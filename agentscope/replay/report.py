@@ -77,6 +77,19 @@ class VerifyReport:
         Whether a missing verification hash counted as a failure.
     source : str or None
         Where the log came from.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> report = asc.verify(triage_machine(), log)
+    >>> report.ok, len(report.df), len(report.mismatches)
+    (True, 91, 0)
+    >>> report.counts()
+    {'verified': 91, 'mismatch': 0, 'explained': 0, 'missing': 0, 'unchecked': 0, 'ignored': 0, 'failed': 0}
+    >>> report.raise_if_failed()  # raises the first typed error when the log fails
     """
 
     df: pd.DataFrame
@@ -302,6 +315,18 @@ def verify(
     ------
     TypeError
         ``machines`` is not a mapping of version -> :class:`Machine` (names the bad key).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> report = asc.verify(triage_machine(), log)
+    >>> report.ok, report.counts()["verified"], report.first_mismatch
+    (True, 91, None)
+    >>> report.df.loc[45, ["event_type", "recorded_hash", "computed_hash", "verdict"]].tolist()
+    ['APPROVE', '0d9e8cde', '0d9e8cde', 'verified']
     """
     check_machines(machines)
     if machine is None and not machines:

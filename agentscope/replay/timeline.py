@@ -128,6 +128,24 @@ class Timeline:
         Frames kept in the LRU.
     strict, machine_version, explain
         As for :func:`agentscope.replay.verify`.
+    batch_size : int
+        Entries per ``Machine.fold`` call (one engine round trip each); a seek folds at least
+        ``checkpoint_every`` entries in one call.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> tl = asc.Timeline(triage_machine(), log)
+    >>> len(tl), tl.report.ok
+    (91, True)
+    >>> frame = tl[45]  # the state right after entry 45
+    >>> frame.event_type, frame.verdict.value, frame.value["working"]["analyzing"]
+    ('APPROVE', 'verified', {'classification': 'running', 'knowledge': 'searching'})
+    >>> tl[-1].value
+    'closed'
     """
 
     def __init__(

@@ -31,6 +31,24 @@ def history(log: Any, machine: Any, path: str) -> pd.DataFrame:
     path : str
         A JSON Pointer under the persisted snapshot (``"/context/queue"``) or a context key path
         as ``Timeline.changes`` accepts it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per step that changed the value at ``path``: ``index``, ``id``, ``event_type``,
+        ``op`` (the JSON Patch operation: ``add``, ``replace``, ``remove``), ``before``,
+        ``after``.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> print(asc.history(log, triage_machine(), "/context/pauses").to_string(index=False))
+     index           id  event_type      op before after
+         0 evt_00000000 @agent.init     add   None     0
+         9 evt_00000009       PAUSE replace      0     1
     """
     from agentscope.replay import Timeline
 

@@ -67,9 +67,30 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         Labels of the two sides.
     timelines : (FrameSource, FrameSource), optional
         Ready timelines to use instead of building ``Timeline(machine, a)`` and ``(machine, b)``.
+    engine : str, optional
+        Force a layout engine for both charts (see :func:`agentscope.render.chart`).
     divergence, kind : optional
         Mark this index as the divergence, labelled ``kind``, instead of where the two logs'
         entries part (e.g. one log under two machines: :meth:`agentscope.whatif.WhatIf.view`).
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> store = example_path("g_triage.sqlite")
+    >>> main = asc.read_log(store, thread="main")
+    >>> fork = asc.read_log(store, thread="fork")
+    >>> fv = asc.ForkView(triage_machine(), main, fork, names=("main", "fork"))
+    >>> fv.jump_to_divergence()  # returns the index it jumped to
+    18
+    >>> fv.step, [frame.event_type for frame in fv.frames()]
+    (18, ['APPROVE', 'REJECT'])
+    >>> fv.diff_paths()[0]
+    '/context/queue/0/id'
+
+    In a notebook, ``fv`` as the last expression of a cell shows the two charts side by side;
+    ``fv.to_html(path)`` writes them as one self-contained page.
     """
 
     step = traitlets.Int(0, help="Aligned entry index shown on both sides.")

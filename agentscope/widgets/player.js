@@ -137,9 +137,27 @@ function eventBox(f, i){
 }
 var lit = [];
 function clearLit(){ lit.forEach(function(x){ var e = document.getElementById(x[0]); if (e) e.classList.remove(x[1]); }); lit = []; }
+var heat = false, heatTitles = [];
+function setHeat(on){
+  // the chart shows either the current step or the coverage heat map (classes of render/coverage.py)
+  var C = D.coverage, chart = $('as-chart');
+  heat = !!(on && C);
+  clearLit();
+  heatTitles.forEach(function(x){ x[0].textContent = x[1]; }); heatTitles = [];
+  chart.classList.toggle('as-coverage', heat);
+  if ($('as-heat-legend')) $('as-heat-legend').hidden = !heat;
+  document.querySelectorAll('.as-legend').forEach(function(l){ l.style.display = heat ? 'none' : ''; });  // the step legend
+  if (!heat){ show(cur); return; }
+  C.states.forEach(function(s){ var e = document.getElementById(s[0]);
+    if (!e || !chart.contains(e)) return;
+    e.classList.add(s[3]); lit.push([s[0], s[3]]); e.dataset.visits = s[2];
+    var t = e.querySelector('title');
+    if (t){ heatTitles.push([t, t.textContent]); t.textContent = s[1] + ': ' + s[2] + ' visit' + (s[2] === 1 ? '' : 's'); } });
+  $('as-heat-summary').textContent = C.visited + ' of ' + C.total + ' states visited over ' + C.logs + ' log(s); the most visited: ' + C.most + ' entries';
+}
 function restyle(p, f){
   var chart = $('as-chart');
-  if (!f || f.a === undefined || f.a < 0) return;
+  if (heat || !f || f.a === undefined || f.a < 0) return;
   function add(ids, c){ (ids || []).forEach(function(id){ var e = document.getElementById(id);
     if (e && chart.contains(e) && !e.classList.contains(c)){ e.classList.add(c); lit.push([id, c]); } }); }
   if (p === 0){ add(D.panes[p].configs[f.a], 'as-active'); add(f.en, 'as-entered'); add(f.ex, 'as-exited'); add(f.tk, 'as-taken'); }
@@ -156,6 +174,7 @@ function actors(f){
   else { var t2 = el('table','as-table'); f.tm.forEach(function(a){ var r = el('tr'); r.appendChild(el('td',null,a[0])); r.appendChild(el('td',null,JSON.stringify(a[1]))); t2.appendChild(r); }); d.appendChild(t2); }
   return d;
 }
+var vio = (D.violations || []).slice().sort(function(a,b){return a-b;});
 var mm = Object.keys(D.marks).filter(function(k){ return D.marks[k] === 'mismatch'; }).map(Number).sort(function(a,b){return a-b;});
 function spark(i){
   var box = $('as-spark'); box.textContent = '';
@@ -179,6 +198,7 @@ function rows(i){
   var n = D.n, lo = Math.max(0, i-8), hi = Math.min(n, i+9);
   for (var k = lo; k < hi; k++){ var r = el('tr');
     r.dataset.index = k; if (k === i) r.className = 'as-current'; if (D.marks[k] === 'mismatch') r.className += ' as-row-mismatch';
+    if (vio.indexOf(k) >= 0) r.className += ' as-row-violation';
     if (D.kind === 'fork'){
       var fa = D.panes[0].frames[k], fb = D.panes[1].frames[k];
       if (!fa || !fb || fa.t !== fb.t || fa.id !== fb.id) r.className += ' as-differ';
@@ -218,7 +238,7 @@ function show(i){
   var fork = D.kind === 'fork', drows = fork ? D.diffs[i] : null;
   var paths = drows ? drows.map(function(r){ return r[0]; }) : null;
   var mode = fork ? ctxMode(i) : 'all';
-  clearLit();
+  if (!heat) clearLit();
   D.panes.forEach(function(P, p){
     var pane = document.querySelectorAll('#as-heads .as-pane')[p], f = P.frames[i];
     pane.querySelector('.as-pane-name').textContent = P.name;
@@ -280,6 +300,10 @@ function show(i){
   if (!mm.length){ $('as-first-mm').title = $('as-next-mm').title = 'every recorded hash verified: no mismatch to jump to'; }
   $('as-first-mm').addEventListener('click', function(){ if (mm.length) show(mm[0]); });
   $('as-next-mm').addEventListener('click', function(){ var nx = mm.filter(function(k){ return k > cur; }); if (mm.length) show(nx.length ? nx[0] : mm[0]); });
+  if (!vio.length) $('as-first-vio').style.display = 'none';
+  else { $('as-first-vio').title = vio.length + ' entr' + (vio.length === 1 ? 'y breaks' : 'ies break') + ' an invariant; the first is ' + vio[0];
+    $('as-first-vio').addEventListener('click', function(){ show(vio[0]); }); }
+  if ($('as-heat')){ $('as-heat').checked = false; $('as-heat').addEventListener('change', function(){ setHeat($('as-heat').checked); }); }
   if (D.kind !== 'fork') $('as-div').style.display = 'none';
   else { $('as-div').disabled = D.divergence === null; $('as-div').addEventListener('click', function(){ if (D.divergence !== null) show(D.divergence); }); }
   $('as-play').addEventListener('click', function(){

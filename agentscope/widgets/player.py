@@ -23,11 +23,13 @@ from agentscope.engines.base import Graph
 from agentscope.frames import Frame
 from agentscope.render._escape import esc, json_for_script
 from agentscope.render.chart import Layout, layout, legend_html
+from agentscope.render.coverage import COVERAGE_CSS, coverage_classes, coverage_legend_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
 from agentscope.widgets._source import FrameSource, iter_frames, step_info
 
 if TYPE_CHECKING:
+    from agentscope.coverage_map import Coverage
     from agentscope.forks import ForkDiff
 
 __all__ = ["bound", "fork_page", "pane_data", "timeline_page"]
@@ -241,7 +243,15 @@ def _finish(got: _Collected, lay: Layout | None, name: str) -> dict[str, Any]:
 
 
 def _page(
-    title: str, heading: str, data: dict[str, Any], svg: str, strip: str, *, fork: bool, names: Sequence[str]
+    title: str,
+    heading: str,
+    data: dict[str, Any],
+    svg: str,
+    strip: str,
+    *,
+    fork: bool,
+    names: Sequence[str],
+    heat_legend: str = "",
 ) -> str:
     n_panes = len(data["panes"])
     heads = "".join(
@@ -268,15 +278,31 @@ def _page(
         if fork
         else "<tr><th>#</th><th>event</th><th>id</th><th>recorded at</th><th>hash</th><th>verdict</th></tr>"
     )
+    heat = (
+        '<label id="as-heat-toggle" class="as-meta" title="switch the chart between the current '
+        'step and the coverage heat map (visits per state)"><input type="checkbox" id="as-heat"> '
+        "heat map</label>"
+        if heat_legend and svg
+        else ""
+    )
+    heat_css = COVERAGE_CSS if heat else ""
+    heat_box = (
+        f'<div id="as-heat-legend" hidden>{heat_legend}<div id="as-heat-summary" class="as-meta"></div></div>'
+        if heat
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
 <style>{page_css()}
+{heat_css}
 body{{margin:12px}}
 .as-controls{{display:flex;gap:6px;align-items:center;flex-wrap:wrap}}
 .as-controls input[type=range]{{width:520px;max-width:100%}}
 .as-rows tr{{cursor:pointer}}
+.as-table tr.as-row-violation td:first-child{{border-left:3px solid #00897b}}
+#as-first-vio{{color:#00695c}}
 .as-pane-head{{margin:4px 0}}
 button{{cursor:pointer}}
 </style></head>
@@ -290,16 +316,19 @@ button{{cursor:pointer}}
 <button id="as-next" title="next entry">▶</button>
 <button id="as-first-mm">first mismatch</button>
 <button id="as-next-mm">next mismatch ⚠</button>
+<button id="as-first-vio" title="jump to the first entry that breaks an invariant">first violation</button>
 <button id="as-div">jump to divergence</button>
 <label>go to <input id="as-goto" type="number" min="0" value="0" style="width:7em"></label>
 <span id="as-pos" class="as-meta"></span>
 <a id="as-link" class="as-meta" href="#0" title="link to this step">link to this step</a>
+{heat}
 </div>
 <div id="as-strip">{strip}</div>
 <div id="as-note" class="as-note"></div>
 <div id="as-summary"></div>
 <div id="as-chart-note"></div>
 <div class="as-chart" id="as-chart">{svg}</div>
+{heat_box}
 {legend_html(fork=fork, names=(names[0], names[-1])) if svg else ""}
 <div class="as-cols" id="as-heads">{heads}</div>
 <div class="as-sec">context {mode}</div>
@@ -348,6 +377,8 @@ def timeline_page(
     usage: Any = None,
     keyframe_every: int = 200,
     redact: Sequence[str] = (),
+    coverage: Coverage | None = None,
+    violations: Iterable[int] = (),
 ) -> str:
     """Return the static player page of one log, built from its timeline (one read of its frames).
 
@@ -371,6 +402,19 @@ def timeline_page(
     redact : Sequence[str], optional
         Paths (see :mod:`agentscope.render.redact`) replaced by a marker in everything the page
         contains; hashes and verdicts are those of the original log.
+    coverage : Coverage, optional
+        Visit counts (:func:`agentscope.coverage`, read from the same pass) drawn as a heat map
+        on the same layout: a "heat map" toggle switches the chart between the current step and
+        the coverage styling of :mod:`agentscope.render.coverage` (``as-heat-<1..5>`` fills,
+        ``as-unvisited`` dashed grey). Ignored without a graph.
+    violations : Iterable[int], optional
+        Entry indices where an invariant fails (:func:`agentscope.check`'s ``index`` column);
+        with any, a "first violation" button jumps to the earliest.
+
+    Raises
+    ------
+    ValueError
+        ``coverage`` counts another machine than ``graph``'s.
     """
     n = len(source) if n is None else n
     label = source_label(log)
@@ -385,6 +429,9 @@ def timeline_page(
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:
             marks[i] = f["v"]
+    broken = sorted({int(i) for i in violations if 0 <= int(i) < n})
+    if broken:  # the first violation on the track, like a mismatch (teal; a verdict mark wins)
+        marks.setdefault(broken[0], "violation")
     data = {
         "kind": "timetravel",
         "n": n,
@@ -399,12 +446,46 @@ def timeline_page(
         if graph is not None
         else "No machine: entries and recorded hashes only. "
         "Replay (states, context, verification) needs a machine.",
+        "violations": broken,
+        "coverage": None,
     }
+    heat_legend = ""
+    if coverage is not None and lay is not None and graph is not None:
+        data["coverage"], heat_legend = _coverage_data(coverage, graph, lay)
     heading = f"agentscope — {label} ({n} entries)"
     svg = lay.svg if lay is not None else ""
     return _page(
-        heading, heading, data, svg, marker_strip_svg(n, marks, None, width=520), fork=False, names=["log"]
+        heading,
+        heading,
+        data,
+        svg,
+        marker_strip_svg(n, marks, None, width=520),
+        fork=False,
+        names=["log"],
+        heat_legend=heat_legend,
     )
+
+
+def _coverage_data(cov: Coverage, graph: Graph, lay: Layout) -> tuple[dict[str, Any], str]:
+    """The page's heat-map data (class, visits and state id per drawn state element) and legend."""
+    if cov.graph is not graph and cov.machine_id != graph.machine_id:
+        raise ValueError(f"coverage of machine {cov.machine_id!r} cannot be drawn on this chart")
+    visits = cov.visits
+    classes, most = coverage_classes(lay, graph, visits)
+    states = [
+        [eid, sid[:300], int(visits.get(sid, 0)), classes[eid][0]]
+        for sid, eid in lay.plan.states.items()
+        if eid in classes and eid in lay.element_ids
+    ]
+    shown = [s for s in graph.nodes if s != graph.root]
+    data = {
+        "states": states,
+        "most": most,
+        "visited": sum(1 for s in shown if visits.get(s, 0) > 0),
+        "total": len(shown),
+        "logs": len(cov.logs),
+    }
+    return data, coverage_legend_html(most)
 
 
 def fork_page(

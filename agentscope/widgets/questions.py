@@ -127,12 +127,16 @@ class QuestionBox(ipywidgets.VBox):  # type: ignore[misc]
 
         The first violation is also added to the view's ``marks`` (kind ``"violation"``, unless
         the entry already carries a verdict mark), so the static player the view writes
-        (``view.to_html()``) shows it on its track like a mismatch, in its own colour."""
+        (``view.to_html()``) shows it on its track like a mismatch, in its own colour; every
+        violating index goes to the view's ``violation_indices`` (the player's "first
+        violation" button)."""
         from agentscope.queries import check
 
         df = check(self.timeline, invariants, loop=loop, stuck=stuck)
         self.violations = df
         self._violation_marks = {int(i): "violation" for i in df["index"]}
+        if isinstance(getattr(self.view, "violation_indices", None), list):
+            self.view.violation_indices = sorted({int(i) for i in df["index"]})
         marks = getattr(self.view, "marks", None)
         if isinstance(marks, dict):
             for i in [k for k, v in marks.items() if v == "violation"]:

@@ -129,6 +129,20 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         The entry index shown (traitlet; set it to move).
     frame : Frame
         The frame at ``step``.
+
+    Examples
+    --------
+    >>> import agentscope as asc
+    >>> from agentscope.examples import example_path
+    >>> from agentscope.examples.python_machines import triage_machine
+    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    >>> tt = asc.TimeTravel(triage_machine(), log)
+    >>> tt.go(45)  # or tt.step = 45, or tt.first_mismatch()
+    >>> tt.step, tt.frame.event_type, tt.frame.verdict.value
+    (45, 'APPROVE', 'verified')
+
+    In a notebook, ``tt`` as the last expression of a cell shows the widget;
+    ``tt.to_html(path)`` writes the self-contained player.
     """
 
     step = traitlets.Int(0, help="Index of the log entry shown.")
@@ -182,6 +196,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self.marks = _marks(timeline, n)
         self.ignored = _ignored(timeline)
         self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)
+        self.violation_indices: list[int] = []
+        """Entries where an invariant fails (set by :meth:`QuestionBox.check`; the static player's
+        "first violation" button)."""
         if self.follower is not None:  # the entries grow: rows and marks come from the frames
             self.entries = self.timeline.entries  # type: ignore[attr-defined]
         self.table = entries_frame(self.event_log, self.entries) if self.entries and not follow else None
@@ -278,7 +295,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._poller: Any = None
         controls = ipywidgets.HBox(
             [
-                self._tail,
+                *([self._tail] if follow else []),  # not following: no toggle at all
                 self._first,
                 self._prev,
                 self._play,
@@ -546,7 +563,15 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         return bundle
 
     # export -----------------------------------------------------------------------------------
-    def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:
+    def to_html(
+        self,
+        path: Any = None,
+        *,
+        keyframe_every: int = 200,
+        redact: Any = (),
+        coverage: Any = False,
+        violations: Any = None,
+    ) -> str:
         """Write (when ``path`` is given) and return a self-contained static player page.
 
         ``player.html#45`` (or ``?step=45``) opens at step 45 and the address follows the slider.
@@ -556,6 +581,21 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         page; hashes and verdicts stay those of the original log. See
         :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold) and
         :mod:`agentscope.render.redact`.
+
+        ``coverage=True`` adds a heat-map toggle to the chart: the visits per state of this log,
+        counted by :func:`agentscope.coverage` from the view's timeline (its one pass, no fold
+        again); a :class:`~agentscope.coverage_map.Coverage` (e.g. of a whole store) is drawn
+        as given. ``violations`` (entry indices, or :func:`agentscope.check`'s DataFrame;
+        default: :attr:`violation_indices`, set by :meth:`QuestionBox.check
+        <agentscope.widgets.QuestionBox.check>`, plus any ``"violation"`` mark) gives the page a
+        "first violation" button.
+
+        Raises
+        ------
+        ValueError
+            ``coverage=True`` without a machine, or on a view whose timeline is not a
+            :class:`~agentscope.replay.Timeline` (pass a ``Coverage`` then); a ``Coverage`` of
+            another machine.
         """
         from agentscope.widgets.player import timeline_page
 
@@ -569,12 +609,43 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             usage=self.usage,
             keyframe_every=keyframe_every,
             redact=paths,
+            coverage=self._coverage(coverage),
+            violations=self._violations(violations),
         )
         if path is not None:
             from pathlib import Path
 
             Path(path).write_text(page, encoding="utf-8")
         return page
+
+    def _coverage(self, coverage: Any) -> Any:
+        """``to_html``'s ``coverage`` argument as a Coverage (or ``None``)."""
+        if coverage is None or coverage is False:
+            return None
+        if coverage is not True:
+            return coverage
+        from agentscope.replay import Timeline
+
+        if self.machine is None:
+            raise ValueError("to_html(coverage=True) needs a machine: coverage counts replayed states")
+        if not isinstance(self.timeline, Timeline):
+            raise ValueError(
+                "to_html(coverage=True) reads the view's Timeline; this view has a "
+                f"{type(self.timeline).__name__}: pass coverage=agentscope.coverage(...) instead"
+            )
+        from agentscope.coverage_map import coverage as count
+
+        return count(self.timeline, self.machine)
+
+    def _violations(self, violations: Any) -> list[int]:
+        """``to_html``'s ``violations`` argument as entry indices."""
+        if violations is None:
+            got = set(self.violation_indices)
+            got.update(i for i, k in self.marks.items() if k == "violation")
+            return sorted(got)
+        if hasattr(violations, "columns"):  # check()'s DataFrame
+            return sorted({int(i) for i in violations["index"]})
+        return sorted({int(i) for i in violations})
 
     def frames(self) -> Any:
         """Iterate over every frame in order (sequential replay)."""

@@ -113,3 +113,153 @@ def test_fork_player_jumps_to_the_divergence(browser_context: Any, tmp_path: Pat
     assert "shared entry" in page.inner_text("#as-summary")
     page.screenshot(path=str(ARTIFACTS / "fork-player.png"), full_page=False)
     assert errors == []
+
+
+# the heat map and the invariants: the Python engine on the real triage log -----------------------
+
+HEAT_FILLS = ("#fff3e0", "#ffcc80", "#ffa726", "#f57c00", "#bf360c")  # render/coverage.py's scale
+STYLED = (
+    "(ids) => Object.fromEntries(ids.map(id => { const g = document.getElementById(id);"
+    " const s = getComputedStyle(g.querySelector(':scope > path, :scope > polygon, :scope > ellipse'));"
+    " return [id, [s.fill, s.strokeDasharray]]; }))"
+)
+
+
+def _rgb(hex_colour: str) -> str:
+    r, g, b = (int(hex_colour[k : k + 2], 16) for k in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
+
+
+def _classes(page: Any, selector: str) -> dict[str, str]:
+    got: dict[str, str] = page.eval_on_selector_all(
+        selector, "els => Object.fromEntries(els.map(e => [e.id, e.getAttribute('class')]))"
+    )
+    return got
+
+
+def test_static_player_heat_map_toggle_and_first_violation(browser_context: Any, tmp_path: Path) -> None:
+    import agentscope as asc
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.render.coverage import heat_bucket
+
+    log = load_json("g_triage.main.log.json")
+    m = triage_machine()
+    tt = TimeTravel(m, log)
+    rules = {"no rejection": "context.rejections < 1"}
+    violations = asc.check(tt.timeline, rules)
+    # brute force: the first entry whose replayed context has a rejection
+    first = next(i for i in range(len(log)) if tt.timeline[i].context["rejections"] >= 1)
+    assert int(violations["index"].iloc[0]) == first and first > 0
+    path = tmp_path / "heat.html"
+    tt.to_html(path, coverage=True, violations=violations)
+    cov = asc.coverage(tt.timeline, m)
+    visits = cov.visits
+    most = max(v for s, v in visits.items() if s != m.graph.root)
+    drawn = {s: state_element_id(s) for s in m.graph.nodes if s != m.graph.root}
+    never = {drawn[s] for s in cov.never_visited if s in drawn}
+    assert never  # the log leaves states unvisited (else the test could not fail)
+
+    page = browser_context.new_page()
+    page.set_viewport_size({"width": 1300, "height": 1100})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri() + "#5")
+    page.wait_for_selector(".as-badge")
+    step_lit = _lit(page)
+    assert step_lit and not _classes(page, "#as-chart .as-unvisited")
+    assert page.is_visible("#as-first-vio") and not page.is_visible("#as-heat-legend")
+
+    page.check("#as-heat")  # the heat map: every drawn state classed by its visits
+    assert _lit(page) == set()  # the step's styling is gone
+    unvisited = set(_classes(page, "#as-chart .as-unvisited"))
+    assert unvisited == never
+    for sid, eid in drawn.items():
+        cls = _classes(page, f"#{eid}")[eid].split()
+        b = heat_bucket(visits[sid], most)
+        assert (f"as-heat-{b}" if b else "as-unvisited") in cls, (sid, cls)
+        if b:
+            assert page.get_attribute(f"#{eid}", "data-visits") == str(visits[sid])
+    styles = page.evaluate(STYLED, sorted(drawn.values()))
+    for sid, eid in drawn.items():
+        fill, dash = styles[eid]
+        if eid in never:
+            assert fill == "rgb(238, 238, 238)" and dash not in ("none", ""), (sid, fill, dash)
+        elif m.graph.nodes[sid].kind not in ("compound", "parallel"):  # clusters show heat in outline
+            assert fill == _rgb(HEAT_FILLS[heat_bucket(visits[sid], most) - 1]), (sid, fill)
+            assert dash in ("none", ""), (sid, dash)
+    assert page.is_visible("#as-heat-legend") and not page.is_visible(".as-legend")
+    summary = page.inner_text("#as-heat-summary")
+    assert f"{len(drawn) - len(never)} of {len(drawn)} states visited" in summary
+    page.screenshot(path=str(ARTIFACTS / "static-player-heat.png"), full_page=False)
+
+    page.click("#as-next")  # stepping keeps the heat map (the panes below follow the slider)
+    assert page.input_value("#as-slider") == "6" and set(_classes(page, "#as-chart .as-unvisited")) == never
+    assert _lit(page) == set()
+
+    page.uncheck("#as-heat")  # back to the current step
+    assert not _classes(page, "#as-chart .as-unvisited")
+    assert not _classes(page, "#as-chart [class*='as-heat-']")
+    assert _lit(page)
+    page.click("#as-prev")
+    assert _lit(page) == step_lit  # the step's styling is back, as before the heat map
+
+    page.click("#as-first-vio")
+    assert page.input_value("#as-slider") == str(first)
+    assert "as-row-violation" in (
+        page.locator(f"#as-rows tr[data-index='{first}']").get_attribute("class") or ""
+    )
+    page.screenshot(path=str(ARTIFACTS / "static-player-violation.png"), full_page=False)
+    assert errors == []
+
+
+def test_static_player_hides_first_violation_and_heat_map_without_them(
+    browser_context: Any, tmp_path: Path
+) -> None:
+    from agentscope.examples.python_machines import triage_machine
+
+    path = tmp_path / "plain.html"
+    TimeTravel(triage_machine(), load_json("g_triage.main.log.json")).to_html(path)
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".as-badge")
+    assert page.locator("#as-first-vio").count() == 1 and not page.is_visible("#as-first-vio")
+    assert page.locator("#as-heat").count() == 0
+    assert errors == []
+
+
+def test_heat_map_shows_hostile_state_names_as_text(browser_context: Any, tmp_path: Path) -> None:
+    from agentscope.engines.statechart import setup
+    from tests.test_replay_support import write_log
+
+    bad, never = "</script><img src=x onerror=alert(1)>", "never &amp; <i>x</i>"
+    m = setup().create_machine(
+        {
+            "id": "h<b>",
+            "initial": "idle",
+            "states": {"idle": {"on": {"GO": bad}}, bad: {"on": {"BACK": "idle"}}, never: {}},
+        }
+    )
+    log = write_log(m, [{"type": "GO"}, {"type": "BACK"}, {"type": "GO"}])
+    path = tmp_path / "hostile.html"
+    page_text = TimeTravel(m, log).to_html(path, coverage=True)
+    assert page_text.count("</script>") == 2  # the data and the player, nothing from the log
+    page = browser_context.new_page()
+    errors: list[str] = []
+    dialogs: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".as-badge")
+    page.check("#as-heat")
+    bad_id, never_id = state_element_id(f"h<b>.{bad}"), state_element_id(f"h<b>.{never}")
+    assert "as-heat-5" in (page.get_attribute(f"#{bad_id}", "class") or "")
+    assert page.get_attribute(f"#{bad_id}", "data-visits") == "2"
+    assert "as-unvisited" in (page.get_attribute(f"#{never_id}", "class") or "")
+    title = page.locator(f"#{bad_id} > title").evaluate("t => t.textContent")
+    assert title == f"h<b>.{bad}: 2 visits"  # the state id shown as text in the tooltip
+    assert page.locator("#as-chart img").count() == 0 and page.locator("#as-chart i").count() == 0
+    page.uncheck("#as-heat")
+    assert page.locator(f"#{bad_id} > title").evaluate("t => t.textContent") == bad_id  # restored
+    assert errors == [] and dialogs == []

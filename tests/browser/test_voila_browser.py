@@ -173,6 +173,9 @@ def test_quickstart_in_voila(voila_url: str, browser_context: Any) -> None:
         widgets.nth(1).locator(".as-badge").wait_for(timeout=180_000)
         assert widgets.count() == 2
         tt, bad = widgets.nth(0), widgets.nth(1)
+        for w in (tt, bad):  # neither view follows a growing log: no "follow tail" toggle at all
+            assert w.locator("button", has_text="follow tail").count() == 0
+            assert w.locator("button", has_text="first mismatch").count() == 1
 
         # the notebook left `tt` on step 1 (TICKETS_RECEIVED started the parallel analysis)
         _shows(tt, 1)
