@@ -51,6 +51,8 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 141
+"""The reader of our output closed the pipe (128 + SIGPIPE, as a shell reports it): not a pass."""
 
 _PACKAGE = Path(__file__).resolve().parent
 DEMO_STORE = _PACKAGE / "examples" / "g_triage.sqlite"
@@ -1342,6 +1344,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(exc).split("\n")[0].split())
         print(f"agentscope: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader went away (`agentscope watch --json | head`): stop quietly, never a false
+        # green; point stdout at devnull so the interpreter's final flush cannot raise again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a real file (tests, notebooks)
+            pass
+        return EXIT_BROKEN_PIPE
     except OSError as exc:  # e.g. an unwritable --html/-o target: bad input, one line
         if args.debug:
             raise

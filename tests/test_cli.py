@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import shutil
@@ -777,3 +778,17 @@ def test_console_demo_lab_as_root_passes_allow_root(tmp_path: Path) -> None:
         "running as root: passing --allow-root to JupyterLab (it refuses root otherwise)",
         f"opening {notebook} in JupyterLab (Ctrl-C to stop)",
     ]
+
+
+def test_a_closed_pipe_stops_quietly_and_is_not_a_pass(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`agentscope … | head`: the reader goes away; no traceback, exit 141 (never 0)."""
+    from agentscope import cli
+
+    class Closed(io.StringIO):
+        def write(self, s: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    code = cli.main(["threads", str(REPO / "agentscope" / "examples" / "g_triage.sqlite")])
+    assert code == cli.EXIT_BROKEN_PIPE == 141
+    assert "Traceback" not in capsys.readouterr().err
