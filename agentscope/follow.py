@@ -31,6 +31,7 @@ from agentscope.log.tail import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.engines.base import Machine
+    from agentscope.replay import Timeline
 
 __all__ = ["FollowError", "FollowProblem", "Follower", "JsonlTail", "SqliteTail", "follow",
            "follow_timeline", "open_tail"]
@@ -43,7 +44,7 @@ def follow(
     thread: str | None = None,
     machines: Mapping[str, Machine] | None = None,
     **timeline_options: Any,
-) -> Follower:
+) -> Follower[Timeline]:
     """Open ``source`` for live follow: read what is there, and keep reading what is appended.
 
     Parameters

@@ -32,16 +32,33 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from agentscope.errors import AgentscopeError, LogFormatError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agentscope.frames import Frame
-    from agentscope.replay import Timeline
 
-__all__ = ["FollowError", "FollowProblem", "Follower", "JsonlTail", "SqliteTail", "follow_timeline",
-           "open_tail"]
+class Extendable(Protocol):
+    """What a :class:`Follower` needs of a timeline (:class:`agentscope.replay.Timeline` is
+    one): its entries and log, random access to its frames, and ``extend``. A protocol, so
+    this reading layer imports nothing of the replay layer above it."""
+
+    @property
+    def entries(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def log(self) -> Any: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, n: int) -> Any: ...
+
+    def extend(self, entries: Sequence[Mapping[str, Any]]) -> range: ...
+
+
+_T = TypeVar("_T", bound=Extendable)
+
+__all__ = ["Extendable", "FollowError", "FollowProblem", "Follower", "JsonlTail", "SqliteTail",
+           "follow_timeline", "open_tail"]
 
 ProblemKind = Literal["truncated", "rewritten", "replaced", "gap", "invalid"]
 _RECHECK_S = 1.0
@@ -335,7 +352,7 @@ def open_tail(source: str | os.PathLike[str], thread: str | None = None, *,
     return tail
 
 
-class Follower:
+class Follower(Generic[_T]):
     """A timeline kept up to date with its source: :meth:`poll` appends what is new.
 
     Build one with :func:`agentscope.follow.follow` or :meth:`agentscope.replay.Timeline.follow`.
@@ -349,7 +366,7 @@ class Follower:
         Set when following stopped (truncated, forked/rewritten, replaced, invalid entry).
     """
 
-    def __init__(self, timeline: Timeline, tail: SqliteTail | JsonlTail) -> None:
+    def __init__(self, timeline: _T, tail: SqliteTail | JsonlTail) -> None:
         self.timeline = timeline
         self.tail = tail
         self.polls = 0
@@ -371,9 +388,10 @@ class Follower:
         idle_exit: float | None = None,
         stop: Callable[[], bool] | None = None,
         from_start: bool = True,
-    ) -> Iterator[Frame]:
-        """Yield every frame, in order, as entries arrive: those already read first (unless
-        ``from_start=False``), then new ones, polling every ``interval`` seconds.
+    ) -> Iterator[Any]:
+        """Yield every frame (``timeline[i]``, a :class:`~agentscope.frames.Frame`), in order,
+        as entries arrive: those already read first (unless ``from_start=False``), then new
+        ones, polling every ``interval`` seconds.
 
         Ends after ``idle_exit`` seconds without a new entry, when ``stop()`` returns true, or
         at a :attr:`problem`.
@@ -398,8 +416,8 @@ class Follower:
             time.sleep(interval)
 
 
-def follow_timeline(timeline: Timeline, source: str | os.PathLike[str] | None = None, *,
-                    thread: str | None = None) -> Follower:
+def follow_timeline(timeline: _T, source: str | os.PathLike[str] | None = None, *,
+                    thread: str | None = None) -> Follower[_T]:
     """A :class:`Follower` for an open timeline: it continues from the timeline's last entry.
 
     ``source``/``thread`` default to the log's ``source`` and ``thread`` (a log from

@@ -284,9 +284,12 @@ class _SegmentPass:
                 self.last = i
                 self.snap = snap
                 self._step(entries, i, snap, spans)
-        except SnapshotRestoreError:  # bad input (the log's snapshot), not a replay result
-            raise
         except Exception as exc:  # an engine failure: report it and stop this segment
+            if isinstance(exc, SnapshotRestoreError) and self.seg.start == 0:
+                # the log's own init snapshot names what the machine lacks: bad input, raised
+                # (the CLI exits 2). A later segment's (a version bridge) is a replay result
+                # under this machine, reported at the bridge (what-if: cannot-restore).
+                raise
             self.failed = True
             at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last
             detail = f"{type(exc).__name__}: {exc}"

@@ -41,6 +41,7 @@ from agentscope.widgets._source import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.follow import Follower
+    from agentscope.replay import Timeline
 
 __all__ = ["TimeTravel"]
 
@@ -144,7 +145,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         observed: bool | None = None,
         follow: bool = False,
     ) -> None:
-        self.follower: Follower | None = None
+        self.follower: Follower[Timeline] | None = None
         if follow:
             from agentscope.follow import follow as open_follow
 
