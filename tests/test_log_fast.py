@@ -107,6 +107,16 @@ def test_fast_path_falls_back_to_the_exact_error(tmp_path: Path, mutate: Any, ex
     _expect_same(write(tmp_path / "big.jsonl", entries), exc, index, field)
 
 
+@pytest.mark.parametrize("key", ["causationId", "metadata", "verification"])
+@pytest.mark.parametrize("spacing", ['"{key}":null', '"{key}" :\t null', '"{key}"\t:  null'])
+def test_explicit_null_envelope_field_in_any_spacing(tmp_path: Path, key: str, spacing: str) -> None:
+    # Arrow reads an explicit null like an absent key; the byte scan must send it to the exact reader
+    entries = big_log()
+    line = json.dumps({k: v for k, v in entries[250].items() if k != key}, separators=(",", ":"))
+    text = line[:-1] + "," + spacing.format(key=key) + "}"
+    _expect_same(write(tmp_path / "big.jsonl", entries, {250: text}), EntryValidationError, 250, key)
+
+
 def test_literals_and_bad_lines_in_big_files(tmp_path: Path) -> None:
     entries = big_log()
     for literal, value_type in (("NaN", "NaN"), ("-Infinity", "-Infinity"), ("1e999", "Infinity"), ("-0", "-0")):
@@ -122,7 +132,7 @@ def test_literals_and_bad_lines_in_big_files(tmp_path: Path) -> None:
 
 
 def test_payload_keys_named_like_envelope_fields_still_read(tmp_path: Path) -> None:
-    # a payload with its own "metadata" key makes the key count inconclusive: exact reader used
+    # a payload's own "metadata": null looks like an explicit null envelope field: exact reader used
     entries = copy.deepcopy(big_log())
     entries[10]["event"]["metadata"] = None
     p = write(tmp_path / "big.jsonl", entries)

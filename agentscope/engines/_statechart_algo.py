@@ -69,11 +69,24 @@ class State:
     has_undefined: bool = False  # some context value is UNDEFINED (dropped when persisted)
 
 
+_STATE_FIELDS = frozenset(f.name for f in dataclasses.fields(State))
+
+
 def clone(s: State, **changes: Any) -> State:
-    """XState's ``cloneMachineSnapshot``: a new object; the value is recomputed if nodes change."""
+    """XState's ``cloneMachineSnapshot``: a new object; the value is recomputed if nodes change.
+
+    What ``dataclasses.replace`` does (same fields, unknown names refused), without re-running
+    ``__init__`` for every field: this is on the path of every transition.
+    """
     if "nodes" in changes and changes["nodes"] is not s.nodes:
         changes.setdefault("value", None)
-    return dataclasses.replace(s, **changes)
+    if not _STATE_FIELDS.issuperset(changes):
+        raise TypeError(f"State has no field(s) {sorted(set(changes) - _STATE_FIELDS)!r}")
+    new = object.__new__(State)
+    d = new.__dict__
+    d.update(s.__dict__)
+    d.update(changes)
+    return new
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,9 +310,26 @@ def matches_descriptor(event_type: str, desc: str) -> bool:
     return True
 
 
-def candidates(node: Node, event: Mapping[str, Any]) -> list[Transition]:
-    types = [event["type"]]
-    lt = legacy_type(event)
+_CANDIDATE_CACHE_MAX = 4096
+
+
+def candidates(node: Node, event: Mapping[str, Any]) -> tuple[Transition, ...]:
+    """The transitions of ``node`` an event may take, in XState's order (exact descriptors first,
+    then wildcards, longest first). They depend only on the event type and its legacy form, so
+    they are kept per node by that pair."""
+    lt = legacy_type(event) or None
+    key = (event["type"], lt)
+    cache = node.candidate_cache
+    found = cache.get(key)
+    if found is None:
+        found = _candidates(node, key[0], lt)
+        if len(cache) < _CANDIDATE_CACHE_MAX:
+            cache[key] = found
+    return found
+
+
+def _candidates(node: Node, event_type: str, lt: str | None) -> tuple[Transition, ...]:
+    types = [event_type]
     if lt:
         types.append(lt)
     exact: list[Transition] = []
@@ -310,7 +340,7 @@ def candidates(node: Node, event: Mapping[str, Any]) -> list[Transition]:
     ]
     wild_keys.sort(key=len, reverse=True)
     wild = [t for k in wild_keys for t in node.transitions[k]]
-    return exact + wild if exact else wild
+    return tuple(exact + wild if exact else wild)
 
 
 def _js_is(a: Any, b: Any) -> bool:
@@ -483,8 +513,25 @@ def transition_node(
     return inner
 
 
+_VALUE_CACHE_MAX = 4096
+
+
 def get_value(m: CompiledMachine, s: State) -> Any:
-    return s.value if s.value is not None else state_value(m.root, s.nodes)
+    """The state value of ``s``: its own, else the one of its configuration (computed once per
+    configuration per machine; a caller gets its own copy of an object value)."""
+    if s.value is not None:
+        return s.value
+    cache = m.value_cache
+    value = cache.get(s.nodes)
+    if value is None:
+        value = state_value(m.root, s.nodes)
+        if len(cache) < _VALUE_CACHE_MAX:
+            cache[s.nodes] = value
+    return value if isinstance(value, str) else _copy_value(value)
+
+
+def _copy_value(v: Any) -> Any:
+    return {k: x if isinstance(x, str) else _copy_value(x) for k, x in v.items()}
 
 
 # --------------------------------------------------------------------------------------------

@@ -253,6 +253,8 @@ class Node:
     history_target: tuple[str, ...] | None = None
     history_default: Transition | None = None
     children_list: tuple[Node, ...] = ()  # non-history children in order
+    # candidates(node, event) by (event type, legacy type): the transitions depend on nothing else
+    candidate_cache: dict[tuple[str, str | None], tuple[Transition, ...]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"Node({self.id!r})"
@@ -265,6 +267,8 @@ class CompiledMachine:
     root: Node
     id_map: dict[str, Node]
     has_eventless: bool
+    # the state value of each configuration met so far (a pure function of the node tuple)
+    value_cache: dict[tuple[Node, ...], Any] = field(default_factory=dict)
 
 
 def _err(where: str, msg: str) -> StatechartConfigError:

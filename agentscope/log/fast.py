@@ -6,13 +6,14 @@ type drift between entries does not matter). Every §1.2/§1.3 rule is then chec
 columns. Rules pyarrow cannot see are covered by byte-level tests on the raw text:
 
 - ``NaN``/``Infinity`` tokens and ``-0`` literals (pyarrow accepts them in ignored fields);
-- ``null`` in an optional envelope field (Arrow reads ``null`` and absence alike): the number of
-  ``"causationId"``, ``"metadata"`` and ``"verification"`` keys in the text must equal the
-  number of non-null values in the column;
+- ``null`` in an optional envelope field (Arrow reads ``null`` and absence alike): any
+  ``"causationId"``, ``"metadata"`` or ``"verification"`` key followed by ``null`` anywhere in the
+  text (a payload's own such key only costs the exact reader); Arrow itself refuses a key given
+  twice in a row and a value of the wrong JSON type;
 - Era-B markers (``"correlationId"``, ``"effectsHash"``).
 
 The fast path only ever *accepts*: whenever a check fails, pyarrow raises, or a test is
-inconclusive (e.g. a payload has its own ``"metadata"`` key), it returns ``None`` and the exact
+inconclusive (e.g. a payload has its own ``"metadata": null``), it returns ``None`` and the exact
 line-by-line reader runs instead, which finds and reports the problem with its place. So the
 result is the same as the exact reader's, only faster. Entries are parsed with orjson (cyclic GC
 frozen) the first time :attr:`EventLog.entries` is used; :attr:`EventLog.df` is built from the
@@ -55,12 +56,14 @@ FAST_MIN_BYTES = 1 << 20
 
 # Any match sends the log to the exact reader: NaN/Infinity tokens, a -0 literal, a literal
 # that may overflow a double (a 3-digit positive exponent or 309+ digits: JSON.parse reads
-# ±Infinity), Era-B keys, a blank line (which would upset the row-count check). RE2 syntax, run
+# ±Infinity), Era-B keys, a blank line (which would upset the row-count check), an explicit
+# ``null`` in an optional envelope field (Arrow reads it as absent). RE2 syntax, run
 # by pyarrow (no GIL).
 _DISQUALIFY = (
     r"NaN|Infinity|\x22correlationId\x22|\x22effectsHash\x22"
     r"|-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?[ \t\r\n]*[,\]}]|\n[ \t\r]*\n"
     r"|[0-9](?:[eE]\+?[0-9]{3,}|[0-9]{308}[0-9.eE+-]*)[ \t\r\n]*[,\]}]"
+    r"|\x22(?:causationId|metadata|verification)\x22[ \t\r\n]*:[ \t\r\n]*null"
 )
 
 
@@ -197,7 +200,6 @@ class LazyPayload(Mapping[str, Any]):
         return repr(self._get())
 
 
-_COUNTED = (b'"causationId"', b'"metadata"', b'"verification"', b"\n")
 
 
 def _disqualified(data: bytes) -> bool:
@@ -210,8 +212,6 @@ def _disqualified(data: bytes) -> bool:
     return bool(pc.match_substring_regex(whole, _DISQUALIFY)[0].as_py())
 
 
-def _count_keys(data: bytes) -> dict[bytes, int]:
-    return {key: data.count(key) for key in _COUNTED}
 
 
 def _all_nonempty(col: pa.ChunkedArray | pa.Array) -> bool:
@@ -240,7 +240,7 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
     # the byte-level scans hold the GIL but pyarrow's parser does not: run them side by side
     with ThreadPoolExecutor(max_workers=2) as pool:
         scan = pool.submit(_disqualified, data)
-        counting = pool.submit(_count_keys, data)
+        counting = pool.submit(data.count, b"\n")
         try:
             table = pj.read_json(
                 pa.py_buffer(data),
@@ -254,9 +254,9 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
             return None
         if scan.result():
             return None
-        counts = counting.result()
+        newlines = counting.result()
     n = table.num_rows
-    expected_rows = counts[b"\n"] + (0 if data.endswith(b"\n") else 1)
+    expected_rows = newlines + (0 if data.endswith(b"\n") else 1)
     if n == 0 or n != expected_rows:
         return None
     col = table.column
@@ -283,14 +283,7 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
         pc.greater(pc.utf8_length(causation.drop_null()), 0)
     ).as_py():
         return None
-    metadata, verification = col("metadata"), col("verification")
-    for key, column in (
-        (b'"causationId"', causation),
-        (b'"metadata"', metadata),
-        (b'"verification"', verification),
-    ):
-        if counts[key] != n - column.null_count:
-            return None
+    verification = col("verification")
     if verification.null_count < n:
         hashes = pc.struct_field(verification.filter(pc.is_valid(verification)), "stateHash")
         if not _all_nonempty(hashes):

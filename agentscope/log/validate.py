@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -190,6 +191,36 @@ def _unsafe_value(value: Any, path: str, ancestors: list[int]) -> tuple[str, str
     return path, type(value).__name__
 
 
+_FAST_DEPTH = 64
+
+
+def _plainly_safe(value: Any, depth: int) -> bool:
+    """True when ``value`` is plainly JSON-safe: exact ``dict`` (``str`` keys)/``list``/``str``/
+    ``bool``/``None``, ``int`` within a double's range, finite non-``-0.0`` ``float``, nested at
+    most ``_FAST_DEPTH`` levels. No paths are built; ``False`` only means "ask
+    :func:`_unsafe_value`" (which names the place), so a cycle or a deep value falls back too."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return bool(value.bit_length() <= 1023)
+    if t is float:
+        return bool(-_MAX_DOUBLE <= value <= _MAX_DOUBLE and (value != 0.0 or math.copysign(1.0, value) > 0))
+    if depth >= _FAST_DEPTH:
+        return False
+    if t is dict:
+        for key, item in value.items():
+            if type(key) is not str or not _plainly_safe(item, depth + 1):
+                return False
+        return True
+    if t is list:
+        return all(_plainly_safe(item, depth + 1) for item in value)
+    return False
+
+
+_MAX_DOUBLE = sys.float_info.max
+
+
 def json_safety_problem(value: Any, root: str = "entry") -> tuple[str, str] | None:
     """Return ``(path, value_type)`` for the first value ``JSON.stringify`` could not round-trip.
 
@@ -198,6 +229,8 @@ def json_safety_problem(value: Any, root: str = "entry") -> tuple[str, str] | No
     spec §1.2 step 2 (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, ``"-0"``, ``"circular
     reference"``, ``"non-string key"``) or the Python type name (``"datetime"``, ``"set"``, …).
     """
+    if _plainly_safe(value, 0):  # the common case, without building a path per value
+        return None
     return _unsafe_value(value, root, [])
 
 
