@@ -82,7 +82,14 @@ class _Out:
     """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
 
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
-        from rich.console import Console
+        from rich.console import Console as _Console
+
+        class Console(_Console):
+            def on_broken_pipe(self) -> None:
+                # rich would exit 1 by itself; let main() answer a closed pipe the same way
+                # for tables and JSON (exit 141)
+                self.quiet = True
+                raise BrokenPipeError(32, "Broken pipe")
 
         self.as_json = as_json
         self.stdout = stdout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import os
 import shutil
@@ -781,14 +780,16 @@ def test_console_demo_lab_as_root_passes_allow_root(tmp_path: Path) -> None:
 
 
 def test_a_closed_pipe_stops_quietly_and_is_not_a_pass(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """`agentscope … | head`: the reader goes away; no traceback, exit 141 (never 0)."""
+    """`agentscope … | head`: the reader goes away; no traceback, exit 141 (never 0), for the
+    rich tables and for --json alike."""
     from agentscope import cli
 
-    class Closed(io.StringIO):
-        def write(self, s: str) -> int:
-            raise BrokenPipeError(32, "Broken pipe")
-
-    monkeypatch.setattr(sys, "stdout", Closed())
-    code = cli.main(["threads", str(REPO / "agentscope" / "examples" / "g_triage.sqlite")])
-    assert code == cli.EXIT_BROKEN_PIPE == 141
-    assert "Traceback" not in capsys.readouterr().err
+    store = str(REPO / "agentscope" / "examples" / "g_triage.sqlite")
+    for argv in (["threads", store], ["threads", store, "--json"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader has gone
+        closed = open(write_end, "w", encoding="utf-8")  # noqa: SIM115
+        monkeypatch.setattr(sys, "stdout", closed)
+        code = cli.main(argv)
+        assert code == cli.EXIT_BROKEN_PIPE == 141, argv
+        assert "Traceback" not in capsys.readouterr().err
