@@ -124,6 +124,27 @@ PUBLISHED = REPO / "docs" / "notebooks"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+STYLES = "notebook.css"
+_STYLE = re.compile(r"<style[^>]*>.*?</style>", re.S)
+
+
+def share_styles(pages: dict[str, str]) -> dict[str, str]:
+    """Move the style blocks every page has (nbconvert's template, ~7,000 lines) into one
+    ``notebook.css`` beside the pages, linked from each; a page's own styles stay inline."""
+    blocks = {name: _STYLE.findall(text) for name, text in pages.items()}
+    common = [b for b in next(iter(blocks.values()), []) if all(b in v for v in blocks.values())]
+    if not common:
+        return pages
+    css = "\n".join(re.sub(r"^<style[^>]*>|</style>$", "", b) for b in common)
+    (PUBLISHED / STYLES).write_text(css, encoding="utf-8")
+    out = {}
+    for name, text in pages.items():
+        for n, b in enumerate(common):
+            text = text.replace(b, f'<link rel="stylesheet" href="{STYLES}">' if n == 0 else "", 1)
+        out[name] = text
+    return out
+
+
 def publish_notebooks() -> None:
     """Execute the notebooks and write each as a static HTML page under ``docs/notebooks/``.
 
@@ -135,6 +156,7 @@ def publish_notebooks() -> None:
     from nbconvert import HTMLExporter
 
     PUBLISHED.mkdir(parents=True, exist_ok=True)
+    pages: dict[str, str] = {}
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         NotebookClient(nb, timeout=600, kernel_name="python3",
@@ -151,8 +173,10 @@ def publish_notebooks() -> None:
         body = re.sub(r"<script[^>]*>(?:(?!</script>).)*?cdnjs\.cloudflare\.com.*?</script>", "", body,
                       flags=re.S)
         body = re.sub(r"<script[^>]*src=\"https://[^\"]*\"[^>]*>\s*</script>", "", body)
-        (PUBLISHED / f"{path.stem}.html").write_text(body, encoding="utf-8")
-        print(f"gallery: notebooks/{path.stem}.html")
+        pages[f"{path.stem}.html"] = body
+    for name, text in share_styles(pages).items():
+        (PUBLISHED / name).write_text(text, encoding="utf-8")
+        print(f"gallery: notebooks/{name}")
 
 
 def main() -> int:
