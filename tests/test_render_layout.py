@@ -17,6 +17,7 @@ from agentscope.render.chart import (
     _overlaps,
     _text_boxes,
     available_engines,
+    expansion,
     geometry,
     legend_html,
 )
@@ -185,9 +186,33 @@ def test_huge_chart_lays_out_within_the_budget_collapsed() -> None:
     lit = re.findall(r'<g id="([^"]+)" class="[^"]*as-active', svg)
     assert state_element_id("huge.g7") in lit
     assert "g7 (60 states)" in html.unescape(svg)
-    # the box holding the active state expands on click into its states, the active one lit
-    assert '<details class="as-expand"><summary>expand g7 (60 states)</summary>' in svg
-    assert '<span class="as-active">s33</span>' in svg and svg.count('class="as-expand"') == 1
+    # the box holding the active state opens on click as a chart of its own: its 60 states and
+    # the transitions among them laid out, the transitions crossing its border summarised
+    box = state_element_id("huge.g7")
+    assert svg.count('class="as-expand"') == 1
+    assert f'<details class="as-expand" data-box="{box}"><summary>expand g7 (60 states)</summary>' in svg
+    assert "g7: 60 states; 60 transitions leave it, 60 enter it from outside" in svg
+    sub = expansion(lay, "huge.g7")
+    assert sub.engine != "text" and not sub.collapsed and sub.note is None
+    assert expansion(lay, "huge.g7") is sub  # laid out once per machine
+    assert set(sub.graph.nodes) == {"huge.g7", *(f"huge.g7.s{k}" for k in range(60))}
+    assert all(t.source in sub.graph.nodes and set(t.targets) <= set(sub.graph.nodes) for t in sub.graph.transitions)
+    assert len(sub.graph.transitions) == 60 * 2 + 1  # NEXT and SKIP per state, the box's RESET
+    part = svg[svg.index('<details class="as-expand"') : svg.index("</details>")]
+    inner = re.findall(r'<g id="([^"]+)" class="node[^"]*"', part)
+    assert {sub.plan.states[f"huge.g7.s{k}"] for k in range(60)} <= set(inner)
+    lit_inner = re.findall(r'<g id="([^"]+)" class="[^"]*as-active', part)
+    assert set(lit_inner) == {sub.plan.states["huge.g7"], sub.plan.states["huge.g7.s33"]}
+    assert _texts(part, "node").count("s33") == 1 and "<text" in part  # drawn, not listed
+    # a move inside the box lights exactly its edge in the expansion (the main chart has none)
+    move = ObservedEdge("huge.g7.s33", "huge.g7.s34", "NEXT")
+    moved = frame_svg(lay, {"huge", "huge.g7", "huge.g7.s34"}, taken_edge=[move], entered=["huge.g7.s34"])
+    part = moved[moved.index('<details class="as-expand"') : moved.index("</details>")]
+    assert re.findall(r'<g id="([^"]+)" class="[^"]*as-taken', part) == list(sub.edge_elements(move))
+    assert len(sub.edge_elements(move)) == 1
+    assert re.findall(r'<g id="([^"]+)" class="[^"]*as-entered', part) == [sub.plan.states["huge.g7.s34"]]
+    with pytest.raises(KeyError):
+        expansion(lay, "huge.g7.s1")
 
 
 def test_fifty_states_keep_a_readable_minimum_size() -> None:

@@ -104,6 +104,27 @@ def test_slider_moves_frame_chart_and_badge(triage_graph: Graph) -> None:
     assert "as-changed" in tt._context.value  # changed paths highlighted
 
 
+def test_a_step_sends_the_chart_classes_not_the_chart(triage_graph: Graph) -> None:
+    """The drawing goes to the front end once; a step sends only the element ids to class, and
+    those give the same classes as the static frame_svg of that step."""
+    frames = prefix_frames()
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
+    sent: list[str] = []
+    tt._chart.observe(lambda ch: sent.append(ch["name"]), names=["svg", "head", "lit"])
+    svg = tt._chart.svg
+    assert tt.layout_ is not None and tt.layout_.svg in svg and 'class="as-legend"' in svg
+    for k in (1, 2, 3, 0):
+        tt.step = k
+        assert tt._chart.svg is svg and tt._chart.step == k
+        previous = frames[k - 1] if k else None
+        static = tt.chart_view(frames[k], previous)
+        for cls in ("as-active", "as-entered", "as-exited", "as-taken"):
+            pat = rf'<g id="([^"]+)" class="[^"]*{cls}'
+            assert set(re.findall(pat, tt._chart.value)) == set(re.findall(pat, static)), (k, cls)
+        assert len(str(tt._chart.lit)) < 1_000 < len(svg) // 20
+    assert "svg" not in sent and "head" not in sent and sent.count("lit") == 4
+
+
 def test_mismatch_marks_from_report_and_jumps(triage_graph: Graph) -> None:
     import pandas as pd
 

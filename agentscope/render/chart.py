@@ -649,18 +649,20 @@ def layout(
     return base.with_observed(observed_edges)
 
 
-def _base_layout(graph: Graph, engine: Engine | None, prefix: str, budget: float) -> Layout:
+def _base_layout(
+    graph: Graph, engine: Engine | None, prefix: str, budget: float, *, skip_full: bool = False
+) -> Layout:
     global _warned_no_engine
     plan = plan_dot(graph, prefix=prefix)
     digest = hashlib.blake2b(plan.source.encode("utf-8", "replace"), digest_size=16).hexdigest()
     chain: list[Engine] = [engine] if engine is not None else available_engines()
-    key = (digest, ",".join(chain), budget)
+    key = (digest, ",".join(chain), budget if not skip_full else -budget)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
     deadline = time.monotonic() + budget
-    attempts: list[tuple[DotPlan, str | None]] = [(plan, None)]
+    attempts: list[tuple[DotPlan, str | None]] = [] if skip_full else [(plan, None)]
     n_states, n_trans = len(graph.nodes), len(graph.transitions)
     for depth in (2, 1):
         folded = _collapse_set(graph, depth)
@@ -668,13 +670,18 @@ def _base_layout(graph: Graph, engine: Engine | None, prefix: str, budget: float
             attempts.append(
                 (
                     plan_dot(graph, prefix=prefix, collapse=folded),
-                    f"{n_states:,} states and {n_trans:,} transitions did not lay out within "
-                    f"{budget:g} s: compound states below level {depth} are summarised as dashed "
-                    "boxes (the active path is listed above the chart).",
+                    (
+                        f"{n_states:,} states: more than {EXPAND_MAX_STATES:,} to draw at once"
+                        if skip_full
+                        else f"{n_states:,} states and {n_trans:,} transitions did not lay out "
+                        f"within {budget:g} s"
+                    )
+                    + f": compound states below level {depth} are summarised as dashed boxes (the active "
+                    "path is listed above the chart; a box holding an active state opens on click).",
                 )
             )
     result: Layout | None = None
-    timed_out = False
+    timed_out = skip_full and not attempts  # nothing to summarise: the text tree
     for name in chain:
         if name == "text":
             if engine is None and not _warned_no_engine and not timed_out:
@@ -847,6 +854,47 @@ def moves_from_taken(graph: Graph, taken: Iterable[Any]) -> tuple[ObservedEdge, 
     return tuple(dict.fromkeys(out))
 
 
+def frame_classes(
+    layout: Layout,
+    active: Collection[str],
+    *,
+    taken_edge: ObservedEdge | int | Iterable[ObservedEdge | int] | None = None,
+    entered: Iterable[str] = (),
+    exited: Iterable[str] = (),
+    also_active: Iterable[str] | None = None,
+    taken_b: Iterable[ObservedEdge | int] = (),
+) -> dict[str, list[str]]:
+    """The restyling classes of one frame: element id → classes to add (see :func:`frame_svg`).
+
+    Only ids the drawing has are returned, so the mapping is what a front end needs to restyle a
+    chart it already holds (the widget sends it instead of the SVG).
+    """
+    classes: dict[str, list[str]] = {}
+    groups: list[tuple[str, Iterable[str]]] = [
+        ("as-active", active),
+        ("as-entered", entered),
+        ("as-exited", exited),
+    ]
+    if also_active is not None:
+        groups.append(("as-active-b", also_active))
+    for cls, state_ids in groups:
+        for s in state_ids:
+            eid = layout.plan.states.get(s)
+            if eid is not None and cls not in classes.get(eid, ()):
+                classes.setdefault(eid, []).append(cls)
+    edge_groups: list[tuple[str, Iterable[ObservedEdge | int]]] = [("as-taken-b", taken_b)]
+    if taken_edge is not None:
+        edges = [taken_edge] if isinstance(taken_edge, ObservedEdge | int) else list(taken_edge)
+        edge_groups.insert(0, ("as-taken", edges))
+    for cls, edge_list in edge_groups:
+        for e in edge_list:
+            for eid in layout.edge_elements(e):
+                if cls not in classes.get(eid, ()):
+                    classes.setdefault(eid, []).append(cls)
+    drawn = layout.element_ids
+    return {eid: c for eid, c in classes.items() if eid in drawn}
+
+
 def frame_svg(
     layout: Layout,
     frame_or_active_ids: Any,
@@ -889,68 +937,207 @@ def frame_svg(
     -------
     str
         ``<div class="as-chart">`` + the SVG (or text tree) with ``class`` attributes extended.
-        Removing the added classes gives back ``layout.svg`` byte for byte.
+        Removing the added classes gives back ``layout.svg`` byte for byte. For a collapsed
+        chart, the note, the active path and the boxes holding an active state (each opening
+        on click into its own chart, :func:`expand_html`) come first.
     """
     active = _active_ids(layout.graph, frame_or_active_ids)
-    classes: dict[str, list[str]] = {}
-    groups: list[tuple[str, Iterable[str]]] = [
-        ("as-active", active),
-        ("as-entered", entered),
-        ("as-exited", exited),
-    ]
-    if also_active is not None:
-        groups.append(("as-active-b", also_active))
-    for cls, state_ids in groups:
-        for s in state_ids:
-            eid = layout.plan.states.get(s)
-            if eid is not None and cls not in classes.get(eid, ()):
-                classes.setdefault(eid, []).append(cls)
+    entered, exited = list(entered), list(exited)
+    moves: list[ObservedEdge | int] = []
     if taken_edge is not None:
-        edges = [taken_edge] if isinstance(taken_edge, ObservedEdge | int) else list(taken_edge)
-        for e in edges:
-            for eid in layout.edge_elements(e):
-                if "as-taken" not in classes.get(eid, ()):
-                    classes.setdefault(eid, []).append("as-taken")
-    for e in taken_b:
-        for eid in layout.edge_elements(e):
-            if "as-taken-b" not in classes.get(eid, ()):
-                classes.setdefault(eid, []).append("as-taken-b")
-    head = ""
-    if layout.note:
-        head = f'<div class="as-note as-chart-note">{esc(layout.note)}</div>'
-        if layout.collapsed:
-            head += active_path_html(layout.graph, active, also_active)
-            head += expand_html(layout, active)
+        moves = [taken_edge] if isinstance(taken_edge, ObservedEdge | int) else list(taken_edge)
+    classes = frame_classes(
+        layout, active, taken_edge=moves, entered=entered, exited=exited, also_active=also_active,
+        taken_b=taken_b,
+    )
+    head = chart_head_html(layout, active, also_active)
+    if layout.collapsed:
+        head += expand_html(
+            layout, active, entered=entered, exited=exited,
+            moves=[m for m in moves if isinstance(m, ObservedEdge)],
+        )
     tail = legend_html(fork=also_active is not None, names=names) if legend else ""
     return (
         f'{head}<div class="as-chart {esc(scope_class)}">' + apply_classes(layout, classes) + f"</div>{tail}"
     )
 
 
-def expand_html(layout: Layout, active: Collection[str], *, limit: int = 300) -> str:
-    """For a collapsed chart: each summary box holding an active state, expandable on click into
-    the indented list of its states (active ones lit), at most ``limit`` lines each (escaped)."""
-    g = layout.graph
-    out = []
-    for box in sorted(c for c in layout.collapsed if any(_inside(g, s, c) for s in active)):
-        lines = []
-        base = len(g.nodes[box].path)
-        members = [s for s in g.nodes if s != box and _inside(g, s, box)]
-        for s in members[:limit]:
-            n = g.nodes[s]
-            cls = ' class="as-active"' if s in active else ""
-            lines.append(f"<span{cls}>{'  ' * (len(n.path) - base - 1)}{esc(n.key)}</span>")
-        more = f"\n… {len(members) - limit:,} more" if len(members) > limit else ""
-        out.append(
-            f'<details class="as-expand"><summary>expand {esc(g.nodes[box].key)} '
-            f'({len(members):,} states)</summary><pre class="as-tree">{chr(10).join(lines)}{more}</pre>'
-            "</details>"
+def chart_head_html(layout: Layout, active: Collection[str], also_active: Iterable[str] | None = None) -> str:
+    """The note above a chart that is not the full drawing, and (collapsed) the active path."""
+    if not layout.note:
+        return ""
+    head = f'<div class="as-note as-chart-note">{esc(layout.note)}</div>'
+    if layout.collapsed:
+        head += active_path_html(layout.graph, active, also_active)
+    return head
+
+
+EXPAND_BUDGET_S = 4.0
+"""Seconds the layout of one expanded box may take (past it the box's chart is itself collapsed)."""
+EXPAND_MAX_STATES = 600
+"""An expanded box with more states than this is drawn with its own compound states summarised."""
+
+
+def subgraph(graph: Graph, box: str) -> tuple[Graph, int, int]:
+    """The statechart of ``box``'s subtree: its states (``box`` as the root) and the transitions
+    among them; also how many transitions leave the subtree and how many enter it (pure).
+
+    Paths are made relative to ``box`` so depth-based collapsing works the same as for a machine.
+    """
+    nodes = graph.nodes
+    base = len(nodes[box].path)
+    inside = {s for s in nodes if _inside(graph, s, box)}
+    sub_nodes = {}
+    for s in nodes:
+        if s not in inside:
+            continue
+        n = nodes[s]
+        sub_nodes[s] = replace(n, path=n.path[base:], parent=None if s == box else n.parent)
+    trans = []
+    leaving = entering = 0
+    for t in graph.transitions:
+        src_in = t.source in inside
+        tin = tuple(x for x in t.targets if x in inside)
+        if src_in:
+            if len(tin) < len(t.targets):
+                leaving += 1
+            if tin or t.dynamic or not t.targets:
+                trans.append(replace(t, targets=tin))
+        elif tin:
+            entering += 1
+    return Graph(machine_id=box, root=box, nodes=sub_nodes, transitions=tuple(trans)), leaving, entering
+
+
+def expansion(layout: Layout, box: str, *, observed_edges: Iterable[ObservedEdge] = ()) -> Layout:
+    """The chart of one summary box of a collapsed ``layout``, laid out on its own (pure function
+    of the machine: cached like :func:`layout`, one engine run per box and machine version).
+
+    Its element ids use the prefix ``<layout.prefix>x<k>`` (``k``: the box's rank among the
+    collapsed boxes), so it can sit on the page next to the main chart. The layout gets
+    :data:`EXPAND_BUDGET_S` seconds; a box that does not lay out in time (or has more than
+    :data:`EXPAND_MAX_STATES` states) is drawn with its own compound states summarised, as
+    :func:`layout` does. ``observed_edges`` (moves inside the box) are drawn over it.
+
+    Raises
+    ------
+    KeyError
+        ``box`` is not one of ``layout.collapsed``.
+    """
+    if box not in layout.collapsed:
+        raise KeyError(f"{box!r} is not a summarised box of this chart")
+    k = sorted(layout.collapsed).index(box)
+    sub, _, _ = subgraph(layout.graph, box)
+    inside = [e for e in observed_edges if e.source in sub.nodes and e.target in sub.nodes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the note on the expansion says it
+        base = _base_layout(
+            sub, None, f"{layout.prefix}x{k}", EXPAND_BUDGET_S, skip_full=len(sub.nodes) > EXPAND_MAX_STATES
         )
+    return base.with_observed(inside)
+
+
+def expand_html(
+    layout: Layout,
+    active: Collection[str],
+    *,
+    entered: Iterable[str] = (),
+    exited: Iterable[str] = (),
+    moves: Iterable[ObservedEdge] = (),
+    boxes: Iterable[str] | None = None,
+    open_: bool = False,
+) -> str:
+    """For a collapsed chart: each summary box holding an active state (or each of ``boxes``) as a
+    ``<details>`` that opens on click into the box's own chart (:func:`expansion`), lit for this
+    frame (active, entered, exited states and the moves inside the box); the transitions that
+    leave or enter the box are summarised in its title. Escaped; sizes bounded as in
+    :func:`expansion`."""
+    g = layout.graph
+    chosen = (
+        sorted(c for c in layout.collapsed if any(_inside(g, s, c) for s in active))
+        if boxes is None
+        else [b for b in boxes if b in layout.collapsed]
+    )
+    entered, exited, moves = list(entered), list(exited), list(moves)
+    out = []
+    for box in chosen:
+        sub = expansion(layout, box, observed_edges=layout.plan.observed)
+        _, leaving, entering = subgraph(g, box)
+        classes = frame_classes(
+            sub,
+            [s for s in active if s in sub.graph.nodes],
+            taken_edge=[m for m in moves if m.source in sub.graph.nodes and m.target in sub.graph.nodes],
+            entered=entered,
+            exited=exited,
+        )
+        out.append(expansion_details(layout, box, sub, leaving, entering, apply_classes(sub, classes), open_))
     return "".join(out)
 
 
-def active_path_html(graph: Graph, active: Collection[str], also_active: Iterable[str] | None = None) -> str:
-    """The deepest active states as ``a › b › c`` lines (for a collapsed chart), escaped."""
+def frame_styling(
+    layout: Layout,
+    active: Collection[str],
+    *,
+    taken_edge: Iterable[ObservedEdge | int] = (),
+    entered: Iterable[str] = (),
+    exited: Iterable[str] = (),
+    also_active: Iterable[str] | None = None,
+    taken_b: Iterable[ObservedEdge | int] = (),
+) -> tuple[str, list[list[str]]]:
+    """One frame for a front end that already holds ``layout.svg``: the HTML above the chart (note,
+    active path, and for a collapsed chart the *unstyled* expanded boxes holding an active state)
+    and the ``[element id, "cls cls"]`` pairs to class, the expanded boxes' elements included.
+
+    Applying the pairs to ``chart_head + layout.svg`` gives the same classes as :func:`frame_svg`.
+    """
+    moves, entered, exited = list(taken_edge), list(entered), list(exited)
+    also = list(also_active) if also_active is not None else None
+    classes = frame_classes(
+        layout, active, taken_edge=moves, entered=entered, exited=exited, also_active=also, taken_b=taken_b
+    )
+    head = chart_head_html(layout, active, also)
+    if layout.collapsed:
+        g = layout.graph
+        on = set(active) | set(also or ())
+        taken_b = list(taken_b)
+        obs = [m for m in [*moves, *taken_b] if isinstance(m, ObservedEdge)]
+        for box in sorted(c for c in layout.collapsed if c in on):
+            sub = expansion(layout, box, observed_edges=layout.plan.observed)
+            _, leaving, entering = subgraph(g, box)
+            head += expansion_details(layout, box, sub, leaving, entering, sub.svg)
+            inner = [m for m in obs if m.source in sub.graph.nodes and m.target in sub.graph.nodes]
+            for eid, cls in frame_classes(
+                sub,
+                [s for s in active if s in sub.graph.nodes],
+                taken_edge=[m for m in inner if m in moves],
+                entered=entered,
+                exited=exited,
+                also_active=[s for s in also if s in sub.graph.nodes] if also is not None else None,
+                taken_b=[m for m in inner if m in taken_b],
+            ).items():
+                classes.setdefault(eid, []).extend(c for c in cls if c not in classes.get(eid, ()))
+    return head, [[eid, " ".join(cls)] for eid, cls in classes.items()]
+
+
+def expansion_details(
+    layout: Layout, box: str, sub: Layout, leaving: int, entering: int, body: str, open_: bool = False
+) -> str:
+    """The ``<details>`` element of one expanded box (``body``: its restyled SVG)."""
+    n = len(sub.graph.nodes) - 1
+    plural = "s leave" if leaving != 1 else " leaves"
+    ext = f"; {leaving:,} transition{plural} it, {entering:,} enter it from outside"
+    note = f'<div class="as-note as-chart-note">{esc(sub.note)}</div>' if sub.note else ""
+    return (
+        f'<details class="as-expand" data-box="{esc(layout.plan.states[box])}"{" open" if open_ else ""}>'
+        f"<summary>expand {esc(layout.graph.nodes[box].key)} ({n:,} states)</summary>"
+        f'<div class="as-meta">{esc(layout.graph.nodes[box].key)}: {n:,} states{esc(ext)}</div>'
+        f'{note}<div class="as-chart as-xchart">{body}</div></details>'
+    )
+
+
+def active_path_lines(
+    graph: Graph, active: Collection[str], also_active: Iterable[str] | None = None
+) -> list[str]:
+    """The deepest active states as ``active: a › b › c`` lines (plain text; at most 8 per side)."""
     lines = []
     for cls, ids in (("", active), (" (b)", also_active)):
         if ids is None:
@@ -962,7 +1149,14 @@ def active_path_html(graph: Graph, active: Collection[str], also_active: Iterabl
         for s in leaves[:8]:
             path = " › ".join(graph.nodes[s].path) or graph.machine_id
             lines.append(f"active{cls}: {path}")
-    return "".join(f'<div class="as-active-path">{esc(x)}</div>' for x in lines)
+    return lines
+
+
+def active_path_html(graph: Graph, active: Collection[str], also_active: Iterable[str] | None = None) -> str:
+    """:func:`active_path_lines` as ``<div class="as-active-path">`` lines, escaped."""
+    return "".join(
+        f'<div class="as-active-path">{esc(x)}</div>' for x in active_path_lines(graph, active, also_active)
+    )
 
 
 _LEGEND_BOX = (

@@ -155,11 +155,11 @@ function setHeat(on){
     if (t){ heatTitles.push([t, t.textContent]); t.textContent = s[1] + ': ' + s[2] + ' visit' + (s[2] === 1 ? '' : 's'); } });
   $('as-heat-summary').textContent = C.visited + ' of ' + C.total + ' states visited over ' + C.logs + ' log(s); the most visited: ' + C.most + ' entries';
 }
+function inChart(e){ return $('as-chart').contains(e) || $('as-xcharts').contains(e); }
 function restyle(p, f){
-  var chart = $('as-chart');
   if (heat || !f || f.a === undefined || f.a < 0) return;
   function add(ids, c){ (ids || []).forEach(function(id){ var e = document.getElementById(id);
-    if (e && chart.contains(e) && !e.classList.contains(c)){ e.classList.add(c); lit.push([id, c]); } }); }
+    if (e && inChart(e) && !e.classList.contains(c)){ e.classList.add(c); lit.push([id, c]); } }); }
   if (p === 0){ add(D.panes[p].configs[f.a], 'as-active'); add(f.en, 'as-entered'); add(f.ex, 'as-exited'); add(f.tk, 'as-taken'); }
   else { add(D.panes[p].configs[f.a], 'as-active-b'); add(f.tk, 'as-taken-b'); }
 }
@@ -279,7 +279,21 @@ function show(i){
       s.appendChild(el('span','as-meta',' · ' + drows.length + (drows.length >= 100 ? '+' : '') + ' differing context path(s)'));
     }
   }
+  if (D.panes.some(function(P){ return P.paths && P.paths.length; })) activePath(i);
   rows(i); spark(i); setUrl(i);
+}
+// a collapsed chart: the active path above it, and the expanded box(es) holding an active state
+function activePath(i){
+  var box = $('as-active-path'); box.textContent = '';
+  var on = {};
+  D.panes.forEach(function(P, p){ var f = P.frames[i];
+    if (!f || f.a === undefined || f.a < 0) return;
+    (P.paths[f.a] || []).forEach(function(line){
+      box.appendChild(el('div', 'as-active-path', (D.panes.length > 1 ? P.name + ' — ' : '') + line)); });
+    P.configs[f.a].forEach(function(id){ on[id] = true; }); });
+  document.querySelectorAll('#as-xcharts details.as-expand').forEach(function(d){
+    var here = !!on[d.dataset.box]; d.classList.toggle('as-expand-here', here);
+    d.style.display = (here || d.open) ? '' : 'none'; });
 }
 (function init(){
   var sl = $('as-slider'); sl.max = N-1; $('as-goto').max = N-1;
@@ -290,6 +304,12 @@ function show(i){
   if (D.chartNote) $('as-chart-note').appendChild(el('div','as-note as-chart-note', D.chartNote));
   if (!D.verifiable){ $('as-first-mm').style.display = 'none'; $('as-next-mm').style.display = 'none'; }
   if ($('as-cmode')) $('as-cmode').addEventListener('change', function(){ show(cur); });
+  document.querySelectorAll('#as-chart g.as-collapsed').forEach(function(g){
+    var d = document.querySelector('#as-xcharts details.as-expand[data-box="' + g.id + '"]');
+    if (!d) return;
+    g.style.cursor = 'pointer';
+    g.addEventListener('click', function(){ d.style.display = ''; d.open = !d.open; if (d.open) d.scrollIntoView({block: 'nearest'}); });
+  });
   window.addEventListener('hashchange', function(){ var k = startStep(); if (k !== cur) show(k); });
   sl.addEventListener('input', function(){ show(+sl.value); });
   $('as-goto').addEventListener('change', function(){ show(+$('as-goto').value); });

@@ -22,7 +22,15 @@ import jsonpatch
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame
 from agentscope.render._escape import esc, json_for_script
-from agentscope.render.chart import Layout, layout, legend_html
+from agentscope.render.chart import (
+    Layout,
+    active_path_lines,
+    expansion,
+    expansion_details,
+    layout,
+    legend_html,
+    subgraph,
+)
 from agentscope.render.coverage import COVERAGE_CSS, coverage_classes, coverage_legend_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
@@ -131,9 +139,23 @@ def pane_data(
     Returns the pane's JSON-ready dict and the :class:`Layout` (with the observed edges) whose
     SVG the page embeds (``None`` without a graph).
     """
+    pane, lay, _ = _pane(frames, graph, name, keyframe_every, prefix, engine, redact)
+    return pane, lay
+
+
+def _pane(
+    frames: Iterable[Frame],
+    graph: Graph | None,
+    name: str,
+    keyframe_every: int,
+    prefix: str = "as",
+    engine: Any = None,
+    redact: Sequence[str] = (),
+) -> tuple[dict[str, Any], Layout | None, list[Layout]]:
     got = _collect(frames, graph, keyframe_every, redact)
     lay = layout(graph, observed_edges=got.observed(), prefix=prefix, engine=engine) if graph else None
-    return _finish(got, lay, name), lay
+    subs = expansions(lay, [got]) if lay is not None else []
+    return _finish(got, lay, name, subs), lay, subs
 
 
 def _redacted(frame: Frame, paths: Sequence[str]) -> Frame:
@@ -210,20 +232,64 @@ def _collect(
     return _Collected(rows, infos, moves_per)
 
 
-def _finish(got: _Collected, lay: Layout | None, name: str) -> dict[str, Any]:
+MAX_EXPANSIONS = 8
+"""At most this many summary boxes of a collapsed chart are laid out for the player (the boxes
+the log's active states visit most; each within :data:`agentscope.render.chart.EXPAND_BUDGET_S`)."""
+
+
+def expansions(lay: Layout, got: Sequence[_Collected]) -> list[Layout]:
+    """For a collapsed chart: the expanded charts of the summary boxes the logs' active states
+    visit (at most :data:`MAX_EXPANSIONS`, the most visited first), observed moves drawn."""
+    if not lay.collapsed:
+        return []
+    visits: dict[str, int] = {}
+    for g in got:
+        for active, _, _ in g.infos:
+            for box in lay.collapsed & active:
+                visits[box] = visits.get(box, 0) + 1
+    chosen = sorted(visits, key=lambda b: (-visits[b], b))[:MAX_EXPANSIONS]
+    return [expansion(lay, box, observed_edges=lay.plan.observed) for box in sorted(chosen)]
+
+
+def expansions_html(lay: Layout, subs: Sequence[Layout]) -> str:
+    """The ``<details>`` of each expanded box (unstyled; the player lights them per step)."""
+    out = []
+    for sub in subs:
+        box = sub.graph.root
+        _, leaving, entering = subgraph(lay.graph, box)
+        out.append(expansion_details(lay, box, sub, leaving, entering, sub.svg))
+    return "".join(out)
+
+
+def _finish(
+    got: _Collected, lay: Layout | None, name: str, subs: Sequence[Layout] = ()
+) -> dict[str, Any]:
     rows, infos, moves_per = got.rows, got.infos, got.moves
+    paths: list[list[str]] = []
     if lay is not None:
         configs: dict[tuple[str, ...], int] = {}
-        drawn = lay.element_ids
+        charts = [lay, *subs]
         for row, (active, entered, exited), moves in zip(rows, infos, moves_per, strict=True):
             if not active:
                 row["a"] = -1
                 continue
-            key = tuple(sorted(e for s in active if (e := lay.plan.states.get(s)) in drawn))
-            row["a"] = configs.setdefault(key, len(configs))
-            row["en"] = sorted(lay.plan.states[s] for s in entered if s in lay.plan.states)
-            row["ex"] = sorted(lay.plan.states[s] for s in exited if s in lay.plan.states)
-            row["tk"] = sorted({e for m in moves for e in lay.edge_elements(m)})
+            key = tuple(
+                sorted({e for c in charts for s in active if (e := c.plan.states.get(s)) in c.element_ids})
+            )
+            k = row["a"] = configs.setdefault(key, len(configs))
+            if lay.collapsed and k == len(paths):  # the active path of a new configuration
+                paths.append(active_path_lines(lay.graph, active))
+            row["en"] = sorted({c.plan.states[s] for c in charts for s in entered if s in c.plan.states})
+            row["ex"] = sorted({c.plan.states[s] for c in charts for s in exited if s in c.plan.states})
+            row["tk"] = sorted(
+                {
+                    e
+                    for c in charts
+                    for m in moves
+                    if c is lay or (m.source in c.graph.nodes and m.target in c.graph.nodes)
+                    for e in c.edge_elements(m)
+                }
+            )
         config_list = [list(c) for c in configs]
     else:
         config_list = []
@@ -238,6 +304,7 @@ def _finish(got: _Collected, lay: Layout | None, name: str) -> dict[str, Any]:
         "n": len(rows),
         "frames": rows,
         "configs": config_list,
+        "paths": paths,
         "engine": lay.engine if lay is not None else None,
     }
 
@@ -252,6 +319,7 @@ def _page(
     fork: bool,
     names: Sequence[str],
     heat_legend: str = "",
+    xcharts: str = "",
 ) -> str:
     n_panes = len(data["panes"])
     heads = "".join(
@@ -327,6 +395,8 @@ button{{cursor:pointer}}
 <div id="as-note" class="as-note"></div>
 <div id="as-summary"></div>
 <div id="as-chart-note"></div>
+<div id="as-active-path"></div>
+<div id="as-xcharts">{xcharts}</div>
 <div class="as-chart" id="as-chart">{svg}</div>
 {heat_box}
 {legend_html(fork=fork, names=(names[0], names[-1])) if svg else ""}
@@ -418,11 +488,11 @@ def timeline_page(
     """
     n = len(source) if n is None else n
     label = source_label(log)
-    pane, lay = pane_data(
+    pane, lay, subs = _pane(
         iter_frames(source),
         graph,
-        name=str(getattr(log, "thread", None) or "log"),
-        keyframe_every=keyframe_every,
+        str(getattr(log, "thread", None) or "log"),
+        keyframe_every,
         redact=redact,
     )
     marks = dict(marks or {})
@@ -463,6 +533,7 @@ def timeline_page(
         fork=False,
         names=["log"],
         heat_legend=heat_legend,
+        xcharts=expansions_html(lay, subs) if lay is not None else "",
     )
 
 
@@ -524,7 +595,8 @@ def fork_page(
     got_b = _collect(frames_b, graph, keyframe_every)
     # one chart (machine layout, both sides' observed moves drawn over it)
     la = layout(graph, observed_edges=dict.fromkeys(got_a.observed() + got_b.observed()), prefix="as")
-    pa, pb = _finish(got_a, la, names[0]), _finish(got_b, la, names[1])
+    subs = expansions(la, [got_a, got_b])
+    pa, pb = _finish(got_a, la, names[0], subs), _finish(got_b, la, names[1], subs)
     diffs: list[list[list[Any]] | None] = []
     for i in range(n):
         fa = frames_a[i] if i < len(frames_a) else None
@@ -571,4 +643,5 @@ def fork_page(
         marker_strip_svg(n, marks, None, width=520),
         fork=True,
         names=names,
+        xcharts=expansions_html(la, subs),
     )

@@ -15,7 +15,7 @@ import traitlets
 
 from agentscope.frames import Frame, Verdict
 from agentscope.render._escape import esc
-from agentscope.render.chart import Layout, frame_svg, layout
+from agentscope.render.chart import Layout, frame_styling, frame_svg, layout, legend_html
 from agentscope.render.context import context_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import (
@@ -27,6 +27,7 @@ from agentscope.render.html import (
     event_html,
     style_block,
 )
+from agentscope.widgets._chartwidget import ChartWidget
 from agentscope.widgets._source import (
     EntriesOnly,
     FrameCache,
@@ -266,7 +267,15 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._style = ipywidgets.HTML(style_block() + WIDGET_CSS)
         self._strip = ipywidgets.HTML()
         self._header = ipywidgets.HTML()
-        self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%", overflow="auto"))
+        # the drawing goes to the front end once; a step sends only the classes to move
+        self._chart = ChartWidget(
+            svg=(
+                f'<div class="as-chart">{self.layout_.svg}</div>{legend_html()}'
+                if self.layout_ is not None
+                else ""
+            ),
+            layout=ipywidgets.Layout(width="100%", overflow="auto"),
+        )
         self._search = ipywidgets.Text(
             placeholder="filter context by path or value", layout=ipywidgets.Layout(width="98%")
         )
@@ -482,6 +491,16 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             self.layout_, info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
         )
 
+    def chart_styling(self, frame: Frame, previous: Frame | None) -> tuple[str, list[list[str]]]:
+        """The chart of ``frame`` as the widget's front end gets it: the HTML above the drawing
+        and the ``[element id, classes]`` pairs (see :func:`agentscope.render.chart.frame_styling`)."""
+        if self.layout_ is None or frame.persisted is None:
+            return "", []
+        info = step_info(self.layout_.graph, previous, frame)
+        return frame_styling(
+            self.layout_, info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
+        )
+
     _render_queued = False
     _rendered_step = -1
 
@@ -503,7 +522,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 f'<div class="as-root"><div class="as-step">{badge_html(frame)}</div>'
                 f"{event_html(frame)}</div>"
             )
-            self._chart.value = self.chart_view(frame, previous)
+            head, lit = self.chart_styling(frame, previous)
+            self._chart.show(lit, head, i)
             self._context.value = self.context_view(frame)
             self._actors.value = (
                 f'<div class="as-root"><div class="as-sec">actors and timers</div>{actors_html(frame)}</div>'

@@ -1,0 +1,51 @@
+// agentscope chart widget (anywidget ESM). The drawing arrives once (`svg`); each step only sends
+// `lit` ([element id, classes] pairs) and the classes are moved here. Everything shown was
+// escaped in Python; log data is never evaluated.
+function render({ model, el }) {
+  el.classList.add('as-chartw');
+  const head = document.createElement('div');
+  const body = document.createElement('div');
+  el.append(head, body);
+  let index = new Map();
+  let lit = [];
+  function reindex() {
+    index = new Map();
+    el.querySelectorAll('[id]').forEach((e) => { if (!index.has(e.id)) index.set(e.id, e); });
+  }
+  function restyle() {
+    for (const [e, cls] of lit) e.classList.remove(...cls);
+    lit = [];
+    for (const [id, classes] of model.get('lit') || []) {
+      const e = index.get(id);
+      if (!e) continue;
+      const cls = String(classes).split(' ').filter((c) => c && !e.classList.contains(c));
+      if (cls.length) { e.classList.add(...cls); lit.push([e, cls]); }
+    }
+    el.dataset.step = String(model.get('step'));
+  }
+  function setHead() {
+    const open = new Set([...head.querySelectorAll('details[open]')].map((d) => d.dataset.box));
+    head.innerHTML = model.get('head') || '';
+    head.querySelectorAll('details').forEach((d) => { if (open.has(d.dataset.box)) d.open = true; });
+    lit = lit.filter(([e]) => body.contains(e));
+    reindex(); restyle();
+  }
+  function setSvg() {
+    body.innerHTML = model.get('svg') || '';
+    lit = [];
+    body.querySelectorAll('g.as-collapsed').forEach((g) => {
+      g.style.cursor = 'pointer';
+      g.addEventListener('click', () => {
+        const d = head.querySelector('details[data-box="' + g.id + '"]');
+        if (d) { d.open = !d.open; if (d.open) d.scrollIntoView({ block: 'nearest' }); }
+      });
+    });
+    reindex(); restyle();
+  }
+  model.on('change:svg', setSvg);
+  model.on('change:head', setHead);
+  model.on('change:lit', restyle);
+  setSvg();
+  setHead();
+}
+export default { render };
