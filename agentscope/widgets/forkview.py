@@ -10,9 +10,10 @@ import traitlets
 
 from agentscope.frames import Frame
 from agentscope.render._escape import esc
-from agentscope.render.chart import Layout, frame_svg, layout
+from agentscope.render.chart import Layout, frame_styling, frame_svg, layout, legend_html
 from agentscope.render.context import context_diff_html, context_html, diff_rows
 from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
+from agentscope.widgets._chartwidget import ChartWidget
 from agentscope.widgets._source import (
     FrameCache,
     FrameSource,
@@ -164,7 +165,11 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self._div.on_click(lambda _: self.jump_to_divergence())
         self._strip = ipywidgets.HTML()
         self._summary = ipywidgets.HTML()
-        self._chart = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%", overflow="auto"))
+        # the drawing goes to the front end once; a step sends only the classes to move
+        self._chart = ChartWidget(
+            svg=f'<div class="as-chart">{self.layout_.svg}</div>{legend_html(fork=True, names=self.names)}',
+            layout=ipywidgets.Layout(width="100%", overflow="auto"),
+        )
         self._sides = tuple(
             ipywidgets.HTML(layout=ipywidgets.Layout(flex="1 1 360px", min_width="0", overflow="auto"))
             for _ in range(2)
@@ -256,14 +261,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     def chart_html(self, fa: Frame | None, fb: Frame | None) -> str:
         """The one chart: a's active states (amber), b's (blue), both (green); each side's move lit."""
         lay = self.layout_
-        infos: list[StepInfo | None] = []
-        for k, f in ((0, fa), (1, fb)):
-            if f is None or f.persisted is None:
-                infos.append(None)
-                continue
-            prev = self._frames[k].at(f.index - 1) if f.index > 0 else None
-            infos.append(step_info(lay.graph, prev, f))
-        a, b = infos
+        a, b = self._infos(fa, fb)
         if a is None and b is None:
             return ""
         return frame_svg(
@@ -276,6 +274,32 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             also_active=b.active if b else (),
             names=self.names,
         )
+
+    def chart_styling(self, fa: Frame | None, fb: Frame | None) -> tuple[str, list[list[str]]]:
+        """The chart of this step as the widget's front end gets it (see :meth:`chart_html`): the
+        HTML above the drawing and the ``[element id, classes]`` pairs."""
+        a, b = self._infos(fa, fb)
+        if a is None and b is None:
+            return "", []
+        return frame_styling(
+            self.layout_,
+            a.active if a else (),
+            taken_edge=a.moves if a else (),
+            taken_b=b.moves if b else (),
+            entered=a.entered if a else (),
+            exited=a.exited if a else (),
+            also_active=b.active if b else (),
+        )
+
+    def _infos(self, fa: Frame | None, fb: Frame | None) -> tuple[StepInfo | None, StepInfo | None]:
+        infos: list[StepInfo | None] = []
+        for k, f in ((0, fa), (1, fb)):
+            if f is None or f.persisted is None:
+                infos.append(None)
+                continue
+            prev = self._frames[k].at(f.index - 1) if f.index > 0 else None
+            infos.append(step_info(self.layout_.graph, prev, f))
+        return infos[0], infos[1]
 
     def context_view(self, fa: Frame | None, fb: Frame | None) -> str:
         """The context at this step: the aligned diff, or the full tree(s), per the mode."""
@@ -370,7 +394,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         with self.hold_sync():
             self._strip.value = self._strip_svg.svg(self.step)
             self._summary.value = self.summary_html(fa, fb)
-            self._chart.value = self.chart_html(fa, fb)
+            head, lit = self.chart_styling(fa, fb)
+            self._chart.show(lit, head, self.step)
             self._sides[0].value = self.side_html(0, fa)
             self._sides[1].value = self.side_html(1, fb)
             self._context.value = self.context_view(fa, fb)

@@ -163,7 +163,8 @@ def test_quickstart_in_voila(voila_url: str, browser_context: Any) -> None:
         "request",
         lambda r: (
             None
-            if r.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:"))
+            # blob: URLs are the chart widget's ES module, loaded from memory (anywidget)
+            if r.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:http://127.0.0.1"))
             else external.append(r.url)
         ),
     )
