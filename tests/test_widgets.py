@@ -545,3 +545,42 @@ def test_redacted_player_holds_no_redacted_value(tmp_path: Any) -> None:
 
     assert verdicts(written) == verdicts(plain)  # what the original verified to
     assert all(v == "verified" for v, _ in verdicts(written))
+
+
+def test_a_collapsed_chart_in_the_widget_opens_the_active_box() -> None:
+    """The widget of a machine too big to lay out: the box holding the active state comes with its
+    own chart (sent when the active box changes), lit per step like the main chart."""
+    import agentscope as asc
+    from agentscope.engines.statechart import StatechartMachine
+    from agentscope.render import ObservedEdge
+    from agentscope.render.chart import expansion
+    from tests._charts import huge_config
+
+    m = StatechartMachine(huge_config())
+    stream = [{"type": "@agent.init"}] + [{"type": e} for e in ("NEXT", "JUMP", "NEXT")]
+    log = [
+        {"schemaVersion": 1, "id": f"e{k}", "index": k, "recordedAt": "2026-01-01T00:00:00.000Z",
+         "machineId": "huge", "event": ev}
+        for k, ev in enumerate(stream)
+    ]
+    tt = asc.TimeTravel(m, log)
+    assert tt.layout_ is not None and tt.layout_.collapsed
+    sent: list[str] = []
+    tt._chart.observe(lambda ch: sent.append(ch["name"]), names=["svg", "boxes"])
+    heads = []
+    for k, (box, state) in enumerate([("g0", "s0"), ("g0", "s1"), ("g1", "s1"), ("g1", "s2")]):
+        tt.step = k
+        sub = expansion(tt.layout_, f"huge.{box}")
+        head = tt._chart.boxes
+        assert head.count('<details class="as-expand"') == 1
+        assert f'data-box="{state_element_id(f"huge.{box}")}"' in head and sub.svg in head
+        assert f"active: {box} › {state}" in tt._chart.head
+        lit = dict(tt._chart.lit)
+        assert "as-active" in lit[sub.plan.states[f"huge.{box}.{state}"]]
+        taken = [e for e, c in lit.items() if "as-taken" in c]
+        if k in (1, 3):  # NEXT inside the box: its edge in the box's chart
+            move = ObservedEdge(f"huge.{box}.s{k // 2}", f"huge.{box}.{state}", "NEXT")
+            assert taken == list(sub.edge_elements(move))
+        heads.append(head)
+    assert heads[0] == heads[1] != heads[2] == heads[3]
+    assert sent == ["boxes"]  # sent again only when the active box changed (g0 → g1)

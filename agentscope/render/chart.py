@@ -1082,19 +1082,20 @@ def frame_styling(
     exited: Iterable[str] = (),
     also_active: Iterable[str] | None = None,
     taken_b: Iterable[ObservedEdge | int] = (),
-) -> tuple[str, list[list[str]]]:
-    """One frame for a front end that already holds ``layout.svg``: the HTML above the chart (note,
-    active path, and for a collapsed chart the *unstyled* expanded boxes holding an active state)
-    and the ``[element id, "cls cls"]`` pairs to class, the expanded boxes' elements included.
+) -> tuple[str, str, list[list[str]]]:
+    """One frame for a front end that already holds ``layout.svg``: ``(head, boxes, lit)``.
 
-    Applying the pairs to ``chart_head + layout.svg`` gives the same classes as :func:`frame_svg`.
+    ``head`` is the HTML above the chart (note and active path), ``boxes`` (collapsed charts) the
+    *unstyled* expanded boxes holding an active state (unchanged while the active box is), and
+    ``lit`` the ``[element id, "cls cls"]`` pairs to class, the boxes' elements included.
+    Applying ``lit`` to ``head + boxes + layout.svg`` gives the classes of :func:`frame_svg`.
     """
     moves, entered, exited = list(taken_edge), list(entered), list(exited)
     also = list(also_active) if also_active is not None else None
     classes = frame_classes(
         layout, active, taken_edge=moves, entered=entered, exited=exited, also_active=also, taken_b=taken_b
     )
-    head = chart_head_html(layout, active, also)
+    head, boxes = chart_head_html(layout, active, also), ""
     if layout.collapsed:
         g = layout.graph
         on = set(active) | set(also or ())
@@ -1103,7 +1104,7 @@ def frame_styling(
         for box in sorted(c for c in layout.collapsed if c in on):
             sub = expansion(layout, box, observed_edges=layout.plan.observed)
             _, leaving, entering = subgraph(g, box)
-            head += expansion_details(layout, box, sub, leaving, entering, sub.svg)
+            boxes += expansion_details(layout, box, sub, leaving, entering, sub.svg)
             inner = [m for m in obs if m.source in sub.graph.nodes and m.target in sub.graph.nodes]
             for eid, cls in frame_classes(
                 sub,
@@ -1115,7 +1116,7 @@ def frame_styling(
                 taken_b=[m for m in inner if m in taken_b],
             ).items():
                 classes.setdefault(eid, []).extend(c for c in cls if c not in classes.get(eid, ()))
-    return head, [[eid, " ".join(cls)] for eid, cls in classes.items()]
+    return head, boxes, [[eid, " ".join(cls)] for eid, cls in classes.items()]
 
 
 def expansion_details(

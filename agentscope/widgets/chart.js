@@ -4,8 +4,9 @@
 function render({ model, el }) {
   el.classList.add('as-chartw');
   const head = document.createElement('div');
+  const boxes = document.createElement('div');
   const body = document.createElement('div');
-  el.append(head, body);
+  el.append(head, boxes, body);
   let index = new Map();
   let lit = [];
   function reindex() {
@@ -21,12 +22,14 @@ function render({ model, el }) {
       const cls = String(classes).split(' ').filter((c) => c && !e.classList.contains(c));
       if (cls.length) { e.classList.add(...cls); lit.push([e, cls]); }
     }
-    el.dataset.step = String(model.get('step'));
   }
-  function setHead() {
-    const open = new Set([...head.querySelectorAll('details[open]')].map((d) => d.dataset.box));
-    head.innerHTML = model.get('head') || '';
-    head.querySelectorAll('details').forEach((d) => { if (open.has(d.dataset.box)) d.open = true; });
+  function setStep() { el.dataset.step = String(model.get('step')); }
+  function setHead() { head.innerHTML = model.get('head') || ''; }
+  function setBoxes() {
+    // an opened box follows the active path: the box now holding it opens in its place
+    const open = !!boxes.querySelector('details[open]');
+    boxes.innerHTML = model.get('boxes') || '';
+    if (open) boxes.querySelectorAll('details').forEach((d) => { d.open = true; });
     lit = lit.filter(([e]) => body.contains(e));
     reindex(); restyle();
   }
@@ -36,7 +39,7 @@ function render({ model, el }) {
     body.querySelectorAll('g.as-collapsed').forEach((g) => {
       g.style.cursor = 'pointer';
       g.addEventListener('click', () => {
-        const d = head.querySelector('details[data-box="' + g.id + '"]');
+        const d = boxes.querySelector('details[data-box="' + g.id + '"]');
         if (d) { d.open = !d.open; if (d.open) d.scrollIntoView({ block: 'nearest' }); }
       });
     });
@@ -44,8 +47,12 @@ function render({ model, el }) {
   }
   model.on('change:svg', setSvg);
   model.on('change:head', setHead);
+  model.on('change:boxes', setBoxes);
   model.on('change:lit', restyle);
+  model.on('change:step', setStep);
+  setStep();
   setSvg();
   setHead();
+  setBoxes();
 }
 export default { render };

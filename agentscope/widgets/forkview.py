@@ -275,12 +275,12 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             names=self.names,
         )
 
-    def chart_styling(self, fa: Frame | None, fb: Frame | None) -> tuple[str, list[list[str]]]:
+    def chart_styling(self, fa: Frame | None, fb: Frame | None) -> tuple[str, str, list[list[str]]]:
         """The chart of this step as the widget's front end gets it (see :meth:`chart_html`): the
-        HTML above the drawing and the ``[element id, classes]`` pairs."""
+        HTML above the drawing, the expanded boxes and the ``[element id, classes]`` pairs."""
         a, b = self._infos(fa, fb)
         if a is None and b is None:
-            return "", []
+            return "", "", []
         return frame_styling(
             self.layout_,
             a.active if a else (),
@@ -394,8 +394,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         with self.hold_sync():
             self._strip.value = self._strip_svg.svg(self.step)
             self._summary.value = self.summary_html(fa, fb)
-            head, lit = self.chart_styling(fa, fb)
-            self._chart.show(lit, head, self.step)
+            self._chart.show(*self.chart_styling(fa, fb), step=self.step)
             self._sides[0].value = self.side_html(0, fa)
             self._sides[1].value = self.side_html(1, fb)
             self._context.value = self.context_view(fa, fb)

@@ -291,9 +291,11 @@ function activePath(i){
     (P.paths[f.a] || []).forEach(function(line){
       box.appendChild(el('div', 'as-active-path', (D.panes.length > 1 ? P.name + ' — ' : '') + line)); });
     P.configs[f.a].forEach(function(id){ on[id] = true; }); });
-  document.querySelectorAll('#as-xcharts details.as-expand').forEach(function(d){
-    var here = !!on[d.dataset.box]; d.classList.toggle('as-expand-here', here);
-    d.style.display = (here || d.open) ? '' : 'none'; });
+  // an opened box follows the active path: the box now holding it opens in its place
+  var xs = document.querySelectorAll('#as-xcharts details.as-expand'), anyOpen = false;
+  xs.forEach(function(d){ anyOpen = anyOpen || d.open; });
+  xs.forEach(function(d){ var here = !!on[d.dataset.box];
+    d.style.display = here ? '' : 'none'; d.open = here && anyOpen; });
 }
 (function init(){
   var sl = $('as-slider'); sl.max = N-1; $('as-goto').max = N-1;

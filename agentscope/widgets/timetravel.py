@@ -491,11 +491,11 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             self.layout_, info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
         )
 
-    def chart_styling(self, frame: Frame, previous: Frame | None) -> tuple[str, list[list[str]]]:
+    def chart_styling(self, frame: Frame, previous: Frame | None) -> tuple[str, str, list[list[str]]]:
         """The chart of ``frame`` as the widget's front end gets it: the HTML above the drawing
         and the ``[element id, classes]`` pairs (see :func:`agentscope.render.chart.frame_styling`)."""
         if self.layout_ is None or frame.persisted is None:
-            return "", []
+            return "", "", []
         info = step_info(self.layout_.graph, previous, frame)
         return frame_styling(
             self.layout_, info.active, taken_edge=info.moves, entered=info.entered, exited=info.exited
@@ -522,8 +522,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 f'<div class="as-root"><div class="as-step">{badge_html(frame)}</div>'
                 f"{event_html(frame)}</div>"
             )
-            head, lit = self.chart_styling(frame, previous)
-            self._chart.show(lit, head, i)
+            self._chart.show(*self.chart_styling(frame, previous), step=i)
             self._context.value = self.context_view(frame)
             self._actors.value = (
                 f'<div class="as-root"><div class="as-sec">actors and timers</div>{actors_html(frame)}</div>'

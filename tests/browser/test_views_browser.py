@@ -192,6 +192,7 @@ def test_fifty_state_chart_is_legible_at_notebook_width(browser_context: Any, tm
 
 def test_huge_chart_is_collapsed_with_a_visible_note(browser_context: Any, tmp_path: Path) -> None:
     from agentscope.render import frame_svg, graph_from_config, layout
+    from agentscope.render.chart import expansion
     from agentscope.render.html import style_block
     from tests._charts import huge_config
 
@@ -206,3 +207,160 @@ def test_huge_chart_is_collapsed_with_a_visible_note(browser_context: Any, tmp_p
     assert page.inner_text(".as-active-path") == "active: g4 › s17"
     assert page.locator(f"#{state_element_id('huge.g4')}.as-active").count() == 1
     page.screenshot(path=str(ARTIFACTS / "chart-huge-collapsed.png"), full_page=False)
+    # the box opens on click as a chart of its own, the active state lit, labels readable
+    details = page.locator("details.as-expand")
+    assert details.count() == 1 and not page.is_visible("details.as-expand svg")
+    details.locator("summary").click()
+    sub = expansion(lay, "huge.g4")
+    inner = details.locator("svg g.node.as-state")
+    assert inner.count() == 60
+    lit = details.locator(".as-active").evaluate_all("els => els.map(e => e.id)")
+    assert set(lit) == {sub.plan.states["huge.g4"], sub.plan.states["huge.g4.s17"]}
+    heights = details.evaluate(
+        "d => [...d.querySelectorAll('g.node.as-state text')].map(t => t.getBoundingClientRect().height)"
+    )
+    assert len(heights) == 60 and min(heights) >= 9, min(heights)
+    page.screenshot(path=str(ARTIFACTS / "chart-huge-expanded.png"), full_page=False)
+
+
+@pytest.fixture(scope="module")
+def huge_player(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any], Any]:
+    """The player of a log of the 1,831-state machine (the pure-Python engine), its frames and the
+    TimeTravel widget it was written from."""
+    import agentscope as asc
+    from agentscope.engines.statechart import StatechartMachine
+    from tests._charts import huge_config
+
+    m = StatechartMachine(huge_config())
+    events = ["NEXT", "NEXT", "SKIP", "JUMP", "NEXT", "RESET", "JUMP", "SKIP", "NEXT", "JUMP"]
+    stream = [{"type": "@agent.init"}] + [{"type": e} for e in events]
+    log = [
+        {
+            "schemaVersion": 1,
+            "id": f"evt_{k:04d}",
+            "index": k,
+            "recordedAt": "2026-01-01T00:00:00.000Z",
+            "machineId": m.machine_id,
+            "event": ev,
+        }
+        for k, ev in enumerate(stream)
+    ]
+    tt = asc.TimeTravel(m, log)
+    assert tt.layout_ is not None and tt.layout_.collapsed
+    path = tmp_path_factory.mktemp("huge") / "huge-player.html"
+    tt.to_html(path)
+    return path, [tt.timeline.at(k) for k in range(tt.n)], tt
+
+
+def test_huge_player_opens_the_active_box_as_a_chart(
+    browser_context: Any, huge_player: tuple[Path, list[Any], Any]
+) -> None:
+    path, frames, _ = huge_player
+    # the states the log visits, computed from the pure-Python engine's values
+    assert [f.value for f in frames[:6]] == [
+        {"g0": "s0"}, {"g0": "s1"}, {"g0": "s2"}, {"g0": "s4"}, {"g1": "s4"}, {"g1": "s5"}
+    ]
+    page, errors = _open(browser_context, path.as_uri() + "#4")
+    assert "summarised" in page.inner_text("#as-chart-note")
+    steps = {4: ("g1", "s4", False), 5: ("g1", "s5", True), 2: ("g0", "s2", True)}
+    for step, (box, state, taken) in steps.items():
+        if step != 4:
+            page.locator("#as-slider").fill(str(step))
+        assert page.inner_text("#as-active-path") == f"active: {box} › {state}"
+        box_id = state_element_id(f"huge.{box}")
+        assert page.locator(f"#as-chart #{box_id}.as-active").count() == 1
+        shown = page.locator("#as-xcharts details.as-expand:visible")
+        assert shown.count() == 1 and shown.get_attribute("data-box") == box_id
+        if step == 4:  # closed until a click on the summary box opens it
+            assert not shown.evaluate("d => d.open") and not shown.locator("svg").is_visible()
+            page.locator(f"#as-chart #{box_id}").click()
+        assert shown.evaluate("d => d.open")  # and then it follows the active path
+        lit = shown.locator("g.node.as-active").evaluate_all(
+            "els => els.map(e => e.querySelector('text').textContent)"
+        )
+        assert lit == [state], (step, lit)
+        moved = shown.locator("g.edge.as-taken").count()
+        assert moved == (1 if taken else 0), (step, moved)  # the move inside the box, lit there
+        assert shown.locator("svg g.node.as-state").count() == 60
+        page.screenshot(path=str(ARTIFACTS / f"player-huge-step{step}.png"), full_page=False)
+    assert errors == []
+
+
+FAKE_MODEL = """
+<script type="module">
+const traits = JSON.parse(document.getElementById('traits').textContent);
+const handlers = {};
+window.model = {
+  get: (k) => traits[k],
+  on: (ev, f) => { (handlers[ev] = handlers[ev] || []).push(f); },
+  set: (k, v) => { traits[k] = v; (handlers['change:' + k] || []).forEach((f) => f()); },
+};
+const src = document.getElementById('esm').textContent;
+const mod = await import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
+mod.default.render({model: window.model, el: document.getElementById('w')});
+window.ready = true;
+</script>
+"""
+
+
+def test_widget_chart_front_end_restyles_and_follows_the_active_box(
+    browser_context: Any, huge_player: tuple[Path, list[Any], Any], tmp_path: Path
+) -> None:
+    """The widget's chart module (anywidget ESM) in Chromium, fed the traits the kernel sends at
+    each step of the huge machine's log: one drawing, classes moved per step, the expanded box
+    opened on a click on its summary box and following the active path."""
+    import json
+    from importlib.resources import files
+
+    from agentscope.render._escape import json_for_script
+    from agentscope.render.chart import expansion
+    from agentscope.render.html import style_block
+
+    _, _, tt = huge_player
+    tt._coalesce = False  # Playwright's loop runs in this thread: render each step now
+    w = tt._chart
+    names = ("svg", "head", "boxes", "lit", "step")
+    tt.step = 4
+    path = tmp_path / "widget.html"
+    esm = files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8")
+    assert "</" not in esm  # embeddable in a <script> as is
+    traits = json_for_script({k: getattr(w, k) for k in names})
+    path.write_text(
+        f"<!DOCTYPE html><meta charset=utf-8>{style_block()}<div id='w'></div>"
+        f"<script type='application/json' id='traits'>{traits}</script>"
+        f"<script type='text/plain' id='esm'>{esm}</script>{FAKE_MODEL}",
+        encoding="utf-8",
+    )
+    page = browser_context.new_page()
+    page.set_viewport_size({"width": 900, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.ready === true")
+    page.evaluate("() => { window.drawing = document.querySelector('#w > div:last-child > .as-chart > svg'); }")
+    for step, (box, state) in {4: ("g1", "s4"), 5: ("g1", "s5"), 2: ("g0", "s2")}.items():
+        tt.step = step
+        page.evaluate(
+            "(t) => { for (const k of ['head', 'boxes', 'lit', 'step']) window.model.set(k, t[k]); }",
+            json.loads(json.dumps({k: getattr(w, k) for k in names})),
+        )
+        assert page.get_attribute("#w", "data-step") == str(step)
+        sub = expansion(tt.layout_, f"huge.{box}")
+        box_id = state_element_id(f"huge.{box}")
+        assert page.locator(f"#w .as-chart #{box_id}.as-active").count() == 1
+        assert page.inner_text("#w .as-active-path") == f"active: {box} › {state}"
+        details = page.locator("#w details.as-expand")
+        assert details.count() == 1 and details.get_attribute("data-box") == box_id
+        if step == 4:
+            assert not details.evaluate("d => d.open")
+            page.locator(f"#w .as-chart #{box_id}").click()  # a click on the summary box opens it
+        assert details.evaluate("d => d.open")  # and it follows the active path
+        lit = set(page.evaluate("() => [...document.querySelectorAll('#w .as-active')].map(e => e.id)"))
+        want = {box_id, sub.plan.states[f"huge.{box}"], sub.plan.states[f"huge.{box}.{state}"]}
+        assert lit == want, (step, lit)  # the box in the chart, the box and its state in the expansion
+        taken = page.locator("#w details .as-taken").count()
+        assert taken == (1 if step in (5, 2) else 0), (step, taken)
+        page.screenshot(path=str(ARTIFACTS / f"widget-huge-step{step}.png"), full_page=False)
+    # the drawing itself was never replaced
+    assert page.evaluate("() => document.querySelector('#w > div:last-child > .as-chart > svg') === window.drawing")
+    assert errors == []
