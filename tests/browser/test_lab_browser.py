@@ -101,6 +101,12 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
     page = browser_context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    frames: list[str] = []  # what the kernel sends to the page (websocket frames received)
+
+    def on_ws(ws: Any) -> None:
+        ws.on("framereceived", lambda f: frames.append(f if isinstance(f, str) else f.decode("utf-8", "replace")))
+
+    page.on("websocket", on_ws)
     page.goto(f"{url}/lab/tree/{NOTEBOOK.name}?token={token}")
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
@@ -182,6 +188,7 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         ".querySelector('.as-event .as-meta'); return !!e && e.textContent.trim() === '#' + k; }"
     )
     times = []
+    frames.clear()
     for k in range(2, 22):
         t0 = time.perf_counter()
         page.keyboard.press("ArrowRight")
@@ -191,6 +198,9 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
             tt.screenshot(path=str(ARTIFACTS / f"lab-timetravel-step{k}.png"))
             assert tt.locator(".as-chart .as-taken").count() <= 2
     median = statistics.median(times)
+    per_step = sum(len(f) for f in frames) / 20
+    # the chart was sent once: a step carries its classes, never the drawing
+    assert frames and not [f for f in frames if "as_graph" in f]  # the chart SVG's root group id
     kernel = page.evaluate(
         "async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
         " let out = ''; const f = k.requestExecute({code: 'import statistics as _s; "
@@ -198,16 +208,19 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         " f.onIOPub = (m) => { if (m.header.msg_type === 'stream') out += m.content.text; };"
         " await f.done; return out; }"
     )
-    # the bound is for a machine with a core to spare; on a shared, overloaded one (load per core
-    # above 1) the wall clock stretches by that factor, and the figures say so
+    # The bound is 100 ms as long as each core has at most two runnable processes (an idle or a
+    # busy machine: measured 88-97 ms at 2.4-2.95 per core on the 2-core dev box, under `nice`).
+    # Past that the browser, server and kernel queue for a core and the wall clock stretches with
+    # the run queue, so the bound does too; the figures are written next to the screenshots.
     load = os.getloadavg()[0] / (os.cpu_count() or 1)
     (ARTIFACTS / "lab-roundtrip.txt").write_text(
         f"key press to new step on screen: median {median * 1000:.1f} ms, max {max(times) * 1000:.1f} ms "
         f"over {len(times)} steps; kernel-side render median {float(kernel):.1f} ms; "
-        f"load per core {load:.2f}\n"
+        f"{per_step / 1000:.1f} kB sent to the page per step; load per core {load:.2f} "
+        f"(1-min load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)\n"
     )
-    assert median <= 0.100 * max(1.0, load), times
-    assert float(kernel) <= 50 * max(1.0, load)
+    assert median <= 0.100 * max(1.0, load / 2), times
+    assert float(kernel) <= 50
 
     # a fast drag: twelve steps pressed at once, the widget settles on the last one
     t0 = time.perf_counter()
