@@ -415,6 +415,24 @@ def test_widget_output_carries_a_static_html_fallback(triage_graph: Graph) -> No
     assert 'data-path="/context/queue"' in page  # the context tree
 
 
+def test_forkview_output_carries_a_static_html_fallback() -> None:
+    from agentscope.examples.python_machines import triage_machine
+
+    main = load_json("g_triage.main.log.json")
+    fork = load_json("g_triage.fork.log.json")
+    fv = ForkView(triage_machine(), main, fork, names=("main", "fork"))
+    fv.jump_to_divergence()
+    bundle = fv._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    page = bundle["text/html"]
+    assert 'class="as-root as-fallback" data-index="18"' in page and "<style>" in page
+    assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in page
+    assert page.count('id="as_graph"') == 1 and 'data-legend="active in fork"' in page
+    assert lit_states(page) == lit_states(fv._chart.value) != set()
+    assert re.search(r'class="[^"]*as-active-b', page)
+    assert page.count('data-verdict="verified"') == 2  # both sides' badges
+
+
 def test_steps_arriving_together_render_once(triage_graph: Graph) -> None:
     import asyncio
 

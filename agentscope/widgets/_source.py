@@ -167,6 +167,21 @@ def step_info(graph: Graph, previous: Frame | None, frame: Frame) -> StepInfo:
     return StepInfo(active, active - before, before - active, moves)
 
 
+OBSERVE_UP_TO = 2_000
+"""Views walk a log once at construction to draw its observed moves when it has at most this many
+entries (longer logs: on request, ``observed=True``)."""
+
+
+def observed_moves(graph: Graph, source: FrameSource) -> list[ObservedEdge]:
+    """Every move the frames of ``source`` make, in order, without repeats (one pass)."""
+    moves: list[ObservedEdge] = []
+    prev = None
+    for frame in iter_frames(source):
+        moves.extend(step_info(graph, prev, frame).moves)
+        prev = frame
+    return list(dict.fromkeys(moves))
+
+
 def usage_series(entries: Sequence[Mapping[str, Any]]) -> np.ndarray[Any, Any] | None:
     """Cumulative ``@agent.usage`` tokens after each entry (spec §1.5), or ``None`` without any.
 

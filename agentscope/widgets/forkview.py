@@ -12,14 +12,17 @@ from agentscope.frames import Frame
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_styling, frame_svg, layout, legend_html
 from agentscope.render.context import context_diff_html, context_html, diff_rows
+from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._chartwidget import ChartWidget
 from agentscope.widgets._source import (
+    OBSERVE_UP_TO,
     FrameCache,
     FrameSource,
     StepInfo,
     as_entries,
     make_fork_timelines,
+    observed_moves,
     step_info,
 )
 
@@ -69,7 +72,11 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     timelines : (FrameSource, FrameSource), optional
         Ready timelines to use instead of building ``Timeline(machine, a)`` and ``(machine, b)``.
     engine : str, optional
-        Force a layout engine for both charts (see :func:`agentscope.render.chart`).
+        Force a layout engine for the chart (see :func:`agentscope.render.chart`).
+    observed : bool, optional
+        Walk both logs once at construction to draw the moves they made (the targets of dynamic
+        transitions) as observed edges, as the fork player does. Default: only when the longer
+        log has at most 2,000 entries.
     divergence, kind : optional
         Mark this index as the divergence, labelled ``kind``, instead of where the two logs'
         entries part (e.g. one log under two machines: :meth:`agentscope.whatif.WhatIf.view`).
@@ -90,7 +97,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     >>> fv.diff_paths()[0]
     '/context/queue/0/id'
 
-    In a notebook, ``fv`` as the last expression of a cell shows the two charts side by side;
+    In a notebook, ``fv`` as the last expression of a cell shows both sides on one chart;
     ``fv.to_html(path)`` writes them as one self-contained page.
     """
 
@@ -107,6 +114,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         engine: Any = None,
         divergence: int | None = None,
         kind: str | None = None,
+        observed: bool | None = None,
     ) -> None:
         self.machine = machine
         self.logs = (a, b)
@@ -132,7 +140,10 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         self._strip_svg = MarkerStrip(
             self.n, {self.divergence: "divergence"} if self.divergence is not None else {}, width=520
         )
-        base = layout(machine.graph, engine=engine)
+        moves: list[ObservedEdge] = []
+        if observed or (observed is None and self.n <= OBSERVE_UP_TO):  # both sides' moves drawn
+            moves = [m for t in timelines for m in observed_moves(machine.graph, t)]
+        base = layout(machine.graph, observed_edges=dict.fromkeys(moves), engine=engine)
         self.layout_: Layout = base
         """The one chart both sides are drawn on (machine layout; a's states lit in amber, b's in
         blue, states active on both in green)."""
@@ -399,6 +410,28 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             self._sides[1].value = self.side_html(1, fb)
             self._context.value = self.context_view(fa, fb)
             self._entries.value = self.entries_html()
+
+    def static_html(self) -> str:
+        """The current step as static HTML (style, summary, the one chart, both sides, context,
+        aligned entries; no widgets).
+
+        Sent as the ``text/html`` fallback of the widget's output, so nbconvert HTML and front
+        ends without the widget manager still show the step.
+        """
+        fa, fb = self.frames()
+        return (
+            f'{style_block()}<div class="as-root as-fallback" data-index="{self.step}">'
+            f'<div class="as-meta">agentscope ForkView: step {self.step} of {self.n - 1} (static view; '
+            "run the notebook to scrub)</div>"
+            f"{self.summary_html(fa, fb)}{self.chart_html(fa, fb)}"
+            f'<div class="as-cols">{self.side_html(0, fa)}{self.side_html(1, fb)}</div>'
+            f"{self.context_view(fa, fb)}{self.entries_html()}</div>"
+        )
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
 
     def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:
         """Write (when ``path`` is given) and return a self-contained static player of both logs.

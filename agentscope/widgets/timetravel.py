@@ -29,6 +29,7 @@ from agentscope.render.html import (
 )
 from agentscope.widgets._chartwidget import ChartWidget
 from agentscope.widgets._source import (
+    OBSERVE_UP_TO,
     EntriesOnly,
     FrameCache,
     FrameSource,
@@ -36,6 +37,7 @@ from agentscope.widgets._source import (
     entries_frame,
     iter_frames,
     make_timeline,
+    observed_moves,
     step_info,
     usage_series,
 )
@@ -188,12 +190,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self.layout_: Layout | None = None
         if machine is not None:
             moves: list[ObservedEdge] = []
-            if observed or (observed is None and n <= 2_000):
-                prev = None
-                for frame in iter_frames(self.timeline):
-                    moves.extend(step_info(machine.graph, prev, frame).moves)
-                    prev = frame
-            self.layout_ = layout(machine.graph, observed_edges=dict.fromkeys(moves), engine=engine)
+            if observed or (observed is None and n <= OBSERVE_UP_TO):
+                moves = observed_moves(machine.graph, self.timeline)
+            self.layout_ = layout(machine.graph, observed_edges=moves, engine=engine)
         self.marks = _marks(timeline, n)
         self.ignored = _ignored(timeline)
         self.mismatch_indices = sorted(i for i, k in self.marks.items() if k == Verdict.MISMATCH.value)

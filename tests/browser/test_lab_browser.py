@@ -33,6 +33,7 @@ from tests.browser.conftest import (
 )
 
 NOTEBOOK = QUICKSTART
+FORKS = QUICKSTART.with_name("02_forks.ipynb")
 T = "supportTriage"
 
 pytestmark = QUICKSTART_MARKS
@@ -44,6 +45,7 @@ def lab() -> Iterator[tuple[str, str]]:
     if not jupyter.exists():
         pytest.skip("jupyter is not installed next to this Python")
     tmp, nbdir, env = quickstart_sandbox("as-lab-")
+    shutil.copy(FORKS, nbdir / FORKS.name)
     # user settings: no news / update toasts over the widget
     settings = tmp / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -255,4 +257,86 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
     legend = tt.locator(".as-legend").bounding_box()
     assert legend is not None and legend["x"] + legend["width"] <= box["x"] + box["width"] + 4  # padding
     tt.screenshot(path=str(ARTIFACTS / "lab-timetravel-narrow.png"))
+    assert not [e for e in errors if "agentscope" in e or "as-" in e], errors
+
+
+FV = "document.querySelectorAll('.agentscope-forkview')[0]"
+
+
+def test_forkview_in_jupyterlab(lab: tuple[str, str], browser_context: Any) -> None:
+    """The forks notebook's ForkView: one chart with both sides' states, stepped from the keyboard
+    across the divergence, with the legend, one lit edge per side, readable labels and the
+    static fallback in the output."""
+    url, token = lab
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{url}/lab/tree/{FORKS.name}?token={token}")
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+        "window.jupyterapp.shell.currentWidget.sessionContext.session && "
+        "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        timeout=90_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    fv = page.locator(".agentscope-forkview").first
+    fv.locator(".as-chart svg").wait_for(timeout=180_000)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        timeout=180_000,
+    )
+    # the notebook ends on the step before the divergence (fv.go(fv.divergence - 1))
+    summary = (
+        "(s) => { const e = " + FV + ".querySelector('.as-root'); return !!e && e.textContent.includes(s); }"
+    )
+    page.wait_for_function(summary, arg="step 17: shared entry", timeout=30_000)
+    legend = fv.locator(".as-legend [data-legend]").evaluate_all("els => els.map(e => e.dataset.legend)")
+    assert legend[:3] == ["active in main", "active in fork", "active in both"] and "history" in legend
+
+    def ids(cls: str) -> set[str]:
+        got: list[str] = fv.locator(f".as-chart .{cls}").evaluate_all("els => els.map(e => e.id)")
+        return set(got)
+
+    steps = {
+        17: ("shared entry", "reviewing", "reviewing"),
+        18: ("at the divergence (fork, entry 18: main APPROVE vs fork REJECT)", "analyzing", "drafting"),
+        19: ("past the divergence", "analyzing", "reviewing"),
+    }
+    fv.locator(".noUi-handle").first.focus()
+    for k, (where, a, b) in steps.items():
+        if k != 17:
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(summary, arg=f"step {k}: ", timeout=30_000)
+        assert where in fv.locator(".as-root").first.inner_text()
+        assert fv.locator(".as-chart svg").count() == 1  # one full-width chart
+        both, only_a, only_b = ids("as-active.as-active-b"), ids("as-active"), ids("as-active-b")
+        assert state_element_id(f"{T}.working") in both
+        if a == b:  # before the divergence both sides are in one state: the third colour
+            assert only_a == only_b == both and state_element_id(f"{T}.working.awaitingAgent.{a}") in both
+        else:
+            assert state_element_id(f"{T}.working.{a}") in only_a - only_b, (k, only_a)
+            want_b = state_element_id(f"{T}.working.awaitingAgent.{b}")
+            assert want_b in only_b - only_a, (k, only_b)
+        if k == 18:  # each side's own move, once
+            assert len(ids("as-taken")) == 1 and len(ids("as-taken-b")) == 1
+        no_phantom = fv.evaluate(
+            "e => [...e.querySelectorAll('.as-chart g.node text')].every(t => !/^as_s_/.test(t.textContent))"
+        )
+        assert no_phantom
+        heights = fv.evaluate(
+            "e => [...e.querySelectorAll('.as-chart g.node.as-state text, .as-chart g.cluster text')]"
+            ".map(t => t.getBoundingClientRect().height)"
+        )
+        assert heights and min(heights) >= 9, min(heights)
+        fv.scroll_into_view_if_needed()
+        fv.screenshot(path=str(ARTIFACTS / f"lab-forkview-step{k}.png"))
+    # the output carries a static text/html frame for front ends without the widget manager
+    htmls = page.evaluate(
+        "() => { const cells = window.jupyterapp.shell.currentWidget.content.model.cells, out = [];"
+        " for (let i = 0; i < cells.length; i++) { const c = cells.get(i); if (c.type !== 'code') continue;"
+        " for (const o of c.outputs.toJSON()) { const h = o.data && o.data['text/html'];"
+        " if (h) out.push(Array.isArray(h) ? h.join('') : String(h)); } } return out; }"
+    )
+    fallback = [h for h in htmls if "as-fallback" in h]
+    assert len(fallback) == 1 and "as-legend" in fallback[0] and "at the divergence" in fallback[0]
     assert not [e for e in errors if "agentscope" in e or "as-" in e], errors
