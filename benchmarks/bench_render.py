@@ -10,7 +10,10 @@ Reported (wall-clock medians, same process):
   Python engine are importable, with a real ``Timeline`` over a Recorder-made log;
 - as a ratio against a baseline done in the same process: ``html.escape(json.dumps(context))``
   of the same frame (the cheapest possible "show the context" a view could do);
-- static-player bytes per entry for growing logs (size must grow linearly).
+- static-player bytes per entry for growing logs (size must grow linearly);
+- what a widget step sends for the chart (the classes) against the restyled SVG it used to send;
+- a 1,831-state chart: its layout within the budget (collapsed), each expanded box's layout
+  (once per machine), and a frame switch that moves the expanded box.
 
 Target: a frame switch <= 50 ms.
 """
@@ -127,7 +130,12 @@ def main() -> None:
     n = 200 if args.quick else 2000
     graph = graph_from_config(fifty_state_config())
     states = len(graph.nodes) - 1
-    lay_ms = median_ms(lambda: layout(graph), 3 if args.quick else 10)
+    from agentscope.render.chart import _CACHE
+
+    _CACHE.clear()
+    t0 = time.perf_counter()
+    lay = layout(graph)
+    lay_ms = (time.perf_counter() - t0) * 1000
     print(f"chart: {states} states, {len(graph.transitions)} transitions; layout once: {lay_ms:.1f} ms")
     frames = frames_for(graph, n, ctx_keys=40)
     tt = TimeTravel(_GraphOnly(graph), timeline=_Frames(frames))
@@ -142,6 +150,12 @@ def main() -> None:
     )
     print(f"frame switch, random jump:  {jump:.2f} ms  ({jump / base:.1f}x baseline)")
     print(f"target <= 50 ms: {'OK' if max(fwd, jump) <= 50 else 'MISSED'}")
+    styling = len(json.dumps(tt._chart.lit)) + len(tt._chart.head) + len(tt._chart.boxes)
+    whole = len(tt.chart_view(tt.frame, tt._frames.at(tt.step - 1) if tt.step else None))
+    print(
+        f"chart bytes sent per step: {styling:,} (classes) instead of {whole:,} (restyled SVG): "
+        f"{whole / max(styling, 1):.0f}x less; the {len(lay.svg):,}-char SVG is sent once"
+    )
     sizes = []
     for m in (100, 200) if args.quick else (500, 1000, 2000):
         t = TimeTravel(_GraphOnly(graph), timeline=_Frames(frames[:m]))
@@ -153,6 +167,53 @@ def main() -> None:
     print(f"size growth {m0}->{m1} entries: x{b1 / b0:.2f} for x{m1 / m0:.0f} entries")
     python_engine_section(args.quick)
     real_engine_section(args.quick)
+    huge_section()
+
+
+def huge_section() -> None:
+    """The 1,831-state chart (tests/_charts.py's shape): collapsed within the budget, its boxes
+    expanded once each, and a frame switch on the Python engine that moves between boxes."""
+    from agentscope.engines.statechart import StatechartMachine
+    from agentscope.render.chart import LAYOUT_BUDGET_S, expansion
+
+    groups, per = 30, 60
+    states: dict[str, Any] = {}
+    for g in range(groups):
+        inner = {
+            f"s{k}": {"on": {"NEXT": f"s{(k + 1) % per}", "SKIP": f"s{(k + 2) % per}",
+                             "JUMP": f"#huge.g{(g + 1) % groups}.s{k}"}}
+            for k in range(per)
+        }
+        states[f"g{g}"] = {"initial": "s0", "states": inner, "on": {"RESET": ".s0"}}
+    m = StatechartMachine({"id": "huge", "initial": "g0", "states": states})
+    g = m.graph
+    t0 = time.perf_counter()
+    lay = layout(g)
+    t1 = time.perf_counter()
+    print(
+        f"huge chart: {len(g.nodes):,} states, {len(g.transitions):,} transitions: laid out in "
+        f"{t1 - t0:.1f} s (budget {LAYOUT_BUDGET_S:g} s), {len(lay.collapsed)} boxes summarised"
+    )
+    t0 = time.perf_counter()
+    sub = expansion(lay, "huge.g3")
+    t1 = time.perf_counter()
+    again = median_ms(lambda: expansion(lay, "huge.g3"), 20)
+    print(
+        f"one expanded box ({len(sub.graph.nodes) - 1} states): {1000 * (t1 - t0):.0f} ms once, "
+        f"{again * 1000:.1f} µs when cached"
+    )
+    stream = [{"type": "@agent.init"}] + [{"type": e} for e in ["NEXT", "JUMP"] * 20]
+    log = [
+        {"schemaVersion": 1, "id": f"e{k}", "index": k, "recordedAt": "2026-01-01T00:00:00.000Z",
+         "machineId": "huge", "event": ev}
+        for k, ev in enumerate(stream)
+    ]
+    tt = TimeTravel(m, log)
+    for k in range(len(log)):  # every box on the way laid out once
+        tt.step = k
+    steps = iter(list(range(len(log))) * 3)
+    switch = median_ms(lambda: setattr(tt, "step", next(steps)), 3 * len(log) - 1)
+    print(f"huge chart frame switch (box changes every other step, boxes cached): {switch:.2f} ms")
 
 
 def loop_log(n: int) -> tuple[Any, list[dict[str, Any]]]:

@@ -1023,17 +1023,38 @@ def expansion(layout: Layout, box: str, *, observed_edges: Iterable[ObservedEdge
     KeyError
         ``box`` is not one of ``layout.collapsed``.
     """
+    return _expanded(layout, box, observed_edges)[0]
+
+
+_EXPANDED: OrderedDict[tuple[str, str, str, frozenset[ObservedEdge]], tuple[Layout, int, int]] = OrderedDict()
+
+
+def _expanded(
+    layout: Layout, box: str, observed_edges: Iterable[ObservedEdge] = ()
+) -> tuple[Layout, int, int]:
+    """:func:`expansion` and the box's leaving/entering transition counts, memoised per chart
+    (a frame switch asks again at every step)."""
+    obs = frozenset(observed_edges)
+    key = (layout.dot, layout.prefix, box, obs)
+    hit = _EXPANDED.get(key)
+    if hit is not None:
+        _EXPANDED.move_to_end(key)
+        return hit
     if box not in layout.collapsed:
         raise KeyError(f"{box!r} is not a summarised box of this chart")
     k = sorted(layout.collapsed).index(box)
-    sub, _, _ = subgraph(layout.graph, box)
+    sub, leaving, entering = subgraph(layout.graph, box)
     inside = [e for e in observed_edges if e.source in sub.nodes and e.target in sub.nodes]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the note on the expansion says it
         base = _base_layout(
             sub, None, f"{layout.prefix}x{k}", EXPAND_BUDGET_S, skip_full=len(sub.nodes) > EXPAND_MAX_STATES
         )
-    return base.with_observed(inside)
+    out = (base.with_observed(inside), leaving, entering)
+    _EXPANDED[key] = out
+    if len(_EXPANDED) > 4 * _CACHE_SIZE:
+        _EXPANDED.popitem(last=False)
+    return out
 
 
 def expand_html(
@@ -1060,8 +1081,7 @@ def expand_html(
     entered, exited, moves = list(entered), list(exited), list(moves)
     out = []
     for box in chosen:
-        sub = expansion(layout, box, observed_edges=layout.plan.observed)
-        _, leaving, entering = subgraph(g, box)
+        sub, leaving, entering = _expanded(layout, box, layout.plan.observed)
         classes = frame_classes(
             sub,
             [s for s in active if s in sub.graph.nodes],
@@ -1097,13 +1117,11 @@ def frame_styling(
     )
     head, boxes = chart_head_html(layout, active, also), ""
     if layout.collapsed:
-        g = layout.graph
         on = set(active) | set(also or ())
         taken_b = list(taken_b)
         obs = [m for m in [*moves, *taken_b] if isinstance(m, ObservedEdge)]
         for box in sorted(c for c in layout.collapsed if c in on):
-            sub = expansion(layout, box, observed_edges=layout.plan.observed)
-            _, leaving, entering = subgraph(g, box)
+            sub, leaving, entering = _expanded(layout, box, layout.plan.observed)
             boxes += expansion_details(layout, box, sub, leaving, entering, sub.svg)
             inner = [m for m in obs if m.source in sub.graph.nodes and m.target in sub.graph.nodes]
             for eid, cls in frame_classes(
