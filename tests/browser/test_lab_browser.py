@@ -8,6 +8,7 @@ the tampered log's widget shows the mismatch badge. Saves a screenshot in ``test
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -159,6 +160,24 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
     assert analyzing <= _lit(tt)
     assert tt.locator(".as-badge").inner_text() == badge1
 
+    # no phantom node, readable labels, and the same node positions in both widgets (two logs of
+    # one machine: the recorded one and a tampered copy)
+    assert tt.evaluate(
+        "e => [...e.querySelectorAll('.as-chart g.node text')].every(t => !/^as_s_/.test(t.textContent))"
+    )
+    heights = tt.evaluate(
+        "e => [...e.querySelectorAll('.as-chart g.node.as-state text, .as-chart g.cluster text')]"
+        ".map(t => t.getBoundingClientRect().height)"
+    )
+    assert len(heights) >= 15 and min(heights) >= 9, min(heights)
+    where = (
+        "e => { const svg = e.querySelector('.as-chart svg'), o = svg.getBoundingClientRect();"
+        " return Object.fromEntries([...svg.querySelectorAll('g.as-state')].map(g => {"
+        " const r = g.getBoundingClientRect(); return [g.id, [r.x - o.x, r.y - o.y, r.width, r.height]"
+        ".map(Math.round)]; })); }"
+    )
+    assert len(tt.evaluate(where)) >= 15 and tt.evaluate(where) == bad.evaluate(where)
+
     # the tampered log's widget sits on the first mismatch
     assert bad.locator(".as-badge").get_attribute("data-verdict") == "mismatch"
     assert "mismatch" in bad.locator(".as-badge").inner_text()
@@ -190,6 +209,7 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         ".querySelector('.as-event .as-meta'); return !!e && e.textContent.trim() === '#' + k; }"
     )
     times = []
+    lit_edges: dict[int, int] = {}
     frames.clear()
     for k in range(2, 22):
         t0 = time.perf_counter()
@@ -198,8 +218,17 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         times.append(time.perf_counter() - t0)
         if k in (2, 12, 21):
             tt.screenshot(path=str(ARTIFACTS / f"lab-timetravel-step{k}.png"))
-            assert tt.locator(".as-chart .as-taken").count() <= 2
+            lit_edges[k] = tt.locator(".as-chart .as-taken").count()
     median = statistics.median(times)
+    # one lit edge per move of the step, as the kernel's replay reports the moves
+    moves = page.evaluate(
+        "async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
+        " let out = ''; const f = k.requestExecute({code: 'from agentscope.widgets._source import step_info as _si; "
+        "print([len(_si(tt.layout_.graph, tt.timeline.at(i - 1), tt.timeline.at(i)).moves) for i in (2, 12, 21)])'});"
+        " f.onIOPub = (m) => { if (m.header.msg_type === 'stream') out += m.content.text; };"
+        " await f.done; return out; }"
+    )
+    assert [lit_edges[k] for k in (2, 12, 21)] == json.loads(moves) and max(lit_edges.values()) >= 1, moves
     per_step = sum(len(f) for f in frames) / 20
     # the chart was sent once: a step carries its classes, never the drawing
     assert frames and not [f for f in frames if "as_graph" in f]  # the chart SVG's root group id
