@@ -259,3 +259,19 @@ def test_transitions_the_engine_reports_light_exactly_their_edges() -> None:
     assert lay.edge_elements(mv) == lay.plan.transitions[d]
     with_obs = layout(g, observed_edges=[mv])
     assert with_obs.edge_elements(mv) == (with_obs.plan.observed[mv],)
+
+
+def test_an_expanded_box_too_big_to_draw_is_itself_summarised() -> None:
+    from agentscope.render.chart import EXPAND_MAX_STATES, _base_layout, subgraph
+
+    inner = {f"part{p}": {"initial": "s0", "states": {f"s{k}": {"on": {"NEXT": f"s{(k + 1) % 310}"}}
+                                                       for k in range(310)}} for p in range(2)}
+    cfg = {"id": "m", "initial": "big", "states": {"big": {"initial": "part0", "states": inner},
+                                                   "idle": {"on": {"GO": "big"}}}}
+    g = graph_from_config(cfg)
+    sub, leaving, entering = subgraph(g, "m.big")
+    assert len(sub.nodes) == 1 + 2 * 311 > EXPAND_MAX_STATES and (leaving, entering) == (0, 1)
+    assert sub.root == "m.big" and sub.nodes["m.big"].parent is None and sub.nodes["m.big"].path == ()
+    lay = _base_layout(sub, None, "asx0", 4.0, skip_full=True)
+    assert lay.engine != "text" and lay.collapsed == {"m.big.part0", "m.big.part1"}
+    assert lay.note and f"more than {EXPAND_MAX_STATES:,}" in lay.note
