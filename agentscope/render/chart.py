@@ -11,7 +11,11 @@ cached per machine structure, so two views of one machine draw the same node pos
 of function transitions) are an overlay appended to that drawing (:meth:`Layout.with_observed`).
 A layout gets :data:`LAYOUT_BUDGET_S` seconds in total; a chart that does not lay out in time is
 drawn with its compound states summarised as boxes (:attr:`Layout.note` says so, the active path
-is listed above it and the box holding it expands on click into its states).
+is listed above it, and a box opens on click into a chart of its own: :func:`expansion` lays out
+that box's subtree once per machine, the transitions crossing its border summarised).
+
+:func:`frame_classes` / :func:`frame_styling` give one frame as the element ids to class, for a
+front end that holds the drawing already (the widgets send that instead of the SVG).
 
 Engines, tried in order when none is named: the ``graphviz-pure`` binary (a wheel dependency;
 looked up in this interpreter's scripts directory first, because a venv's ``bin`` is not on a
