@@ -202,6 +202,12 @@ def test_quickstart_in_voila(voila_url: str, browser_context: Any) -> None:
 
         # the "go to" box: entry 17, where the live run was reviewing a draft
         box = tt.locator(".widget-text input").first
+
+        def settled(k: int) -> None:  # the kernel's echo of the step reached the box: type now
+            page.wait_for_function("([e, k]) => e.value === String(k)", arg=[box.element_handle(), k],
+                                   timeout=30_000)
+
+        settled(1)
         box.fill("17")
         box.press("Enter")
         _shows(tt, 17)
@@ -210,6 +216,7 @@ def test_quickstart_in_voila(voila_url: str, browser_context: Any) -> None:
         _shows(tt, 18)
         page.keyboard.press("End")  # the last entry: the shift closed
         _shows(tt, len(LOG) - 1)
+        settled(len(LOG) - 1)
         box.fill("44")
         box.press("Enter")
         _shows(tt, 44)
