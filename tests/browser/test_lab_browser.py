@@ -217,6 +217,13 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         page.wait_for_function(shown, arg=k, polling="raf", timeout=10_000)
         times.append(time.perf_counter() - t0)
         if k in (2, 12, 21):
+            # the chart's classes for step k (one message: lit and step together) have arrived
+            page.wait_for_function(
+                "(k) => document.querySelectorAll('.agentscope-timetravel')[0]"
+                ".querySelector('.as-chartw').dataset.step === String(k)",
+                arg=k,
+                timeout=10_000,
+            )
             tt.screenshot(path=str(ARTIFACTS / f"lab-timetravel-step{k}.png"))
             lit_edges[k] = tt.locator(".as-chart .as-taken").count()
     median = statistics.median(times)
@@ -342,6 +349,9 @@ def test_forkview_in_jupyterlab(lab: tuple[str, str], browser_context: Any) -> N
         if k != 17:
             page.keyboard.press("ArrowRight")
             page.wait_for_function(summary, arg=f"step {k}: ", timeout=30_000)
+        page.wait_for_function(  # and the chart's classes for step k (lit and step: one message)
+            "(k) => " + FV + ".querySelector('.as-chartw').dataset.step === String(k)", arg=k, timeout=30_000
+        )
         assert where in fv.locator(".as-root").first.inner_text()
         assert fv.locator(".as-chart svg").count() == 1  # one full-width chart
         both, only_a, only_b = ids("as-active.as-active-b"), ids("as-active"), ids("as-active-b")

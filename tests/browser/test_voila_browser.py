@@ -143,12 +143,21 @@ def _shows(widget: Any, k: int) -> None:
     assert entry["verification"]["stateHash"] in badge.inner_text()
     if k in LIVE:  # the state the live run recorded after entry k
         assert LIVE[k]["recordedStateHash"] == entry["verification"]["stateHash"]
-        lit = set(widget.locator(".as-chart .as-active").evaluate_all("els => els.map(e => e.id)"))
-        assert lit == _lit_ids(LIVE[k]["value"]), (k, LIVE[k]["value"])
+        # the chart and the context are widgets of their own: their updates for step k follow the
+        # header's over the wire, so wait for them to arrive (30 s), then compare
+        want = _lit_ids(LIVE[k]["value"])
         current = LIVE[k]["persistedSnapshot"]["context"]["current"]
+        needle = current["subject"] if current else "current: null"
         ctx_box = widget.locator(".widget-html-content > .as-ctx")  # not the payload tree
-        ctx = ctx_box.evaluate("e => e.textContent")  # collapsed members too
-        assert (current["subject"] in ctx) if current else ("current: null" in ctx), ctx[:500]
+        deadline = time.monotonic() + 30
+        while True:
+            lit = set(widget.locator(".as-chart .as-active").evaluate_all("els => els.map(e => e.id)"))
+            ctx = ctx_box.evaluate("e => e.textContent")  # collapsed members too
+            if (lit == want and needle in ctx) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert lit == want, (k, LIVE[k]["value"])
+        assert needle in ctx, ctx[:500]
         if not LIVE[k]["persistedSnapshot"]["children"]:  # one line each, not run together
             lines = widget.locator(".as-actors").inner_text().splitlines()
             assert lines == ["no actors in flight", "no pending timers"], lines
