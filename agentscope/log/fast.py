@@ -1,24 +1,22 @@
 """Fast path for large JSONL logs (tech-eval §5): envelope columns with pyarrow, payloads raw.
 
-The bytes of a JSONL log of an Era-C shape are scanned in newline-aligned blocks of
-:data:`BLOCK_BYTES`, two at a time on worker threads (everything in a block's scan runs in C
-without the GIL). For each block:
+The bytes of a JSONL log of an Era-C shape are read twice, both times in C without the GIL:
 
-- its lines are counted (each line must become exactly one row);
-- one RE2 pass (run by pyarrow) looks for what Arrow cannot judge (``_DISQUALIFY``): ``NaN`` and
-  ``Infinity`` tokens and ``-0`` literals (Arrow accepts them in ignored fields); literals a
-  double cannot hold (``JSON.parse`` reads ±Infinity, or ``-0`` for a negative one that
-  underflows); an explicit ``null`` in an optional envelope field (Arrow reads ``null`` and
-  absence alike): any ``"causationId"``, ``"metadata"`` or ``"verification"`` key followed by
-  ``null`` anywhere in the text (a payload's own such key only costs the exact reader); two
-  objects on one line;
-- pyarrow's JSON reader parses it with an explicit schema for the envelope fields only (the
-  payloads are parsed for syntax but never converted, so their type drift between entries does
-  not matter). Arrow itself refuses invalid JSON, invalid UTF-8, lone surrogate escapes and a
-  value of the wrong JSON type.
+- one RE2 search (run by pyarrow, on a worker thread) looks for what Arrow cannot judge
+  (``_DISQUALIFY``): ``NaN`` and ``Infinity`` tokens and ``-0`` literals (Arrow accepts them in
+  ignored fields); literals a double cannot hold (``JSON.parse`` reads ±Infinity, or ``-0`` for
+  a negative one that underflows); an explicit ``null`` in an optional envelope field (Arrow
+  reads ``null`` and absence alike): any ``"causationId"``, ``"metadata"`` or ``"verification"``
+  key followed by ``null`` anywhere in the text (a payload's own such key only costs the exact
+  reader); a blank line or two objects on one line (so that rows and lines are one to one);
+- meanwhile pyarrow's JSON reader parses newline-aligned blocks of :data:`BLOCK_BYTES`, one
+  after the other, with an explicit schema for the envelope fields only (the payloads are parsed
+  for syntax but never converted, so their type drift between entries does not matter). Arrow
+  itself refuses invalid JSON, invalid UTF-8, lone surrogate escapes and a value of the wrong
+  JSON type.
 
 Every §1.2/§1.3 rule is then checked on the Arrow columns of the whole log. So the whole file is
-never parsed at once: the peak is the bytes, the envelope columns and two blocks in flight.
+never parsed at once: the peak is the bytes, the envelope columns and one block in flight.
 
 The fast path only ever *accepts*: whenever a check fails, pyarrow raises, or a test is
 inconclusive (e.g. a payload has its own ``"metadata": null``), it returns ``None`` and the exact
@@ -38,7 +36,7 @@ from __future__ import annotations
 import gc
 import json
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +72,8 @@ BLOCK_BYTES = 1 << 20
 # - a literal that may overflow a double (a 3-digit positive exponent or an integer part of 200+
 #   digits: with at most 99 in the exponent anything else is < 1e300);
 # - an explicit ``null`` in an optional envelope field (Arrow reads it as absent);
-# - two objects on one line (the row count would still match if a blank line hid it).
+# - two objects on one line, or a blank line: then rows and lines are one to one (Arrow refuses
+#   a line holding anything else but ``null``, whose all-null row fails the checks).
 # Number patterns end at a delimiter, so strings like hex hashes ('a3e7890f') do not match.
 _DISQUALIFY = (
     r"NaN|Infinity"
@@ -82,7 +81,7 @@ _DISQUALIFY = (
     r"|-(?:0\.0{200}|[0-9][0-9.]*[eE]-[0-9]{3})"
     r"|[0-9](?:[eE]\+?[0-9]{3}|[0-9]{199})[0-9.eE+-]*[ \t\r\n]*[,\]}]"
     r"|\x22(?:causationId|metadata|verification)\x22[ \t\r\n]*:[ \t\r\n]*null"
-    r"|\}[ \t\r]*\{"
+    r"|\}[ \t\r]*\{|\A[ \t\r]*\n|\n[ \t\r]*\n"
 )
 
 
@@ -241,57 +240,54 @@ def _spans(data: bytes, size: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _scan_block(whole: pa.Buffer, start: int, stop: int, unterminated: bool) -> pa.Table | None:
-    """Count, scan and parse the bytes ``[start, stop)`` (see the module docstring).
-
-    ``unterminated``: the block is the last one and its last line has no newline. ``None`` when
-    the block needs the exact reader. Runs on a worker thread: each step is C code that releases
-    the GIL.
-    """
+def _parse_block(block: pa.Buffer) -> pa.Table | None:
+    """The envelope columns of the lines in ``block``, or ``None`` when Arrow refuses them."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.json as pj
 
-    size = stop - start
-    block = whole.slice(start, size)
-    lines = int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10)) + unterminated
-    offsets = pa.py_buffer(np.array([0, size], dtype=np.int64).tobytes())
-    text = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, block])
-    if pc.match_substring_regex(text, _DISQUALIFY)[0].as_py():
-        return None
     try:
-        table = pj.read_json(
+        return pj.read_json(
             pa.BufferReader(block),
-            read_options=pj.ReadOptions(use_threads=False, block_size=size + 1),
+            read_options=pj.ReadOptions(use_threads=False, block_size=block.size + 1),
             parse_options=pj.ParseOptions(
                 explicit_schema=_schema(), unexpected_field_behavior="ignore", newlines_in_values=False
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    return table if table.num_rows == lines else None
+
+
+def _disqualified(whole: pa.Buffer) -> bool:
+    """Whether the text holds something only the exact reader can judge (``_DISQUALIFY``): one
+    RE2 search over the whole buffer (one DFA, built once), without the GIL."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = pa.py_buffer(np.array([0, whole.size], dtype=np.int64).tobytes())
+    text = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, whole])
+    return bool(pc.match_substring_regex(text, _DISQUALIFY)[0].as_py())
 
 
 def _scan(data: bytes) -> pa.Table | None:
-    """The envelope columns of ``data``, block by block on two threads, or ``None`` as soon as
-    one block needs the exact reader."""
+    """The envelope columns of ``data``, or ``None`` when the exact reader is needed.
+
+    The RE2 search runs on a worker thread while this one parses the blocks in order, so only
+    one block's parse is in flight (measured: parsing on two threads costs more CPU time than it
+    saves wall time on a busy machine).
+    """
     import pyarrow as pa
 
     whole = pa.py_buffer(data)
-    spans = _spans(data, BLOCK_BYTES)
-    unterminated = not data.endswith(b"\n")
     tables: list[pa.Table] = []
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentscope-scan") as pool:
-        futures: list[Future[pa.Table | None]] = [
-            pool.submit(_scan_block, whole, a, b, unterminated and b == len(data)) for a, b in spans
-        ]
-        for future in futures:
-            table = future.result()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentscope-scan") as pool:
+        search = pool.submit(_disqualified, whole)
+        for start, stop in _spans(data, BLOCK_BYTES):
+            table = _parse_block(whole.slice(start, stop - start))
             if table is None:
-                for other in futures:
-                    other.cancel()
-                return None
+                return None  # leaving the block waits for the search (one pass, no GIL)
             tables.append(table)
+        if search.result():
+            return None
     return pa.concat_tables(tables)
 
 
@@ -314,14 +310,18 @@ def _unique_ids(ids: pa.ChunkedArray) -> bool:
 
 
 def _sorted_codes(column: pa.ChunkedArray) -> tuple[np.ndarray[Any, Any], pa.Array]:
-    """``(codes, categories)`` of a string column without nulls: the distinct values sorted as
+    """``(codes, categories)`` of a string column without nulls: its distinct values sorted as
     ``Series.astype("category")`` sorts them (by code point), and each row's position in them."""
     import pyarrow.compute as pc
 
-    uniques = pc.unique(column)
-    categories = uniques.take(pc.sort_indices(uniques))
-    codes = pc.index_in(column, value_set=categories)
-    return codes.to_numpy(), categories
+    first = column[0]
+    if pc.all(pc.equal(column, first)).as_py():  # one value (machineId, machineVersion)
+        return np.zeros(len(column), dtype=np.int8), pc.unique(column.slice(0, 1))
+    encoded = pc.dictionary_encode(column.combine_chunks())  # one hash pass
+    order = pc.sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return rank[encoded.indices.to_numpy()], encoded.dictionary.take(order)
 
 
 def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
@@ -343,7 +343,7 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
         return None
     col = table.column
     version, index = col("schemaVersion"), col("index")
-    if version.null_count or not pc.all(pc.equal(version, 1.0)).as_py():
+    if version.null_count or not (version.to_numpy() == 1.0).all():
         return None
     if index.null_count or not np.array_equal(index.to_numpy(), np.arange(n, dtype=np.float64)):
         return None
@@ -502,4 +502,5 @@ def _frame_from_table(
             "metadata": pd.Series(metas, dtype="object"),
         },
         columns=list(DF_COLUMNS),
+        copy=False,  # every column above is new
     )
