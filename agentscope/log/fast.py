@@ -240,21 +240,46 @@ def _spans(data: bytes, size: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _parse_block(block: pa.Buffer) -> pa.Table | None:
-    """The envelope columns of the lines in ``block``, or ``None`` when Arrow refuses them."""
+def _parse(buffer: pa.Buffer, block_size: int) -> pa.Table | None:
+    """The envelope columns of the lines in ``buffer``, parsed by Arrow one block of
+    ``block_size`` bytes after the other on this thread; ``None`` when Arrow refuses them.
+
+    Raises
+    ------
+    pyarrow.ArrowInvalid
+        Only when a line is longer than ``block_size`` ("straddling object").
+    """
     import pyarrow as pa
     import pyarrow.json as pj
 
     try:
         return pj.read_json(
-            pa.BufferReader(block),
-            read_options=pj.ReadOptions(use_threads=False, block_size=block.size + 1),
+            pa.BufferReader(buffer),
+            read_options=pj.ReadOptions(use_threads=False, block_size=block_size),
             parse_options=pj.ParseOptions(
                 explicit_schema=_schema(), unexpected_field_behavior="ignore", newlines_in_values=False
             ),
         )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+    except pa.ArrowInvalid as exc:
+        if "straddl" in str(exc):
+            raise
         return None
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def _parse_spans(data: bytes, whole: pa.Buffer) -> pa.Table | None:
+    """:func:`_parse` for a log with a line longer than a block: each newline-aligned span of
+    about :data:`BLOCK_BYTES` (a long line is one span) is parsed as one block."""
+    import pyarrow as pa
+
+    tables = []
+    for start, stop in _spans(data, BLOCK_BYTES):
+        table = _parse(whole.slice(start, stop - start), stop - start + 1)
+        if table is None:
+            return None
+        tables.append(table)
+    return pa.concat_tables(tables)
 
 
 def _disqualified(whole: pa.Buffer) -> bool:
@@ -272,24 +297,21 @@ def _disqualified(whole: pa.Buffer) -> bool:
 def _scan(data: bytes) -> pa.Table | None:
     """The envelope columns of ``data``, or ``None`` when the exact reader is needed.
 
-    The RE2 search runs on a worker thread while this one parses the blocks in order, so only
-    one block's parse is in flight (measured: parsing on two threads costs more CPU time than it
-    saves wall time on a busy machine).
+    The RE2 search runs on a worker thread while this one parses (Arrow reads block after
+    block, so one block's parse is in flight; measured: parsing on two threads costs more CPU
+    time than it saves wall time on a busy machine, and holds more memory).
     """
     import pyarrow as pa
 
     whole = pa.py_buffer(data)
-    tables: list[pa.Table] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentscope-scan") as pool:
         search = pool.submit(_disqualified, whole)
-        for start, stop in _spans(data, BLOCK_BYTES):
-            table = _parse_block(whole.slice(start, stop - start))
-            if table is None:
-                return None  # leaving the block waits for the search (one pass, no GIL)
-            tables.append(table)
-        if search.result():
-            return None
-    return pa.concat_tables(tables)
+        try:
+            table = _parse(whole, BLOCK_BYTES)
+        except pa.ArrowInvalid:  # a line longer than a block
+            table = _parse_spans(data, whole)
+        # leaving the block waits for the search (one pass, no GIL)
+        return None if table is None or search.result() else table
 
 
 def _all_nonempty(col: pa.ChunkedArray) -> bool:
