@@ -9,11 +9,11 @@ The bytes of a JSONL log of an Era-C shape are read twice, both times in C witho
   reads ``null`` and absence alike): any ``"causationId"``, ``"metadata"`` or ``"verification"``
   key followed by ``null`` anywhere in the text (a payload's own such key only costs the exact
   reader); a blank line or two objects on one line (so that rows and lines are one to one);
-- meanwhile pyarrow's JSON reader parses newline-aligned blocks of :data:`BLOCK_BYTES`, one
-  after the other, with an explicit schema for the envelope fields only (the payloads are parsed
-  for syntax but never converted, so their type drift between entries does not matter). Arrow
-  itself refuses invalid JSON, invalid UTF-8, lone surrogate escapes and a value of the wrong
-  JSON type.
+- meanwhile pyarrow's JSON reader parses it on the calling thread, one block of
+  :data:`BLOCK_BYTES` after the other, with an explicit schema for the envelope fields only (the
+  payloads are parsed for syntax but never converted, so their type drift between entries does
+  not matter). Arrow itself refuses invalid JSON, invalid UTF-8, lone surrogate escapes and a
+  value of the wrong JSON type.
 
 Every §1.2/§1.3 rule is then checked on the Arrow columns of the whole log. So the whole file is
 never parsed at once: the peak is the bytes, the envelope columns and one block in flight.
@@ -488,12 +488,15 @@ def _frame_from_table(
     n = table.num_rows
     col = table.column
 
-    def text(array: Any) -> pd.Series:
-        return pd.Series(pd.arrays.ArrowStringArray(array))
+    string: Any = pd.StringDtype()  # what dtype="string" means here (pyarrow storage on pandas 3)
+
+    def text(array: Any) -> Any:
+        values = pd.arrays.ArrowStringArray(array)  # zero-copy
+        return values if values.dtype == string else values.astype(string)
 
     def category(name: str) -> pd.Series:
         row_codes, categories = codes[name]
-        dtype = pd.CategoricalDtype(pd.Index(pd.arrays.ArrowStringArray(categories)))
+        dtype = pd.CategoricalDtype(pd.Index(text(categories)))
         return pd.Series(pd.Categorical.from_codes(row_codes, dtype=dtype))
 
     src = _Source(log, lines)
@@ -514,13 +517,13 @@ def _frame_from_table(
     return pd.DataFrame(
         {
             "index": pd.Series(np.arange(n, dtype=np.int64)),
-            "id": text(col("id")),
+            "id": pd.Series(text(col("id"))),
             "recorded_at": _recorded_at(col("recordedAt")),
             "machine_id": category("machine_id"),
             "machine_version": category("machine_version"),
             "event_type": category("event_type"),
-            "causation_id": text(col("causationId")),
-            "state_hash": text(pc.struct_field(col("verification"), "stateHash")),
+            "causation_id": pd.Series(text(col("causationId"))),
+            "state_hash": pd.Series(text(pc.struct_field(col("verification"), "stateHash"))),
             "event": pd.Series(events, dtype="object"),
             "metadata": pd.Series(metas, dtype="object"),
         },
