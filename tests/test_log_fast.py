@@ -188,6 +188,7 @@ def test_era_b_keys_in_an_era_c_log_stay_on_the_fast_path(tmp_path: Path) -> Non
             e["verification"]["effectsHash"] = "0badcafe"
     log = read_log(write(tmp_path / "big.jsonl", entries))
     assert log._entries is None and log.era == "C"
+    assert read_log(entries).era == "C"  # the exact reader accepts it too
     assert log.df["state_hash"].iloc[1] == entries[1]["verification"]["stateHash"]
     assert log.entries == entries
 
@@ -214,3 +215,16 @@ def test_every_block_is_checked_and_the_log_is_validated_once(tmp_path: Path) ->
     with pytest.raises(IncompleteRecordError) as info:
         read_log(p)
     assert (info.value.index, info.value.line) == (N - 1, N)
+
+
+def test_metadata_cells_on_many_rows_match_the_exact_frame(tmp_path: Path) -> None:
+    entries = copy.deepcopy(big_log())
+    for i, e in enumerate(entries[1:], start=1):
+        if i % 5 == 0:
+            e["metadata"] = {"usage": {"tokens": i}}
+    log = read_log(write(tmp_path / "big.jsonl", entries))
+    assert log._entries is None
+    expected = _frame_from_entries(entries)
+    assert [None if m is None else dict(m) for m in log.df["metadata"]] == list(expected["metadata"])
+    assert isinstance(log.df["metadata"].iloc[5], LazyPayload) and log.df["metadata"].iloc[6] is None
+    pd.testing.assert_frame_equal(log.df.drop(columns=["event", "metadata"]), expected.drop(columns=["event", "metadata"]))
