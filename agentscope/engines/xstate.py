@@ -108,10 +108,11 @@ _HEAP_FLAGS = ("--max-semi-space-size=4",)
 """V8's young generation for the runner: semi-spaces of at most 4 MB (Node 20's default grows
 them to 16 MB). A fold makes mostly short-lived garbage (each step's persisted snapshot, its JSON
 and its hash text), which V8 otherwise lets pile up before it collects. Measured with
-``benchmarks/bench_node_verify.py`` (runner peak RSS / runner CPU-s, together with the runner's
-``--heap-growing-percent=10`` and 1 MB output high-water mark): 10^4-entry loop log 150 -> 98 MB
-at the same CPU (1.63 vs 1.66 s); 2,500-entry grow log (300 KB snapshots) 142 -> 102 MB. 1 MB
-semi-spaces cost +15% CPU on the grow log; 8 MB saved less (129 MB)."""
+``benchmarks/bench_node_verify.py``'s logs (Node verify; runner peak RSS, runner CPU-s; with the
+runner's own ``--heap-growing-percent=10`` and 1 MB output high-water mark), default -> 8 MB -> 4 MB:
+10^4-entry loop log 140 -> 122 -> 97 MB and 1.72 -> 1.61 -> 1.53 s; 2,500-entry grow log (300 KB
+snapshots) 127 -> 108 -> 98 MB and 3.8 -> 4.0 -> 4.4 s (the one cost: +12% CPU on large states).
+1 MB semi-spaces cost ~30% more CPU on the grow log."""
 
 DEFAULT_LOAD_TIMEOUT = 30.0
 """Seconds :func:`load_machine` waits for the module to finish importing (and the machine to be

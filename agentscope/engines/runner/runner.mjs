@@ -47,7 +47,7 @@ const CHUNK = 1 << 20;
 // fold's garbage (every step's snapshot JSON and hash text, ~1 MB per step for a 300 KB snapshot)
 // pushes the heap to 100+ MB before a collection. 10% growth keeps it near the live size (with
 // --max-semi-space-size=4 from the Python side: runner peak 222 -> 102 MB on the 300 KB-snapshot
-// benchmark, and 150 -> 98 MB on the loop log at the same CPU time). Set here, not on the command
+// benchmark, and 150 -> 97 MB on the loop log, no slower). Set here, not on the command
 // line, so a Node whose V8 lacks the flag only notes it on stderr instead of refusing to start.
 v8.setFlagsFromString("--heap-growing-percent=10");
 
