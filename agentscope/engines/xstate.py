@@ -983,7 +983,7 @@ class XStateMachine:
         The events go to the runner in requests of ``chunk`` events, two in flight (the next one
         continues from the previous one's last snapshot inside the runner), and every reply is
         streamed in parts of about :attr:`part_bytes` bytes: the runner folds ahead while the
-        consumer works on earlier snapshots (e.g. hashing), pausing when ~8 MB of output waits.
+        consumer works on earlier snapshots (e.g. hashing), pausing when ~1 MB of output waits.
         Memory stays bounded by bytes, not by entry count. Results, the ``sessions`` updates and
         errors are those of :meth:`fold` (a :class:`~agentscope.errors.MachineExecutionError`
         ``index`` counts from the start of ``events``); an error is raised when it is reached.
