@@ -265,6 +265,8 @@ def _s(v: Any) -> str:
 
 def normalize_event(event: Mapping[str, Any], m: CompiledMachine) -> Mapping[str, Any]:
     t = event["type"]
+    if not t.startswith("xstate."):  # every form rewritten below starts so
+        return event
     if t in ("xstate.done.actor", "xstate.error.actor", "xstate.done.state", "xstate.after"):
         return event
     for prefix, typ, key in (
@@ -343,6 +345,22 @@ def _candidates(node: Node, event_type: str, lt: str | None) -> tuple[Transition
     return tuple(exact + wild if exact else wild)
 
 
+def handles(m: CompiledMachine, nodes: tuple[Node, ...], event_type: str) -> bool:
+    """Whether any node of the configuration ``nodes`` has a transition an event of
+    ``event_type`` may take (exact or wildcard descriptor; for a type with no legacy form,
+    i.e. not ``xstate.*``). A pure function of its arguments, kept per configuration and type.
+    ``False`` means the event selects nothing in any microstep's first selection."""
+    key = (nodes, event_type)
+    cache = m.handles_cache
+    found = cache.get(key)
+    if found is None:
+        ev = {"type": event_type}
+        found = any(candidates(n, ev) for n in nodes)
+        if len(cache) < _CANDIDATE_CACHE_MAX:
+            cache[key] = found
+    return found
+
+
 def _js_is(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -362,10 +380,10 @@ class Ctx:
     """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
     machine object holds no per-call state and is safe to share between threads."""
 
-    def __init__(self, m: CompiledMachine, machine_id: str) -> None:
+    def __init__(self, m: CompiledMachine, machine_id: str, address: str | None = None) -> None:
         self.m = m
         self.machine_id = machine_id
-        self.root_address = root_address(machine_id)
+        self.root_address = root_address(machine_id) if address is None else address
         self.begin(None)
         # what the call did, for Snapshot.transitions / Snapshot.actions
         self.steps = 0
@@ -513,6 +531,65 @@ def transition_node(
     return inner
 
 
+_NO_PLAN: Any = object()
+
+
+def select_transitions(
+    m: CompiledMachine, s: State, event: Mapping[str, Any], results: dict[Transition, Any] | None
+) -> list[Transition]:
+    """``transition_node(root, value)`` of ``s`` for ``event``, or ``[]``.
+
+    A configuration without parallel regions is a chain of nodes from the active leaf up to the
+    root, and ``transition_node`` takes the first enabled candidate of the first node (leaf
+    first) that has one: that is the first enabled candidate of the chain's candidates listed
+    leaf to root. That list depends only on the configuration (its node tuple, or its value when
+    the state carries one as a string) and the event type, so it is kept; every candidate is still
+    evaluated (guards, function transitions) in the same order, stopping at the same one.
+    Parallel configurations and object values carried by the state take ``transition_node``.
+    """
+    v = s.value
+    if v is None:
+        vkey: Any = s.nodes
+    elif type(v) is str:
+        vkey = v
+    else:
+        return transition_node(m.root, get_value(m, s), s, event, results) or []
+    lt = legacy_type(event) or None
+    key = (vkey, event["type"], lt)
+    cache = m.plan_cache
+    plan = cache.get(key, _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = _chain_plan(m, get_value(m, s), event)
+        if len(cache) < _CANDIDATE_CACHE_MAX:
+            cache[key] = plan
+    if plan is None:
+        return transition_node(m.root, get_value(m, s), s, event, results) or []
+    for c in plan:
+        if evaluate_candidate(c, event, s, results):
+            return [c]
+    return []
+
+
+def _chain_plan(m: CompiledMachine, value: Any, event: Mapping[str, Any]) -> tuple[Transition, ...] | None:
+    """The candidates of the chain of nodes ``value`` names, leaf to root; ``None`` when the value
+    has a parallel (multi-key) level."""
+    node = m.root
+    chain = [node]
+    while True:
+        if isinstance(value, str):
+            chain.append(node.states[value])
+            break
+        keys = list(value)
+        if not keys:
+            break
+        if len(keys) > 1:
+            return None
+        node = node.states[keys[0]]
+        chain.append(node)
+        value = value[keys[0]]
+    return tuple(c for n in reversed(chain) for c in candidates(n, event))
+
+
 _VALUE_CACHE_MAX = 4096
 
 
@@ -572,14 +649,14 @@ class Resolver:
             else:
                 res = call_to(t, self.s, self.event)
                 self.selection[t] = res
-            if res is not None and not isinstance(res, Mapping):
+            if res is not None and type(res) is not dict and not isinstance(res, Mapping):
                 raise EngineError(
                     f"function transition of '{t.source.id}' must return a dict or None, "
                     f"got {type(res).__name__}"
                 )
             res = res or {}
-            extra = [k for k in res if k not in _RESULT_KEYS]
-            if extra:
+            if not _RESULT_KEYS.issuperset(res):
+                extra = [k for k in res if k not in _RESULT_KEYS]
                 raise EngineError(
                     f"function transition of '{t.source.id}' returned unsupported key(s) {extra!r} "
                     f"(supported: target, context, reenter, actions)"
@@ -864,6 +941,37 @@ def _done_event(state_id: str, output: Any) -> dict[str, Any]:
     return ev
 
 
+def _targetless_step(
+    cx: Ctx,
+    filtered: list[Transition],
+    cur: State,
+    event: Mapping[str, Any],
+    queue: list[Mapping[str, Any]],
+    rv: Resolver,
+) -> State:
+    """:func:`microstep` when no transition has targets or re-enters and the state is not done:
+    no state is exited or entered, so only the transitions' context patches and actions apply
+    (the same steps, in the same order, as the general path takes for this case)."""
+    context = cur.context
+    step = cx.steps
+    cx.steps += 1
+    etype = str(event.get("type", ""))
+    transition_actions: list[Action] = []
+    for t in filtered:
+        r = rv(t)
+        cx.taken.append((step, etype, t, r.targets or (), bool(r.reenter)))
+        if r.context is not UNDEFINED:
+            context = _merge(context, r.context, f"transition of '{t.source.id}'")
+        if r.actions:
+            transition_actions.extend(r.actions)
+    nxt = cur
+    if transition_actions:
+        nxt = apply_actions(cx, nxt, tuple(transition_actions), queue)
+    if context is not None and context is not cur.context:
+        nxt = clone(nxt, context=context)
+    return nxt
+
+
 def microstep(
     cx: Ctx,
     ts: list[Transition],
@@ -880,8 +988,15 @@ def microstep(
     history = cur.history
     original_context = cur.context
     rv = Resolver(m, cur, event, selection)
-    filtered = ts if len(ts) == 1 else remove_conflicts(ts, mut, cur, rv)
-    changes_state = any(bool(rv(t).targets) or rv(t).reenter for t in filtered)
+    if len(ts) == 1:
+        filtered = ts
+        r0 = rv(ts[0])
+        changes_state = bool(r0.targets) or r0.reenter
+    else:
+        filtered = remove_conflicts(ts, mut, cur, rv)
+        changes_state = any(bool(rv(t).targets) or rv(t).reenter for t in filtered)
+    if not changes_state and not is_initial and cur.status != "done":
+        return _targetless_step(cx, filtered, cur, event, queue, rv)
     nxt = cur
 
     def exit_states() -> None:
@@ -1240,7 +1355,7 @@ def macrostep(
         cur_ev = next_event
         is_err = str(cur_ev["type"]).startswith("xstate.error.")
         selection: dict[Transition, Any] = {}
-        ts = transition_node(m.root, get_value(m, nxt), nxt, cur_ev, selection) or []
+        ts = select_transitions(m, nxt, cur_ev, selection)
         if is_err and not ts:
             if cur_ev["type"] == "xstate.error.actor" and not session_matches(
                 cur_ev, nxt, cur_ev.get("actorId")
@@ -1265,7 +1380,7 @@ def macrostep(
             if not queue:
                 break
             next_event = queue.pop(0)
-            enabled = transition_node(m.root, get_value(m, nxt), nxt, next_event, selection) or []
+            enabled = select_transitions(m, nxt, next_event, selection)
         step = microstep(cx, enabled, nxt, next_event, False, queue, selection)
         should_select = step is not previous
         nxt = _remove_terminated(step, next_event)

@@ -269,6 +269,10 @@ class CompiledMachine:
     has_eventless: bool
     # the state value of each configuration met so far (a pure function of the node tuple)
     value_cache: dict[tuple[Node, ...], Any] = field(default_factory=dict)
+    # does any node of a configuration have a transition for an event type (exact or wildcard)?
+    handles_cache: dict[tuple[tuple[Node, ...], str], bool] = field(default_factory=dict)
+    # the candidates of a non-parallel configuration, leaf to root, by (nodes or value, type, legacy)
+    plan_cache: dict[tuple[Any, str, str | None], tuple[Transition, ...] | None] = field(default_factory=dict)
 
 
 def _err(where: str, msg: str) -> StatechartConfigError:

@@ -57,6 +57,7 @@ from agentscope.engines._statechart_algo import (
     State,
     UndefinedDict,
     get_value,
+    handles,
     has_undefined,
     initial_state,
     macrostep,
@@ -247,7 +248,7 @@ class StatechartMachine(MachineBase):
         ev: dict[str, Any] = {"type": "@xstate.init"}
         if input is not NO_INPUT:
             ev["input"] = input
-        cx = Ctx(self._compiled, self.machine_id)
+        cx = Ctx(self._compiled, self.machine_id, self._root_address)
         try:
             return self._wrap(initial_state(cx, context, ev), cx)
         except AgentscopeError:
@@ -343,10 +344,22 @@ class StatechartMachine(MachineBase):
     def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
         """Return the snapshot after one macrostep on ``event`` (pure, XState ``transition``)."""
         state = self._state(snapshot)
-        if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
+        if type(event) is not dict and not isinstance(event, Mapping):
+            raise EngineError("an event must be a dict with a non-empty string 'type'")
+        etype = event.get("type")
+        if not isinstance(etype, str) or not etype:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
         event = js_values(event)  # JS number semantics at the fold boundary (spec §2.2)
-        cx = Ctx(self._compiled, self.machine_id)
+        compiled = self._compiled
+        if (
+            not compiled.has_eventless
+            and not etype.startswith(("xstate.", "@xstate."))
+            and not handles(compiled, state.nodes, etype)
+        ):
+            # no active state takes this type and nothing is eventless: the macrostep selects
+            # nothing and returns the same state (what the general path below concludes)
+            return Snapshot(snapshot.persisted, state, (), ())
+        cx = Ctx(compiled, self.machine_id, self._root_address)
         try:
             nxt = macrostep(cx, state, event, [])
         except AgentscopeError:
@@ -390,7 +403,7 @@ class StatechartMachine(MachineBase):
 
     def _state(self, snapshot: Snapshot) -> State:
         h = snapshot.handle
-        if isinstance(h, State) and any(n is self._compiled.root for n in h.nodes):
+        if isinstance(h, State) and self._compiled.root in h.nodes:  # Node equality is identity
             return h
         restored = self.restore(snapshot.persisted).handle
         assert isinstance(restored, State)
