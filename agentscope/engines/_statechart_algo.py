@@ -999,10 +999,25 @@ def microstep(
         return _targetless_step(cx, filtered, cur, event, queue, rv)
     nxt = cur
 
+    # Without history states, the exit and entry sets depend only on the configuration and on
+    # the transitions as resolved (targets, reenter): kept per machine; every effect (exit and
+    # entry callables, timers, invokes, done events) still runs each time
+    plan_key: Any = None
+    plan: tuple[tuple[Node, ...], tuple[Node, ...]] | None = None
+    if changes_state and not is_initial and not m.has_history:
+        plan_key = (cur.nodes, tuple((t, rv(t).targets, bool(rv(t).reenter)) for t in filtered))
+        plan = m.step_cache.get(plan_key)
+    exited: tuple[Node, ...] = ()
+    entered: tuple[Node, ...] = ()
+
     def exit_states() -> None:
-        nonlocal nxt, history, mut
-        to_exit = exit_set(filtered, mut, cur, rv)
-        to_exit.sort(key=lambda n: -n.order)
+        nonlocal nxt, history, mut, exited
+        if plan is not None:
+            to_exit = list(plan[0])
+        else:
+            to_exit = exit_set(filtered, mut, cur, rv)
+            to_exit.sort(key=lambda n: -n.order)
+        exited = tuple(to_exit)
         changed: dict[str, tuple[Node, ...]] | None = None
         current_nodes = list(mut)
         for ex in to_exit:
@@ -1063,8 +1078,9 @@ def microstep(
     if context is not None and context is not cur.context:
         nxt = clone(nxt, context=context)
 
-    def enter_states() -> None:
-        nonlocal nxt, mut
+    def entry_set() -> tuple[Node, ...]:
+        """The states to enter, in document order (a pure function of the configuration, the
+        transitions as resolved and the history)."""
         to_enter: list[Node] = []
         default_entry: list[Node] = []
 
@@ -1137,10 +1153,14 @@ def microstep(
                 add_ancestors(ancs, None if (t.source.parent is None and r.reenter) else domain)
             if r.reenter and domain is t.source:
                 add(to_enter, t.source)
+        return tuple(sorted(to_enter, key=lambda x: x.order))
 
+    def enter_states() -> None:
+        nonlocal nxt, mut, entered
+        entered = plan[1] if plan is not None else entry_set()
         completed: set[int] = set()
         children = dict(nxt.children)
-        for n in sorted(to_enter, key=lambda x: x.order):
+        for n in entered:
             if not any(n is x for x in mut):
                 mut.append(n)
             if n.invoke:
@@ -1241,6 +1261,8 @@ def microstep(
 
     if is_initial or changes_state:
         enter_states()
+    if plan_key is not None and plan is None and len(m.step_cache) < _CANDIDATE_CACHE_MAX:
+        m.step_cache[plan_key] = (exited, entered)
 
     if nxt.status == "done":
         # XState sorts its node array in place here, so a done snapshot keeps reverse order.

@@ -48,7 +48,7 @@ Callables must be pure and must not mutate their arguments. Anything else raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from agentscope.engines._statechart_algo import (
@@ -84,6 +84,7 @@ from agentscope.engines.base import (
     StateNodeInfo,
     TakenTransition,
     TransitionInfo,
+    rebind_session,
 )
 from agentscope.errors import (
     AgentscopeError,
@@ -134,6 +135,9 @@ def structural_view(config: Mapping[str, Any], extras: Mapping[str, Any] | None 
         else:
             view[key] = dict(value)
     return view
+
+
+_TRACE_CACHE_MAX = 4096
 
 
 class StatechartMachine(MachineBase):
@@ -229,6 +233,7 @@ class StatechartMachine(MachineBase):
         self._root_address = root_address(self.machine_id)
         self._graph: Graph | None = None
         self._edges: dict[Transition, int] | None = None
+        self._traces: dict[tuple[Any, ...], tuple[TakenTransition, ...]] = {}
 
     # -- Machine protocol ----------------------------------------------------------------
     def initial(self, input: Any = NO_INPUT) -> Snapshot:
@@ -381,6 +386,31 @@ class StatechartMachine(MachineBase):
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
         return dict(snapshot.persisted)
 
+    def fold_iter(
+        self,
+        seed: Snapshot,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        sessions: dict[str, str] | None = None,
+        chunk: int = 4096,
+    ) -> Iterator[Snapshot]:
+        """Like :meth:`fold`, but yields each snapshot as soon as it is computed.
+
+        Same results, ``sessions`` updates and errors as :meth:`fold` (a
+        :class:`~agentscope.errors.MachineExecutionError` gets ``index``, counted from the start
+        of ``events``). Nothing is held between steps, so a long fold keeps no batch of
+        snapshots alive (``chunk`` is accepted for the engines' common signature and unused).
+        """
+        cache: dict[str, str] = {} if sessions is None else sessions
+        s = seed
+        for i, ev in enumerate(events):
+            try:
+                s = self.transition(s, rebind_session(self, s, ev, cache))
+            except MachineExecutionError as exc:  # say which event failed
+                exc.index = i
+                raise
+            yield s
+
     def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
         """Return the session id this engine minted for the running child ``actor_id``."""
         child = self._state(snapshot).children.get(actor_id)
@@ -438,6 +468,13 @@ class StatechartMachine(MachineBase):
         return Snapshot(self._persist_state(state), state, *self._trace(cx))
 
     def _trace(self, cx: Ctx) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
+        if not cx.taken:
+            return (), tuple(cx.actions)
+        # the records are immutable values of what was taken: built once per distinct trace
+        key = tuple(cx.taken)
+        found = self._traces.get(key)
+        if found is not None:
+            return found, tuple(cx.actions)
         edges = self._edge_index()
         taken = tuple(
             TakenTransition(
@@ -452,6 +489,8 @@ class StatechartMachine(MachineBase):
             )
             for step, ev, t, targets, reenter in cx.taken
         )
+        if len(self._traces) < _TRACE_CACHE_MAX:
+            self._traces[key] = taken
         return taken, tuple(cx.actions)
 
     def _edge_index(self) -> dict[Transition, int]:
@@ -467,11 +506,12 @@ class StatechartMachine(MachineBase):
         if s.error is not UNDEFINED:
             out["error"] = strip_undefined(s.error)
         out["value"] = get_value(self._compiled, s)
-        out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in s.history.items()}
+        hv = s.history
+        out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in hv.items()} if hv else {}
         out["_nextTimerId"] = s.next_timer_id
         out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
         children: dict[str, Any] = {}
-        for cid, c in s.children.items():
+        for cid, c in s.children.items() if s.children else ():
             if c.snapshot is not UNDEFINED:
                 snap = c.snapshot
             else:
@@ -481,7 +521,7 @@ class StatechartMachine(MachineBase):
                 snap["effects"] = {"async": {"status": "active"}}
             children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
         out["children"] = children
-        out["timers"] = {k: dict(v) for k, v in s.timers.items()}
+        out["timers"] = {k: dict(v) for k, v in s.timers.items()} if s.timers else {}
         if self.declared_version is not None:
             out["machine"] = {"id": self.machine_id, "version": self.declared_version}
             out["version"] = self.declared_version
