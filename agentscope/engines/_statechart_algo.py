@@ -380,6 +380,9 @@ class Ctx:
     """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
     machine object holds no per-call state and is safe to share between threads."""
 
+    __slots__ = ("actions", "explicit_ids", "m", "machine_id", "root_address", "steps", "stopped_ids",
+                 "taken", "working_children")
+
     def __init__(self, m: CompiledMachine, machine_id: str, address: str | None = None) -> None:
         self.m = m
         self.machine_id = machine_id
@@ -473,9 +476,10 @@ def call_to(t: Transition, s: State, event: Mapping[str, Any]) -> Any:
 def evaluate_candidate(
     t: Transition, event: Mapping[str, Any], s: State, results: dict[Transition, Any] | None
 ) -> bool:
-    for k, v in t.matches.items():
-        if not _js_is(event.get(k, UNDEFINED), v):
-            return False
+    if t.matches:
+        for k, v in t.matches.items():
+            if not _js_is(event.get(k, UNDEFINED), v):
+                return False
     if t.invoke_id is not None and not session_matches(event, s, t.invoke_id):
         return False
     g = t.guard
@@ -554,8 +558,9 @@ def select_transitions(
         vkey = v
     else:
         return transition_node(m.root, get_value(m, s), s, event, results) or []
-    lt = legacy_type(event) or None
-    key = (vkey, event["type"], lt)
+    etype = event["type"]
+    lt = (legacy_type(event) or None) if etype.startswith("xstate.") else None  # only those have one
+    key = (vkey, etype, lt)
     cache = m.plan_cache
     plan = cache.get(key, _NO_PLAN)
     if plan is _NO_PLAN:
@@ -615,7 +620,7 @@ def _copy_value(v: Any) -> Any:
 # transition results
 
 
-@dataclass
+@dataclass(slots=True)
 class Result:
     targets: tuple[Node, ...] | None
     context: Any
@@ -625,6 +630,8 @@ class Result:
 
 class Resolver:
     """``createTransitionResultResolver``: evaluates (and caches) a transition's result."""
+
+    __slots__ = ("cache", "event", "m", "s", "selection")
 
     def __init__(
         self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[Transition, Any]
@@ -665,11 +672,20 @@ class Resolver:
             targets = None
             if tgt:
                 tl = (tgt,) if isinstance(tgt, str) else tuple(tgt)
-                targets = resolve_target(self.m, t.source, tl)
+                tkey = (t.source, tl)
+                targets = self.m.target_cache.get(tkey)
+                if targets is None:  # resolving is a pure function of the structure: kept
+                    targets = resolve_target(self.m, t.source, tl)
+                    if len(self.m.target_cache) < _CANDIDATE_CACHE_MAX:
+                        self.m.target_cache[tkey] = targets
             ctx = res.get("context", UNDEFINED)
             if ctx is None:
                 ctx = UNDEFINED
-            acts = _actions_of(res, f"function transition of '{t.source.id}'")
+            acts = (
+                _actions_of(res, f"function transition of '{t.source.id}'")
+                if res.get("actions") is not None
+                else ()
+            )
             return Result(targets, ctx, bool(res.get("reenter", False)), acts)
         ctx = t.context
         if callable(ctx):
@@ -812,6 +828,7 @@ class UndefinedDict(dict[str, Any]):
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
+_SAFE_INT = 1 << 53  # integers up to this are exact doubles (hashing.js_values leaves them)
 
 
 def has_undefined(v: Any) -> bool:
@@ -860,7 +877,20 @@ def strip_undefined(v: Any) -> Any:
 
 
 def _merge(ctx: Any, patch: Any, where: str) -> Any:
-    if not isinstance(patch, Mapping):
+    if type(patch) is dict:
+        for y in patch.values():  # a flat patch of JSON scalars: no UNDEFINED, no number to convert
+            ty = type(y)
+            if ty is str or ty is float or ty is bool or y is None:
+                continue
+            if ty is int and -_SAFE_INT <= y <= _SAFE_INT:
+                continue
+            break
+        else:
+            base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
+            flat: dict[str, Any] = UndefinedDict(base) if type(ctx) is UndefinedDict else dict(base)
+            flat.update(patch)
+            return flat
+    elif not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
     undefined = type(ctx) is UndefinedDict or has_undefined(patch)
     base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
@@ -984,19 +1014,19 @@ def microstep(
     if not ts:
         return cur
     m = cx.m
-    mut: list[Node] = list(cur.nodes)
-    history = cur.history
-    original_context = cur.context
     rv = Resolver(m, cur, event, selection)
     if len(ts) == 1:
         filtered = ts
         r0 = rv(ts[0])
         changes_state = bool(r0.targets) or r0.reenter
     else:
-        filtered = remove_conflicts(ts, mut, cur, rv)
+        filtered = remove_conflicts(ts, list(cur.nodes), cur, rv)
         changes_state = any(bool(rv(t).targets) or rv(t).reenter for t in filtered)
     if not changes_state and not is_initial and cur.status != "done":
         return _targetless_step(cx, filtered, cur, event, queue, rv)
+    mut: list[Node] = list(cur.nodes)
+    history = cur.history
+    original_context = cur.context
     nxt = cur
 
     # Without history states, the exit and entry sets depend only on the configuration and on

@@ -273,6 +273,8 @@ class CompiledMachine:
     handles_cache: dict[tuple[tuple[Node, ...], str], bool] = field(default_factory=dict)
     # the candidates of a non-parallel configuration, leaf to root, by (nodes or value, type, legacy)
     plan_cache: dict[tuple[Any, str, str | None], tuple[Transition, ...] | None] = field(default_factory=dict)
+    # resolved targets of function transitions by (source, target strings)
+    target_cache: dict[tuple[Node, tuple[str, ...]], tuple[Node, ...]] = field(default_factory=dict)
     has_history: bool = True  # some state is a history state (set by the compiler)
     # exit and entry sets (document order) by (configuration, transitions as resolved); only
     # for machines without history states, where nothing else decides them
