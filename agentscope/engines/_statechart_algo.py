@@ -67,6 +67,9 @@ class State:
     next_timer_id: int = 0
     seq: int = 0
     has_undefined: bool = False  # some context value is UNDEFINED (dropped when persisted)
+    # the persisted snapshot the engine built for this state (set once by the engine; a clone
+    # starts without one)
+    persisted_form: Any = field(default=None, init=False, compare=False, repr=False)
 
 
 _STATE_FIELDS = frozenset(f.name for f in dataclasses.fields(State))
@@ -86,6 +89,7 @@ def clone(s: State, **changes: Any) -> State:
     d = new.__dict__
     d.update(s.__dict__)
     d.update(changes)
+    d["persisted_form"] = None
     return new
 
 
@@ -1035,7 +1039,11 @@ def microstep(
     plan_key: Any = None
     plan: tuple[tuple[Node, ...], tuple[Node, ...]] | None = None
     if changes_state and not is_initial and not m.has_history:
-        plan_key = (cur.nodes, tuple((t, rv(t).targets, bool(rv(t).reenter)) for t in filtered))
+        if len(filtered) == 1:
+            r1 = rv(filtered[0])
+            plan_key = (cur.nodes, ((filtered[0], r1.targets, bool(r1.reenter)),))
+        else:
+            plan_key = (cur.nodes, tuple((t, rv(t).targets, bool(rv(t).reenter)) for t in filtered))
         plan = m.step_cache.get(plan_key)
     exited: tuple[Node, ...] = ()
     entered: tuple[Node, ...] = ()
@@ -1191,7 +1199,7 @@ def microstep(
         completed: set[int] = set()
         children = dict(nxt.children)
         for n in entered:
-            if not any(n is x for x in mut):
+            if n not in mut:  # Node equality is identity
                 mut.append(n)
             if n.invoke:
                 seq = nxt.seq
@@ -1313,7 +1321,8 @@ def microstep(
         if nxt.timers:
             nxt = clone(nxt, timers={})
 
-    same_nodes = len(cur.nodes) == len(mut) and all(any(n is x for x in mut) for n in cur.nodes)
+    # the same nodes (Node hashing and equality are identity; neither tuple holds one twice)
+    same_nodes = len(cur.nodes) == len(mut) and set(cur.nodes).issubset(mut)
     if history is cur.history and same_nodes:
         if nxt.context is not original_context:
             return clone(nxt) if nxt is cur else nxt

@@ -380,7 +380,7 @@ class StatechartMachine(MachineBase):
             if not cx.taken and not cx.actions:
                 return Snapshot(snapshot.persisted, state, (), ())
             return Snapshot(snapshot.persisted, state, *self._trace(cx))
-        return self._wrap(nxt, cx)
+        return self._wrap(nxt, cx, state)
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
@@ -462,10 +462,37 @@ class StatechartMachine(MachineBase):
                 )
             self._validate_value(v, child, [*path, str(k)])
 
-    def _wrap(self, state: State, cx: Ctx | None = None) -> Snapshot:
+    def _wrap(self, state: State, cx: Ctx | None = None, prev: State | None = None) -> Snapshot:
+        p = self._persisted_of(state, prev)
         if cx is None:
-            return Snapshot(self._persist_state(state), state)
-        return Snapshot(self._persist_state(state), state, *self._trace(cx))
+            return Snapshot(p, state)
+        return Snapshot(p, state, *self._trace(cx))
+
+    def _persisted_of(self, s: State, prev: State | None) -> dict[str, Any]:
+        """The persisted snapshot of ``s``, kept on it. When ``s`` differs from ``prev`` (the state
+        it was computed from) only in its context, ``prev``'s persisted snapshot with the new
+        context is exactly what :meth:`_persist_state` builds (same keys, same order; the other
+        members are shared, as unchanged context values already are)."""
+        pf = prev.persisted_form if prev is not None else None
+        if (
+            pf is not None
+            and prev is not None
+            and s.nodes is prev.nodes
+            and s.value is prev.value
+            and s.history is prev.history
+            and s.children is prev.children
+            and s.timers is prev.timers
+            and s.status == prev.status
+            and s.output is prev.output
+            and s.error is prev.error
+            and s.next_timer_id == prev.next_timer_id
+        ):
+            out = dict(pf)
+            out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
+        else:
+            out = self._persist_state(s)
+        object.__setattr__(s, "persisted_form", out)
+        return out
 
     def _trace(self, cx: Ctx) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
         if not cx.taken:
