@@ -368,7 +368,7 @@ class MachineExecutionError(EngineError):
 
 
 class RecorderError(AgentscopeError, ValueError):
-    """Misuse of :class:`~agentscope.engines.recorder.Recorder`: a fork index outside ``[1, len]``,
+    """Misuse of :class:`~agentscope.recorder.Recorder`: a fork index outside ``[1, len]``,
     an existing output file or store thread, a malformed or reserved event."""
 
     code = "recorder-error"

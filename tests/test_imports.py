@@ -182,3 +182,38 @@ def test_replay_is_the_function_and_the_package_still_imports() -> None:
         "import importlib; assert importlib.import_module('agentscope.replay').Timeline is Timeline"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+# The layers of docs/pipeline.md's module map, bottom first: a module may import its own layer
+# and the layers below it, never one above (a lazy import counts; ``TYPE_CHECKING`` does not).
+LAYERS: list[tuple[str, ...]] = [
+    ("agentscope._deep", "agentscope.errors", "agentscope.hashing", "agentscope.jsondiff",
+     "agentscope._query_lang"),
+    ("agentscope.log",),
+    ("agentscope.frames",),
+    ("agentscope.engines",),
+    ("agentscope.render", "agentscope.queries", "agentscope.examples"),
+    ("agentscope.replay",),
+    ("agentscope.forks", "agentscope.bulk", "agentscope.follow", "agentscope.recorder",
+     "agentscope.coverage_map"),
+]
+
+
+def _layer(module: str) -> int | None:
+    for k, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return k
+    return None  # views, what-if, CLI, the package root: the top, may import anything
+
+
+def test_imports_point_down_the_layers() -> None:
+    up = []
+    for module, deps in import_graph().items():
+        here = _layer(module)
+        if here is None:
+            continue
+        for dep in deps:
+            there = _layer(dep)
+            if dep != "agentscope" and (there is None or there > here):
+                up.append(f"{module} -> {dep}")
+    assert not up, "imports that run back up the pipeline: " + ", ".join(sorted(up))

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from agentscope.engines.base import NO_INPUT
-from agentscope.engines.recorder import ManualClock, Recorder, RecorderError, fold_entries
 from agentscope.engines.statechart import StatechartMachine
 from agentscope.engines.xstate import load_machine
 from agentscope.examples import python_machines as pm
 from agentscope.hashing import state_hash
 from agentscope.log import read_log
 from agentscope.log.validate import validate_entries
+from agentscope.recorder import ManualClock, Recorder, RecorderError, fold_entries
 from agentscope.replay import verify
 from tests.conftest import MACHINES, load_json, requires_node
 

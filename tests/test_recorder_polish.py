@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agentscope.engines.recorder import Recorder
 from agentscope.engines.statechart import StatechartMachine
 from agentscope.errors import MachineExecutionError, RecorderError
+from agentscope.recorder import Recorder
 
 
 def _machine(value: Any) -> StatechartMachine:

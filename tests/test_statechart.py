@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from agentscope.engines.base import Machine
-from agentscope.engines.recorder import fold_entries
 from agentscope.engines.statechart import StatechartMachine, setup
 from agentscope.errors import EngineError, StatechartConfigError
 from agentscope.examples import python_machines as pm
 from agentscope.hashing import canonical_json, state_hash
+from agentscope.recorder import fold_entries
 from tests.conftest import load_json
 
 LOGS: list[tuple[str, Callable[[], StatechartMachine]]] = [

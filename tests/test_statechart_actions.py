@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from agentscope.engines.recorder import ManualClock, Recorder
 from agentscope.engines.statechart import UNDEFINED, Cancel, Emit, Raise, StatechartMachine
 from agentscope.errors import EngineError, MachineExecutionError, StatechartConfigError
 from agentscope.hashing import state_hash
+from agentscope.recorder import ManualClock, Recorder
 from agentscope.replay import verify
 
 

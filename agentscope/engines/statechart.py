@@ -149,7 +149,7 @@ class StatechartMachine(MachineBase):
         The machine config (see the module docstring for the vocabulary).
     actors : Mapping[str, Callable[[Any], Any]], optional
         Actor implementations by ``src`` name, ``callable(input) -> output`` (raise to fail). The
-        pure engine never runs them; :class:`~agentscope.engines.recorder.Recorder` does. When
+        pure engine never runs them; :class:`~agentscope.recorder.Recorder` does. When
         given, every ``invoke`` ``src`` must be among them (XState fails on a missing one); when
         omitted, any ``src`` name is accepted (enough for replaying a log).
     guards, actions, delays : Mapping, optional

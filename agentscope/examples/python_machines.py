@@ -4,7 +4,7 @@ Each is the Python twin of a module in ``tests/fixtures/real/machines/`` (``coun
 ``ticket.mjs``, ``triage.mjs``): same ids, same structure (so the same structural
 ``machineVersion``), same context updates, so replaying the real logs reproduces every recorded
 ``verification.stateHash``. The triage actors are Python ports of the mocks the logs were recorded
-with, so :class:`~agentscope.engines.recorder.Recorder` can run the machine live.
+with, so :class:`~agentscope.recorder.Recorder` can run the machine live.
 """
 
 from __future__ import annotations

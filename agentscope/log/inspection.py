@@ -58,7 +58,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentscope.errors import IncompleteRecordError, LogFormatError, ThreadNotFoundError
 from agentscope.log.model import ErrorsMode, EventLog
@@ -67,7 +67,14 @@ from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, TOO_DEEP, is_recorded
 if TYPE_CHECKING:
     import pandas as pd
 
-    from agentscope.engines.base import Machine
+
+class _Versioned(Protocol):
+    """What :func:`read_inspection` needs of a machine: its §3 ``version`` (any
+    :class:`~agentscope.engines.base.Machine` has one; the log layer sits below the engines)."""
+
+    @property
+    def version(self) -> str: ...
+
 
 __all__ = [
     "ACTOR_COLUMNS",
@@ -279,7 +286,7 @@ def read_inspection(
     *,
     source: str = "<inspection>",
     thread: str | None = None,
-    machine: Machine | None = None,
+    machine: _Versioned | None = None,
     errors: ErrorsMode = "raise",
 ) -> EventLog:
     """Read an XState inspection recording as the root actor's :class:`EventLog`.

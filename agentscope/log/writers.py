@@ -7,7 +7,7 @@
   ``5e-7``; an integer beyond 2^53 rounded to its double), strings as ``JSON.stringify`` quotes
   them (lone surrogates escaped ``\\udxxx``, the rest literal), object members in V8's property
   order (integer-like keys first, ascending, then the others in insertion order). The
-  :class:`~agentscope.engines.recorder.Recorder` writes its logs so (:func:`write_json`,
+  :class:`~agentscope.recorder.Recorder` writes its logs so (:func:`write_json`,
   :func:`write_jsonl`, ``to_sqlite``).
 - ``integers="exact"``: *raw* entry values as read (``agentscope export``, data embedded in HTML
   pages): integers keep the log's literal digits (``9007199254740993``; ``JSON.parse`` rounds it

@@ -31,6 +31,7 @@ from agentscope.errors import AgentscopeError, EngineError, MachineExecutionErro
 from agentscope.hashing import state_hash
 from agentscope.log.validate import json_safety_problem
 from agentscope.log.writers import js_json  # the one JSON writer: entries as a JS host writes them
+from agentscope.replay.fold import fold_segment  # the host sits above the fold
 
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
@@ -558,6 +559,4 @@ def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list
     The library's one fold (:func:`agentscope.replay.fold.fold_segment`: seed, batched ``fold``
     with session rebinding, the failing entry named).
     """
-    from agentscope.replay.fold import fold_segment  # the host sits above the fold
-
     return [snap for _, snap in fold_segment(machine, entries, 0, len(entries))]
