@@ -51,6 +51,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from agentscope.engines import _statechart_algo as _algo
 from agentscope.engines._statechart_algo import (
     Child,
     Ctx,
@@ -357,7 +358,8 @@ class StatechartMachine(MachineBase):
         event = js_values(event)  # JS number semantics at the fold boundary (spec §2.2)
         compiled = self._compiled
         if (
-            not compiled.has_eventless
+            _algo.FAST_PATHS
+            and not compiled.has_eventless
             and not etype.startswith(("xstate.", "@xstate."))
             and not handles(compiled, state.nodes, etype)
         ):
@@ -477,6 +479,7 @@ class StatechartMachine(MachineBase):
         if (
             pf is not None
             and prev is not None
+            and _algo.FAST_PATHS
             and s.nodes is prev.nodes
             and s.value is prev.value
             and s.history is prev.history
