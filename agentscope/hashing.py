@@ -698,9 +698,11 @@ def _djb2_ascii(data: bytes) -> str:
         for b in data:
             h = (h * 33 + b) & _MASK
         return f"{h:08x}"
-    units = np.frombuffer(data, dtype=np.uint8)
-    acc = int(units.dot(_reversed_powers(n)))  # uint64 arithmetic wraps mod 2**64 (exact mod 2**32)
-    h = (acc + _seed_share(n)) & _MASK
+    table, lead = _rev_table, _lead
+    size = len(table)
+    powers = table[size - n :] if n <= size else _reversed_powers(n)
+    acc = int(np.frombuffer(data, dtype=np.uint8).dot(powers))  # uint64: exact mod 2**32
+    h = (acc + (lead[n] if n < len(lead) else _seed_share(n))) & _MASK
     return f"{h:08x}"
 
 

@@ -396,7 +396,9 @@ class Ctx:
         self.m = m
         self.machine_id = machine_id
         self.root_address = root_address(machine_id) if address is None else address
-        self.begin(None)
+        self.working_children: Mapping[str, Child] = {}  # what begin(None) sets
+        self.explicit_ids: set[str] = set()
+        self.stopped_ids: set[str] = set()
         # what the call did, for Snapshot.transitions / Snapshot.actions
         self.steps = 0
         self.taken: list[tuple[int, str, Transition, tuple[Node, ...], bool]] = []
@@ -1378,6 +1380,9 @@ def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transi
     return remove_conflicts(enabled, list(s.nodes), s, rv)
 
 
+_TERMINATING = frozenset({"xstate.done.actor", "xstate.error.actor"})
+
+
 def _remove_terminated(s: State, ev: Mapping[str, Any]) -> State:
     if ev.get("type") not in ("xstate.done.actor", "xstate.error.actor"):
         return s
@@ -1406,7 +1411,10 @@ def macrostep(
     m = cx.m
     if not initial and event.get("type") == "@xstate.stop":
         return clone(nxt, children={}, timers={}, status="stopped")
-    next_event: Mapping[str, Any] = event if initial else normalize_event(event, m)
+    etype = event.get("type")
+    next_event: Mapping[str, Any] = (
+        event if initial or not etype.startswith("xstate.") else normalize_event(event, m)
+    )
     if event.get("type") == "@xstate.init":
         initial = True
     if not initial and event.get("type") == "xstate.timer":
@@ -1432,7 +1440,8 @@ def macrostep(
             nxt = clone(snapshot, status="error", error=cur_ev.get("error", UNDEFINED))
             return _remove_terminated(nxt, cur_ev)
         nxt = microstep(cx, ts, snapshot, next_event, False, queue, selection)
-        nxt = _remove_terminated(nxt, cur_ev)
+        if cur_ev["type"] in _TERMINATING:
+            nxt = _remove_terminated(nxt, cur_ev)
     if not queue and not m.has_eventless:
         return nxt
     should_select = True

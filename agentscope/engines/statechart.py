@@ -407,7 +407,9 @@ class StatechartMachine(MachineBase):
         s = seed
         for i, ev in enumerate(events):
             try:
-                s = self.transition(s, rebind_session(self, s, ev, cache))
+                # an event without a sessionId is never rebound (rebind_session returns it as is)
+                plain = type(ev) is dict and "sessionId" not in ev
+                s = self.transition(s, ev if plain else rebind_session(self, s, ev, cache))
             except MachineExecutionError as exc:  # say which event failed
                 exc.index = i
                 raise
