@@ -406,9 +406,9 @@ class Ctx:
 
     def begin(self, working: State | None) -> None:
         """Start one transition's child-id transaction (XState's spawn allocation)."""
-        self.working_children: Mapping[str, Child] = working.children if working is not None else {}
-        self.explicit_ids: set[str] = set()
-        self.stopped_ids: set[str] = set()
+        self.working_children = working.children if working is not None else {}
+        self.explicit_ids = set()
+        self.stopped_ids = set()
 
     def stopped(self, child_id: str) -> None:
         self.stopped_ids.add(child_id)
@@ -1411,7 +1411,7 @@ def macrostep(
     m = cx.m
     if not initial and event.get("type") == "@xstate.stop":
         return clone(nxt, children={}, timers={}, status="stopped")
-    etype = event.get("type")
+    etype: str = event["type"]  # a non-empty string (checked by the caller)
     next_event: Mapping[str, Any] = (
         event if initial or not etype.startswith("xstate.") else normalize_event(event, m)
     )
