@@ -331,7 +331,7 @@ class _SegmentPass:
         e = entries[i]
         rec = recorded_hash(e)  # the text feed() stored for entry i (idx.recorded_hash(i))
         timers = p.get("timers")
-        timers = timers if isinstance(timers, Mapping) else {}
+        timers = timers if type(timers) is dict or isinstance(timers, Mapping) else {}
         # recordedAt matters only for pending timers and for explaining a mismatch
         at = recorded_at_ms(e) if timers or (rec is not None and rec != h) else None
         if self.known_starts:
