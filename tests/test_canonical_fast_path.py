@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from agentscope.examples.python_machines import counter_machine
 from agentscope.hashing import (
+    _FAST_GUARD,
+    _guard_hit,
     canonical_snapshot_json,
     djb2_hex,
     djb2_hex_reference,
@@ -101,3 +103,30 @@ def _walk(v: Any) -> Any:
             stack.extend(x.values())
         elif isinstance(x, list):
             stack.extend(x)
+
+
+# the guard's substring form must say exactly what the regex says: generated from the bytes the
+# patterns are made of (digits, quotes, braces, commas, "e+", ".0", "__proto__"), so every
+# alternative and its near misses (".5,", "1e5", 15 digits, '{"a') come up
+_GUARD_PARTS = st.sampled_from(
+    [b"0", b"1", b"7", b"9", b'"', b"{", b",", b"}", b"]", b"[", b".", b"e", b"e+", b"e-", b"+",
+     b"-", b"a", b":", b"__proto__", b'"__proto__"', b".0", b"1234567890123456", b"123456789012345",
+     b"\xc3\xa9"]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(parts=st.lists(_GUARD_PARTS, max_size=24), raw=st.binary(max_size=12))
+def test_the_guard_tests_agree_with_the_guard_pattern(parts: list[bytes], raw: bytes) -> None:
+    for out in (b"".join(parts), b"".join(parts) + raw, raw + b"".join(parts)):
+        assert _guard_hit(out) == (_FAST_GUARD.search(out) is not None), out
+
+
+def test_the_guard_tests_catch_every_alternative() -> None:
+    hits = [b'{"0":1}', b'{"a":1,"9":2}', b"[1234567890123456]", b"[1e+21]", b"[5e-7]", b"[1.0]",
+            b'{"a":2.0}', b"[[1.0],2]", b'{"__proto__":1}']
+    misses = [b'{"a":"0"}', b"[123456789012345]", b"[1.5]", b'{"a":"e+1"}', b"[10]", b'"1.0x"']
+    for out in hits:
+        assert _guard_hit(out) and _FAST_GUARD.search(out) is not None, out
+    for out in misses:
+        assert not _guard_hit(out) and _FAST_GUARD.search(out) is None, out

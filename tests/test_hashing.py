@@ -285,3 +285,14 @@ def test_non_string_keys_are_js_property_names() -> None:
     config = {"after": {1000: {"target": "b"}}, "id": "m"}
     assert structural_string(config) == '{"after":{"1000":{"target":"b"}},"id":"m"}'
     assert canonical_json({2: "x", "a": 1}) == '{"2":"x","a":1}'
+
+
+@pytest.mark.parametrize("length", [0, 1, 47, 48, 49, 50, 200, 1000, 4095, 4096, 4097, 9000])
+def test_djb2_ascii_bytes_path_equals_reference(length: int) -> None:
+    """The ASCII path (one byte per unit, uint64 dot product, cached seed share) on both sides of
+    the short-loop threshold and of the power table's growth."""
+    from agentscope.hashing import _djb2_ascii, _seed_share
+
+    text = "".join(chr(32 + (i * 7919) % 95) for i in range(length))
+    assert _djb2_ascii(text.encode()) == djb2_hex_reference(text)
+    assert _seed_share(length) == 5381 * pow(33, length, 2**32) % 2**32

@@ -119,7 +119,13 @@ def test_explicit_null_envelope_field_in_any_spacing(tmp_path: Path, key: str, s
 
 def test_literals_and_bad_lines_in_big_files(tmp_path: Path) -> None:
     entries = big_log()
-    for literal, value_type in (("NaN", "NaN"), ("-Infinity", "-Infinity"), ("1e999", "Infinity"), ("-0", "-0")):
+    for literal, value_type in (
+        ("NaN", "NaN"), ("-Infinity", "-Infinity"), ("1e999", "Infinity"), ("-0", "-0"),
+        # Arrow accepts these; JSON.parse reads -0 (underflow) or Infinity (overflow)
+        ("-1e-400", "-0"), ("-2e-324", "-0"), ("-0." + "0" * 400 + "1", "-0"),
+        ("1" + "0" * 250 + "e99", "Infinity"), ("1.797693134862315808e308", "Infinity"),
+        ("-" + "9" * 309, "-Infinity"),
+    ):
         text = json.dumps(entries[1234]).replace('"qty": ', f'"qty": {literal}, "was": ')
         p = write(tmp_path / "big.jsonl", entries, {1234: text})
         with pytest.raises(NonSerializableError) as info:
@@ -162,3 +168,63 @@ def test_blank_lines_and_two_objects_on_a_line(tmp_path: Path) -> None:
     with pytest.raises(LogFormatError) as info:
         read_log(p)
     assert info.value.line == 71
+
+
+def test_blank_line_cannot_hide_two_objects_on_a_line(tmp_path: Path) -> None:
+    # entries 70 and 71 on line 71 and line 72 blank: rows, lines, indices and ids all add up
+    entries = big_log()
+    p = write(tmp_path / "big.jsonl", entries, {70: json.dumps(entries[70]) + " " + json.dumps(entries[71]), 71: ""})
+    with pytest.raises(LogFormatError) as info:
+        read_log(p)
+    assert info.value.line == 71
+
+
+def test_era_b_keys_in_an_era_c_log_stay_on_the_fast_path(tmp_path: Path) -> None:
+    # Era C tolerates correlationId and verification.effectsHash (§1.1): nothing to fall back for
+    entries = copy.deepcopy(big_log())
+    for e in entries[1:]:
+        e["correlationId"] = "corr-1"
+        if "verification" in e:
+            e["verification"]["effectsHash"] = "0badcafe"
+    log = read_log(write(tmp_path / "big.jsonl", entries))
+    assert log._entries is None and log.era == "C"
+    assert read_log(entries).era == "C"  # the exact reader accepts it too
+    assert log.df["state_hash"].iloc[1] == entries[1]["verification"]["stateHash"]
+    assert log.entries == entries
+
+
+def test_every_block_is_checked_and_the_log_is_validated_once(tmp_path: Path) -> None:
+    from agentscope.log.fast import BLOCK_BYTES
+    from agentscope.log.validate import is_validated
+
+    entries = copy.deepcopy(big_log())
+    entries[3000]["event"]["blob"] = "z" * (BLOCK_BYTES + 1000)  # a line longer than a block
+    p = write(tmp_path / "big.jsonl", entries)
+    assert p.stat().st_size > 2 * BLOCK_BYTES
+    log = read_log(p)
+    assert log._entries is None and is_validated(log)
+    assert log.df["event"].iloc[3000] == entries[3000]["event"]
+    assert log.entries == entries
+    # a problem in the last block, and a torn final line, are still found
+    bad = copy.deepcopy(entries)
+    bad[N - 1].update(index=N)
+    _expect_same(write(tmp_path / "big.jsonl", bad), EntryValidationError, N - 1, "index")
+    p.write_text("\n".join(json.dumps(e) for e in entries)[:-5])
+    from agentscope.errors import IncompleteRecordError
+
+    with pytest.raises(IncompleteRecordError) as info:
+        read_log(p)
+    assert (info.value.index, info.value.line) == (N - 1, N)
+
+
+def test_metadata_cells_on_many_rows_match_the_exact_frame(tmp_path: Path) -> None:
+    entries = copy.deepcopy(big_log())
+    for i, e in enumerate(entries[1:], start=1):
+        if i % 5 == 0:
+            e["metadata"] = {"usage": {"tokens": i}}
+    log = read_log(write(tmp_path / "big.jsonl", entries))
+    assert log._entries is None
+    expected = _frame_from_entries(entries)
+    assert [None if m is None else dict(m) for m in log.df["metadata"]] == list(expected["metadata"])
+    assert isinstance(log.df["metadata"].iloc[5], LazyPayload) and log.df["metadata"].iloc[6] is None
+    pd.testing.assert_frame_equal(log.df.drop(columns=["event", "metadata"]), expected.drop(columns=["event", "metadata"]))

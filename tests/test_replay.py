@@ -118,6 +118,18 @@ def test_tampered_hash_deadbeef() -> None:
     assert list(rep.mismatches["index"]) == [2]  # later entries verify again
 
 
+def test_a_recorded_hash_is_compared_as_its_exact_text() -> None:
+    """``"feb93e40\n"`` (the right digits and a newline) is not the hash ``feb93e40``: verify
+    reports a mismatch, as replay does, and shows the recorded text as it is."""
+    log = copy.deepcopy(SPEC_72)
+    log[2]["verification"]["stateHash"] = "feb93e40\n"
+    with pytest.raises(ReplayDivergenceError):
+        replay(SpecCounter(), log)
+    rep = verify(SpecCounter(), log, explain=False)
+    assert list(rep.mismatches["index"]) == [2]
+    assert rep.df.loc[2, "recorded_hash"] == "feb93e40\n" and rep.df.loc[2, "computed_hash"] == "feb93e40"
+
+
 def test_strict_mode_missing_verification() -> None:
     log = copy.deepcopy(SPEC_72)
     del log[3]["verification"]

@@ -90,3 +90,20 @@ def test_a_failure_in_a_later_chunk_yields_every_earlier_snapshot(fail_at: int) 
         assert getattr(info.value, "index", None) == fail_at
         assert got == [str(i) for i in range(fail_at)]
         assert m.fold(m.initial(), events[:2], sessions={})[-1].context["stored"] == "1"  # usable
+
+
+def test_many_replies_leave_the_runner_stderr_clean() -> None:
+    # every reply is written by one helper; it used to leave an "error" listener on stdout behind
+    # per reply (Node warns past 10), and the runner's V8 heap flag must be known to this Node
+    with load_machine(LOOP) as m:
+        for _ in range(15):
+            m.ping()
+        s0 = m.initial({"limit": 100})
+        assert len(m.fold(s0, loop_events(20), sessions={})) == 20
+        runner = m._runner
+        m.close()
+        assert runner._drain_thread is not None
+        runner._drain_thread.join(timeout=5.0)
+        err = runner.stderr_text()
+    assert "MaxListenersExceededWarning" not in err
+    assert "unrecognized flag" not in err

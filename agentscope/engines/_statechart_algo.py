@@ -67,7 +67,15 @@ class State:
     next_timer_id: int = 0
     seq: int = 0
     has_undefined: bool = False  # some context value is UNDEFINED (dropped when persisted)
+    # the persisted snapshot the engine built for this state (set once by the engine; a clone
+    # starts without one)
+    persisted_form: Any = field(default=None, init=False, compare=False, repr=False)
 
+
+FAST_PATHS = True
+"""The engine's shortcuts (cached selection, exit and entry sets; the targetless microstep; an
+event nothing takes; the persisted snapshot of a context-only step) are on. Each gives exactly
+what the general path gives; tests turn them off to compare the two on the same inputs."""
 
 _STATE_FIELDS = frozenset(f.name for f in dataclasses.fields(State))
 
@@ -86,6 +94,7 @@ def clone(s: State, **changes: Any) -> State:
     d = new.__dict__
     d.update(s.__dict__)
     d.update(changes)
+    d["persisted_form"] = None
     return new
 
 
@@ -265,6 +274,8 @@ def _s(v: Any) -> str:
 
 def normalize_event(event: Mapping[str, Any], m: CompiledMachine) -> Mapping[str, Any]:
     t = event["type"]
+    if not t.startswith("xstate."):  # every form rewritten below starts so
+        return event
     if t in ("xstate.done.actor", "xstate.error.actor", "xstate.done.state", "xstate.after"):
         return event
     for prefix, typ, key in (
@@ -343,6 +354,22 @@ def _candidates(node: Node, event_type: str, lt: str | None) -> tuple[Transition
     return tuple(exact + wild if exact else wild)
 
 
+def handles(m: CompiledMachine, nodes: tuple[Node, ...], event_type: str) -> bool:
+    """Whether any node of the configuration ``nodes`` has a transition an event of
+    ``event_type`` may take (exact or wildcard descriptor; for a type with no legacy form,
+    i.e. not ``xstate.*``). A pure function of its arguments, kept per configuration and type.
+    ``False`` means the event selects nothing in any microstep's first selection."""
+    key = (nodes, event_type)
+    cache = m.handles_cache
+    found = cache.get(key)
+    if found is None:
+        ev = {"type": event_type}
+        found = any(candidates(n, ev) for n in nodes)
+        if len(cache) < _CANDIDATE_CACHE_MAX:
+            cache[key] = found
+    return found
+
+
 def _js_is(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -362,11 +389,16 @@ class Ctx:
     """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
     machine object holds no per-call state and is safe to share between threads."""
 
-    def __init__(self, m: CompiledMachine, machine_id: str) -> None:
+    __slots__ = ("actions", "explicit_ids", "m", "machine_id", "root_address", "steps", "stopped_ids",
+                 "taken", "working_children")
+
+    def __init__(self, m: CompiledMachine, machine_id: str, address: str | None = None) -> None:
         self.m = m
         self.machine_id = machine_id
-        self.root_address = root_address(machine_id)
-        self.begin(None)
+        self.root_address = root_address(machine_id) if address is None else address
+        self.working_children: Mapping[str, Child] = {}  # what begin(None) sets
+        self.explicit_ids: set[str] = set()
+        self.stopped_ids: set[str] = set()
         # what the call did, for Snapshot.transitions / Snapshot.actions
         self.steps = 0
         self.taken: list[tuple[int, str, Transition, tuple[Node, ...], bool]] = []
@@ -374,9 +406,9 @@ class Ctx:
 
     def begin(self, working: State | None) -> None:
         """Start one transition's child-id transaction (XState's spawn allocation)."""
-        self.working_children: Mapping[str, Child] = working.children if working is not None else {}
-        self.explicit_ids: set[str] = set()
-        self.stopped_ids: set[str] = set()
+        self.working_children = working.children if working is not None else {}
+        self.explicit_ids = set()
+        self.stopped_ids = set()
 
     def stopped(self, child_id: str) -> None:
         self.stopped_ids.add(child_id)
@@ -455,9 +487,10 @@ def call_to(t: Transition, s: State, event: Mapping[str, Any]) -> Any:
 def evaluate_candidate(
     t: Transition, event: Mapping[str, Any], s: State, results: dict[Transition, Any] | None
 ) -> bool:
-    for k, v in t.matches.items():
-        if not _js_is(event.get(k, UNDEFINED), v):
-            return False
+    if t.matches:
+        for k, v in t.matches.items():
+            if not _js_is(event.get(k, UNDEFINED), v):
+                return False
     if t.invoke_id is not None and not session_matches(event, s, t.invoke_id):
         return False
     g = t.guard
@@ -513,6 +546,68 @@ def transition_node(
     return inner
 
 
+_NO_PLAN: Any = object()
+
+
+def select_transitions(
+    m: CompiledMachine, s: State, event: Mapping[str, Any], results: dict[Transition, Any] | None
+) -> list[Transition]:
+    """``transition_node(root, value)`` of ``s`` for ``event``, or ``[]``.
+
+    A configuration without parallel regions is a chain of nodes from the active leaf up to the
+    root, and ``transition_node`` takes the first enabled candidate of the first node (leaf
+    first) that has one: that is the first enabled candidate of the chain's candidates listed
+    leaf to root. That list depends only on the configuration (its node tuple, or its value when
+    the state carries one as a string) and the event type, so it is kept; every candidate is still
+    evaluated (guards, function transitions) in the same order, stopping at the same one.
+    Parallel configurations and object values carried by the state take ``transition_node``.
+    """
+    v = s.value
+    if not FAST_PATHS:
+        return transition_node(m.root, get_value(m, s), s, event, results) or []
+    if v is None:
+        vkey: Any = s.nodes
+    elif type(v) is str:
+        vkey = v
+    else:
+        return transition_node(m.root, get_value(m, s), s, event, results) or []
+    etype = event["type"]
+    lt = (legacy_type(event) or None) if etype.startswith("xstate.") else None  # only those have one
+    key = (vkey, etype, lt)
+    cache = m.plan_cache
+    plan = cache.get(key, _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = _chain_plan(m, get_value(m, s), event)
+        if len(cache) < _CANDIDATE_CACHE_MAX:
+            cache[key] = plan
+    if plan is None:
+        return transition_node(m.root, get_value(m, s), s, event, results) or []
+    for c in plan:
+        if evaluate_candidate(c, event, s, results):
+            return [c]
+    return []
+
+
+def _chain_plan(m: CompiledMachine, value: Any, event: Mapping[str, Any]) -> tuple[Transition, ...] | None:
+    """The candidates of the chain of nodes ``value`` names, leaf to root; ``None`` when the value
+    has a parallel (multi-key) level."""
+    node = m.root
+    chain = [node]
+    while True:
+        if isinstance(value, str):
+            chain.append(node.states[value])
+            break
+        keys = list(value)
+        if not keys:
+            break
+        if len(keys) > 1:
+            return None
+        node = node.states[keys[0]]
+        chain.append(node)
+        value = value[keys[0]]
+    return tuple(c for n in reversed(chain) for c in candidates(n, event))
+
+
 _VALUE_CACHE_MAX = 4096
 
 
@@ -538,7 +633,7 @@ def _copy_value(v: Any) -> Any:
 # transition results
 
 
-@dataclass
+@dataclass(slots=True)
 class Result:
     targets: tuple[Node, ...] | None
     context: Any
@@ -548,6 +643,8 @@ class Result:
 
 class Resolver:
     """``createTransitionResultResolver``: evaluates (and caches) a transition's result."""
+
+    __slots__ = ("cache", "event", "m", "s", "selection")
 
     def __init__(
         self, m: CompiledMachine, s: State, event: Mapping[str, Any], selection: dict[Transition, Any]
@@ -572,14 +669,14 @@ class Resolver:
             else:
                 res = call_to(t, self.s, self.event)
                 self.selection[t] = res
-            if res is not None and not isinstance(res, Mapping):
+            if res is not None and type(res) is not dict and not isinstance(res, Mapping):
                 raise EngineError(
                     f"function transition of '{t.source.id}' must return a dict or None, "
                     f"got {type(res).__name__}"
                 )
             res = res or {}
-            extra = [k for k in res if k not in _RESULT_KEYS]
-            if extra:
+            if not _RESULT_KEYS.issuperset(res):
+                extra = [k for k in res if k not in _RESULT_KEYS]
                 raise EngineError(
                     f"function transition of '{t.source.id}' returned unsupported key(s) {extra!r} "
                     f"(supported: target, context, reenter, actions)"
@@ -588,11 +685,20 @@ class Resolver:
             targets = None
             if tgt:
                 tl = (tgt,) if isinstance(tgt, str) else tuple(tgt)
-                targets = resolve_target(self.m, t.source, tl)
+                tkey = (t.source, tl)
+                targets = self.m.target_cache.get(tkey)
+                if targets is None:  # resolving is a pure function of the structure: kept
+                    targets = resolve_target(self.m, t.source, tl)
+                    if len(self.m.target_cache) < _CANDIDATE_CACHE_MAX:
+                        self.m.target_cache[tkey] = targets
             ctx = res.get("context", UNDEFINED)
             if ctx is None:
                 ctx = UNDEFINED
-            acts = _actions_of(res, f"function transition of '{t.source.id}'")
+            acts = (
+                _actions_of(res, f"function transition of '{t.source.id}'")
+                if res.get("actions") is not None
+                else ()
+            )
             return Result(targets, ctx, bool(res.get("reenter", False)), acts)
         ctx = t.context
         if callable(ctx):
@@ -735,6 +841,7 @@ class UndefinedDict(dict[str, Any]):
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
+_SAFE_INT = 1 << 53  # integers up to this are exact doubles (hashing.js_values leaves them)
 
 
 def has_undefined(v: Any) -> bool:
@@ -783,7 +890,20 @@ def strip_undefined(v: Any) -> Any:
 
 
 def _merge(ctx: Any, patch: Any, where: str) -> Any:
-    if not isinstance(patch, Mapping):
+    if type(patch) is dict:
+        for y in patch.values():  # a flat patch of JSON scalars: no UNDEFINED, no number to convert
+            ty = type(y)
+            if ty is str or ty is float or ty is bool or y is None:
+                continue
+            if ty is int and -_SAFE_INT <= y <= _SAFE_INT:
+                continue
+            break
+        else:
+            base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
+            flat: dict[str, Any] = UndefinedDict(base) if type(ctx) is UndefinedDict else dict(base)
+            flat.update(patch)
+            return flat
+    elif not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
     undefined = type(ctx) is UndefinedDict or has_undefined(patch)
     base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
@@ -864,6 +984,37 @@ def _done_event(state_id: str, output: Any) -> dict[str, Any]:
     return ev
 
 
+def _targetless_step(
+    cx: Ctx,
+    filtered: list[Transition],
+    cur: State,
+    event: Mapping[str, Any],
+    queue: list[Mapping[str, Any]],
+    rv: Resolver,
+) -> State:
+    """:func:`microstep` when no transition has targets or re-enters and the state is not done:
+    no state is exited or entered, so only the transitions' context patches and actions apply
+    (the same steps, in the same order, as the general path takes for this case)."""
+    context = cur.context
+    step = cx.steps
+    cx.steps += 1
+    etype = str(event.get("type", ""))
+    transition_actions: list[Action] = []
+    for t in filtered:
+        r = rv(t)
+        cx.taken.append((step, etype, t, r.targets or (), bool(r.reenter)))
+        if r.context is not UNDEFINED:
+            context = _merge(context, r.context, f"transition of '{t.source.id}'")
+        if r.actions:
+            transition_actions.extend(r.actions)
+    nxt = cur
+    if transition_actions:
+        nxt = apply_actions(cx, nxt, tuple(transition_actions), queue)
+    if context is not None and context is not cur.context:
+        nxt = clone(nxt, context=context)
+    return nxt
+
+
 def microstep(
     cx: Ctx,
     ts: list[Transition],
@@ -876,18 +1027,44 @@ def microstep(
     if not ts:
         return cur
     m = cx.m
+    rv = Resolver(m, cur, event, selection)
+    if len(ts) == 1:
+        filtered = ts
+        r0 = rv(ts[0])
+        changes_state = bool(r0.targets) or r0.reenter
+    else:
+        filtered = remove_conflicts(ts, list(cur.nodes), cur, rv)
+        changes_state = any(bool(rv(t).targets) or rv(t).reenter for t in filtered)
+    if not changes_state and not is_initial and cur.status != "done" and FAST_PATHS:
+        return _targetless_step(cx, filtered, cur, event, queue, rv)
     mut: list[Node] = list(cur.nodes)
     history = cur.history
     original_context = cur.context
-    rv = Resolver(m, cur, event, selection)
-    filtered = ts if len(ts) == 1 else remove_conflicts(ts, mut, cur, rv)
-    changes_state = any(bool(rv(t).targets) or rv(t).reenter for t in filtered)
     nxt = cur
 
+    # Without history states, the exit and entry sets depend only on the configuration and on
+    # the transitions as resolved (targets, reenter): kept per machine; every effect (exit and
+    # entry callables, timers, invokes, done events) still runs each time
+    plan_key: Any = None
+    plan: tuple[tuple[Node, ...], tuple[Node, ...]] | None = None
+    if changes_state and not is_initial and not m.has_history and FAST_PATHS:
+        if len(filtered) == 1:
+            r1 = rv(filtered[0])
+            plan_key = (cur.nodes, ((filtered[0], r1.targets, bool(r1.reenter)),))
+        else:
+            plan_key = (cur.nodes, tuple((t, rv(t).targets, bool(rv(t).reenter)) for t in filtered))
+        plan = m.step_cache.get(plan_key)
+    exited: tuple[Node, ...] = ()
+    entered: tuple[Node, ...] = ()
+
     def exit_states() -> None:
-        nonlocal nxt, history, mut
-        to_exit = exit_set(filtered, mut, cur, rv)
-        to_exit.sort(key=lambda n: -n.order)
+        nonlocal nxt, history, mut, exited
+        if plan is not None:
+            to_exit = list(plan[0])
+        else:
+            to_exit = exit_set(filtered, mut, cur, rv)
+            to_exit.sort(key=lambda n: -n.order)
+        exited = tuple(to_exit)
         changed: dict[str, tuple[Node, ...]] | None = None
         current_nodes = list(mut)
         for ex in to_exit:
@@ -948,8 +1125,9 @@ def microstep(
     if context is not None and context is not cur.context:
         nxt = clone(nxt, context=context)
 
-    def enter_states() -> None:
-        nonlocal nxt, mut
+    def entry_set() -> tuple[Node, ...]:
+        """The states to enter, in document order (a pure function of the configuration, the
+        transitions as resolved and the history)."""
         to_enter: list[Node] = []
         default_entry: list[Node] = []
 
@@ -1022,11 +1200,15 @@ def microstep(
                 add_ancestors(ancs, None if (t.source.parent is None and r.reenter) else domain)
             if r.reenter and domain is t.source:
                 add(to_enter, t.source)
+        return tuple(sorted(to_enter, key=lambda x: x.order))
 
+    def enter_states() -> None:
+        nonlocal nxt, mut, entered
+        entered = plan[1] if plan is not None else entry_set()
         completed: set[int] = set()
         children = dict(nxt.children)
-        for n in sorted(to_enter, key=lambda x: x.order):
-            if not any(n is x for x in mut):
+        for n in entered:
+            if n not in mut:  # Node equality is identity
                 mut.append(n)
             if n.invoke:
                 seq = nxt.seq
@@ -1126,6 +1308,8 @@ def microstep(
 
     if is_initial or changes_state:
         enter_states()
+    if plan_key is not None and plan is None and len(m.step_cache) < _CANDIDATE_CACHE_MAX:
+        m.step_cache[plan_key] = (exited, entered)
 
     if nxt.status == "done":
         # XState sorts its node array in place here, so a done snapshot keeps reverse order.
@@ -1146,7 +1330,8 @@ def microstep(
         if nxt.timers:
             nxt = clone(nxt, timers={})
 
-    same_nodes = len(cur.nodes) == len(mut) and all(any(n is x for x in mut) for n in cur.nodes)
+    # the same nodes (Node hashing and equality are identity; neither tuple holds one twice)
+    same_nodes = len(cur.nodes) == len(mut) and set(cur.nodes).issubset(mut)
     if history is cur.history and same_nodes:
         if nxt.context is not original_context:
             return clone(nxt) if nxt is cur else nxt
@@ -1195,6 +1380,9 @@ def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transi
     return remove_conflicts(enabled, list(s.nodes), s, rv)
 
 
+_TERMINATING = frozenset({"xstate.done.actor", "xstate.error.actor"})
+
+
 def _remove_terminated(s: State, ev: Mapping[str, Any]) -> State:
     if ev.get("type") not in ("xstate.done.actor", "xstate.error.actor"):
         return s
@@ -1223,7 +1411,10 @@ def macrostep(
     m = cx.m
     if not initial and event.get("type") == "@xstate.stop":
         return clone(nxt, children={}, timers={}, status="stopped")
-    next_event: Mapping[str, Any] = event if initial else normalize_event(event, m)
+    etype: str = event["type"]  # a non-empty string (checked by the caller)
+    next_event: Mapping[str, Any] = (
+        event if initial or not etype.startswith("xstate.") else normalize_event(event, m)
+    )
     if event.get("type") == "@xstate.init":
         initial = True
     if not initial and event.get("type") == "xstate.timer":
@@ -1240,7 +1431,7 @@ def macrostep(
         cur_ev = next_event
         is_err = str(cur_ev["type"]).startswith("xstate.error.")
         selection: dict[Transition, Any] = {}
-        ts = transition_node(m.root, get_value(m, nxt), nxt, cur_ev, selection) or []
+        ts = select_transitions(m, nxt, cur_ev, selection)
         if is_err and not ts:
             if cur_ev["type"] == "xstate.error.actor" and not session_matches(
                 cur_ev, nxt, cur_ev.get("actorId")
@@ -1249,7 +1440,8 @@ def macrostep(
             nxt = clone(snapshot, status="error", error=cur_ev.get("error", UNDEFINED))
             return _remove_terminated(nxt, cur_ev)
         nxt = microstep(cx, ts, snapshot, next_event, False, queue, selection)
-        nxt = _remove_terminated(nxt, cur_ev)
+        if cur_ev["type"] in _TERMINATING:
+            nxt = _remove_terminated(nxt, cur_ev)
     if not queue and not m.has_eventless:
         return nxt
     should_select = True
@@ -1265,7 +1457,7 @@ def macrostep(
             if not queue:
                 break
             next_event = queue.pop(0)
-            enabled = transition_node(m.root, get_value(m, nxt), nxt, next_event, selection) or []
+            enabled = select_transitions(m, nxt, next_event, selection)
         step = microstep(cx, enabled, nxt, next_event, False, queue, selection)
         should_select = step is not previous
         nxt = _remove_terminated(step, next_event)

@@ -269,6 +269,16 @@ class CompiledMachine:
     has_eventless: bool
     # the state value of each configuration met so far (a pure function of the node tuple)
     value_cache: dict[tuple[Node, ...], Any] = field(default_factory=dict)
+    # does any node of a configuration have a transition for an event type (exact or wildcard)?
+    handles_cache: dict[tuple[tuple[Node, ...], str], bool] = field(default_factory=dict)
+    # the candidates of a non-parallel configuration, leaf to root, by (nodes or value, type, legacy)
+    plan_cache: dict[tuple[Any, str, str | None], tuple[Transition, ...] | None] = field(default_factory=dict)
+    # resolved targets of function transitions by (source, target strings)
+    target_cache: dict[tuple[Node, tuple[str, ...]], tuple[Node, ...]] = field(default_factory=dict)
+    has_history: bool = True  # some state is a history state (set by the compiler)
+    # exit and entry sets (document order) by (configuration, transitions as resolved); only
+    # for machines without history states, where nothing else decides them
+    step_cache: dict[Any, tuple[tuple[Node, ...], tuple[Node, ...]]] = field(default_factory=dict)
 
 
 def _err(where: str, msg: str) -> StatechartConfigError:
@@ -316,7 +326,8 @@ class _Builder:
         root = self._node(self.config, self.machine_id, None)
         self._initialize(root)
         has_eventless = any(n.always for n in self.id_map.values())
-        return CompiledMachine(root, self.id_map, has_eventless)
+        has_history = any(n.type == "history" for n in self.id_map.values())
+        return CompiledMachine(root, self.id_map, has_eventless, has_history=has_history)
 
     def _node(self, cfg: Any, key: str, parent: Node | None) -> Node:
         path = (*parent.path, key) if parent else ()

@@ -48,15 +48,17 @@ Callables must be pure and must not mutate their arguments. Anything else raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from agentscope.engines import _statechart_algo as _algo
 from agentscope.engines._statechart_algo import (
     Child,
     Ctx,
     State,
     UndefinedDict,
     get_value,
+    handles,
     has_undefined,
     initial_state,
     macrostep,
@@ -83,6 +85,7 @@ from agentscope.engines.base import (
     StateNodeInfo,
     TakenTransition,
     TransitionInfo,
+    rebind_session,
 )
 from agentscope.errors import (
     AgentscopeError,
@@ -133,6 +136,9 @@ def structural_view(config: Mapping[str, Any], extras: Mapping[str, Any] | None 
         else:
             view[key] = dict(value)
     return view
+
+
+_TRACE_CACHE_MAX = 4096
 
 
 class StatechartMachine(MachineBase):
@@ -228,6 +234,7 @@ class StatechartMachine(MachineBase):
         self._root_address = root_address(self.machine_id)
         self._graph: Graph | None = None
         self._edges: dict[Transition, int] | None = None
+        self._traces: dict[tuple[Any, ...], tuple[TakenTransition, ...]] = {}
 
     # -- Machine protocol ----------------------------------------------------------------
     def initial(self, input: Any = NO_INPUT) -> Snapshot:
@@ -247,7 +254,7 @@ class StatechartMachine(MachineBase):
         ev: dict[str, Any] = {"type": "@xstate.init"}
         if input is not NO_INPUT:
             ev["input"] = input
-        cx = Ctx(self._compiled, self.machine_id)
+        cx = Ctx(self._compiled, self.machine_id, self._root_address)
         try:
             return self._wrap(initial_state(cx, context, ev), cx)
         except AgentscopeError:
@@ -343,10 +350,23 @@ class StatechartMachine(MachineBase):
     def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
         """Return the snapshot after one macrostep on ``event`` (pure, XState ``transition``)."""
         state = self._state(snapshot)
-        if not isinstance(event, Mapping) or not isinstance(event.get("type"), str) or not event["type"]:
+        if type(event) is not dict and not isinstance(event, Mapping):
+            raise EngineError("an event must be a dict with a non-empty string 'type'")
+        etype = event.get("type")
+        if not isinstance(etype, str) or not etype:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
         event = js_values(event)  # JS number semantics at the fold boundary (spec §2.2)
-        cx = Ctx(self._compiled, self.machine_id)
+        compiled = self._compiled
+        if (
+            _algo.FAST_PATHS
+            and not compiled.has_eventless
+            and not etype.startswith(("xstate.", "@xstate."))
+            and not handles(compiled, state.nodes, etype)
+        ):
+            # no active state takes this type and nothing is eventless: the macrostep selects
+            # nothing and returns the same state (what the general path below concludes)
+            return Snapshot(snapshot.persisted, state, (), ())
+        cx = Ctx(compiled, self.machine_id, self._root_address)
         try:
             nxt = macrostep(cx, state, event, [])
         except AgentscopeError:
@@ -362,11 +382,38 @@ class StatechartMachine(MachineBase):
             if not cx.taken and not cx.actions:
                 return Snapshot(snapshot.persisted, state, (), ())
             return Snapshot(snapshot.persisted, state, *self._trace(cx))
-        return self._wrap(nxt, cx)
+        return self._wrap(nxt, cx, state)
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
         return dict(snapshot.persisted)
+
+    def fold_iter(
+        self,
+        seed: Snapshot,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        sessions: dict[str, str] | None = None,
+        chunk: int = 4096,
+    ) -> Iterator[Snapshot]:
+        """Like :meth:`fold`, but yields each snapshot as soon as it is computed.
+
+        Same results, ``sessions`` updates and errors as :meth:`fold` (a
+        :class:`~agentscope.errors.MachineExecutionError` gets ``index``, counted from the start
+        of ``events``). Nothing is held between steps, so a long fold keeps no batch of
+        snapshots alive (``chunk`` is accepted for the engines' common signature and unused).
+        """
+        cache: dict[str, str] = {} if sessions is None else sessions
+        s = seed
+        for i, ev in enumerate(events):
+            try:
+                # an event without a sessionId is never rebound (rebind_session returns it as is)
+                plain = type(ev) is dict and "sessionId" not in ev
+                s = self.transition(s, ev if plain else rebind_session(self, s, ev, cache))
+            except MachineExecutionError as exc:  # say which event failed
+                exc.index = i
+                raise
+            yield s
 
     def child_session(self, snapshot: Snapshot, actor_id: str) -> str | None:
         """Return the session id this engine minted for the running child ``actor_id``."""
@@ -390,7 +437,7 @@ class StatechartMachine(MachineBase):
 
     def _state(self, snapshot: Snapshot) -> State:
         h = snapshot.handle
-        if isinstance(h, State) and any(n is self._compiled.root for n in h.nodes):
+        if isinstance(h, State) and self._compiled.root in h.nodes:  # Node equality is identity
             return h
         restored = self.restore(snapshot.persisted).handle
         assert isinstance(restored, State)
@@ -419,12 +466,47 @@ class StatechartMachine(MachineBase):
                 )
             self._validate_value(v, child, [*path, str(k)])
 
-    def _wrap(self, state: State, cx: Ctx | None = None) -> Snapshot:
+    def _wrap(self, state: State, cx: Ctx | None = None, prev: State | None = None) -> Snapshot:
+        p = self._persisted_of(state, prev)
         if cx is None:
-            return Snapshot(self._persist_state(state), state)
-        return Snapshot(self._persist_state(state), state, *self._trace(cx))
+            return Snapshot(p, state)
+        return Snapshot(p, state, *self._trace(cx))
+
+    def _persisted_of(self, s: State, prev: State | None) -> dict[str, Any]:
+        """The persisted snapshot of ``s``, kept on it. When ``s`` differs from ``prev`` (the state
+        it was computed from) only in its context, ``prev``'s persisted snapshot with the new
+        context is exactly what :meth:`_persist_state` builds (same keys, same order; the other
+        members are shared, as unchanged context values already are)."""
+        pf = prev.persisted_form if prev is not None else None
+        if (
+            pf is not None
+            and prev is not None
+            and _algo.FAST_PATHS
+            and s.nodes is prev.nodes
+            and s.value is prev.value
+            and s.history is prev.history
+            and s.children is prev.children
+            and s.timers is prev.timers
+            and s.status == prev.status
+            and s.output is prev.output
+            and s.error is prev.error
+            and s.next_timer_id == prev.next_timer_id
+        ):
+            out = dict(pf)
+            out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
+        else:
+            out = self._persist_state(s)
+        object.__setattr__(s, "persisted_form", out)
+        return out
 
     def _trace(self, cx: Ctx) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
+        if not cx.taken:
+            return (), tuple(cx.actions)
+        # the records are immutable values of what was taken: built once per distinct trace
+        key = tuple(cx.taken)
+        found = self._traces.get(key)
+        if found is not None:
+            return found, tuple(cx.actions)
         edges = self._edge_index()
         taken = tuple(
             TakenTransition(
@@ -439,6 +521,8 @@ class StatechartMachine(MachineBase):
             )
             for step, ev, t, targets, reenter in cx.taken
         )
+        if len(self._traces) < _TRACE_CACHE_MAX:
+            self._traces[key] = taken
         return taken, tuple(cx.actions)
 
     def _edge_index(self) -> dict[Transition, int]:
@@ -454,11 +538,12 @@ class StatechartMachine(MachineBase):
         if s.error is not UNDEFINED:
             out["error"] = strip_undefined(s.error)
         out["value"] = get_value(self._compiled, s)
-        out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in s.history.items()}
+        hv = s.history
+        out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in hv.items()} if hv else {}
         out["_nextTimerId"] = s.next_timer_id
         out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
         children: dict[str, Any] = {}
-        for cid, c in s.children.items():
+        for cid, c in s.children.items() if s.children else ():
             if c.snapshot is not UNDEFINED:
                 snap = c.snapshot
             else:
@@ -468,7 +553,7 @@ class StatechartMachine(MachineBase):
                 snap["effects"] = {"async": {"status": "active"}}
             children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
         out["children"] = children
-        out["timers"] = {k: dict(v) for k, v in s.timers.items()}
+        out["timers"] = {k: dict(v) for k, v in s.timers.items()} if s.timers else {}
         if self.declared_version is not None:
             out["machine"] = {"id": self.machine_id, "version": self.declared_version}
             out["version"] = self.declared_version

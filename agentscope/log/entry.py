@@ -94,14 +94,15 @@ def source_of(log: Any) -> str | None:
 
 def entry_id(entry: Any) -> str:
     """Return the entry's ``id`` as a string (``""`` when missing)."""
-    v = entry.get("id") if isinstance(entry, Mapping) else None
+    v = entry.get("id") if type(entry) is dict or isinstance(entry, Mapping) else None
     return "" if v is None else str(v)
 
 
 def event_of(entry: Any) -> Mapping[str, Any]:
     """Return the entry's event payload, or an empty mapping when it has none."""
-    ev = entry.get("event") if isinstance(entry, Mapping) else None
-    return ev if isinstance(ev, Mapping) else {}
+    # ``type(x) is dict`` first: the common case, without the ABC check
+    ev = entry.get("event") if type(entry) is dict or isinstance(entry, Mapping) else None
+    return ev if type(ev) is dict or isinstance(ev, Mapping) else {}
 
 
 def event_type(entry: Any) -> str:
@@ -112,8 +113,8 @@ def event_type(entry: Any) -> str:
 
 def recorded_hash(entry: Any) -> str | None:
     """Return ``entry.verification.stateHash`` (a non-empty string) or ``None`` (spec §2)."""
-    v = entry.get("verification") if isinstance(entry, Mapping) else None
-    if isinstance(v, Mapping):
+    v = entry.get("verification") if type(entry) is dict or isinstance(entry, Mapping) else None
+    if type(v) is dict or isinstance(v, Mapping):
         h = v.get("stateHash")
         if isinstance(h, str) and h:
             return h

@@ -198,7 +198,9 @@ def _plainly_safe(value: Any, depth: int) -> bool:
     """True when ``value`` is plainly JSON-safe: exact ``dict`` (``str`` keys)/``list``/``str``/
     ``bool``/``None``, ``int`` within a double's range, finite non-``-0.0`` ``float``, nested at
     most ``_FAST_DEPTH`` levels. No paths are built; ``False`` only means "ask
-    :func:`_unsafe_value`" (which names the place), so a cycle or a deep value falls back too."""
+    :func:`_unsafe_value`" (which names the place), so a cycle or a deep value falls back too.
+    The members' ``str``/``bool``/``None``/``int`` cases are tested in the loops (the same tests
+    as at the top, without a call per member)."""
     t = type(value)
     if t is str or t is bool or value is None:
         return True
@@ -210,11 +212,30 @@ def _plainly_safe(value: Any, depth: int) -> bool:
         return False
     if t is dict:
         for key, item in value.items():
-            if type(key) is not str or not _plainly_safe(item, depth + 1):
+            if type(key) is not str:
+                return False
+            ti = type(item)
+            if ti is str or ti is bool or item is None:
+                continue
+            if ti is int:
+                if item.bit_length() > 1023:
+                    return False
+                continue
+            if not _plainly_safe(item, depth + 1):
                 return False
         return True
     if t is list:
-        return all(_plainly_safe(item, depth + 1) for item in value)
+        for item in value:
+            ti = type(item)
+            if ti is str or ti is bool or item is None:
+                continue
+            if ti is int:
+                if item.bit_length() > 1023:
+                    return False
+                continue
+            if not _plainly_safe(item, depth + 1):
+                return False
+        return True
     return False
 
 
@@ -291,9 +312,9 @@ def entry_problem(
     # 1. an object
     if not isinstance(entry, dict):
         return bad("Agent event entry must be an object.")
-    # 2. JSON safety of the whole entry
+    # 2. JSON safety of the whole entry (the plain case first: it never nests past 64 frames)
     try:
-        unsafe = call_deep_checked("entry", entry, json_safety_problem)
+        unsafe = None if _plainly_safe(entry, 0) else call_deep_checked("entry", entry, json_safety_problem)
     except DepthLimitError as exc:
         where = short_pointer(exc.pointer or "").strip("/").replace("/", ".") or None
         return bad(f"Agent event entry: {TOO_DEEP}.", where)
@@ -324,13 +345,14 @@ def entry_problem(
         )
     # 4. index
     idx = entry.get("index", "undefined")
-    if not _is_js_integer(idx) or idx < 0:
+    if not (type(idx) is int or _is_js_integer(idx)) or idx < 0:
         return bad(
             f"Agent event entry.index must be a non-negative integer; got {_js_repr(idx)}.", "index"
         )
     # 5. id, machineId, machineVersion
     for name in ("id", "machineId", "machineVersion"):
-        if not _is_nonempty_str(entry.get(name)):
+        v = entry.get(name)
+        if not (type(v) is str and v) and not _is_nonempty_str(v):
             return bad(f"Agent event entry.{name} must be a non-empty string.", name)
     # 6. recordedAt (§1.4)
     recorded_at = entry.get("recordedAt", "undefined")
@@ -371,7 +393,9 @@ def entry_problem(
                     "Agent event entry.verification requires non-empty stateHash and effectsHash strings.",
                     field,
                 )
-        elif not (_is_object(ver) and _is_nonempty_str(ver.get("stateHash"))):
+        elif not (type(ver) is dict and type(ver.get("stateHash")) is str and ver["stateHash"]) and not (
+            _is_object(ver) and _is_nonempty_str(ver.get("stateHash"))
+        ):
             field = "verification.stateHash" if _is_object(ver) else "verification"
             return bad("Agent event entry.verification requires a non-empty stateHash string.", field)
     return None
@@ -663,7 +687,7 @@ class SegmentChecker:
         fold_stop = hi if self.stopped_at is None else min(hi, self.stopped_at)
         for i in range(lo, hi):
             e = entries[i]
-            if not isinstance(e, Mapping):
+            if type(e) is not dict and not isinstance(e, Mapping):
                 out.append(("invalid-entry", EntryValidationError(
                     "Agent event entry must be an object.", source=source, index=i)))
                 fold_stop = min(fold_stop, i)
@@ -693,7 +717,9 @@ class SegmentChecker:
             elif isinstance(eid, str):
                 self.seen[eid] = i
             ev = e.get("event")
-            if not isinstance(ev, Mapping) or not isinstance(ev.get("type"), str) or not ev["type"]:
+            if (type(ev) is not dict and not isinstance(ev, Mapping)) or not isinstance(
+                ev.get("type"), str
+            ) or not ev["type"]:
                 fold_stop = min(fold_stop, i)
             elif i == start and ev["type"] != AGENT_INIT_EVENT_TYPE:
                 out.append(("no-init", EntryValidationError(

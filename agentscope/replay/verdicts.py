@@ -51,7 +51,8 @@ __all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
 
 VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
-_HEX8 = re.compile(r"^[0-9a-f]{8}$")
+_HEX8 = re.compile(r"[0-9a-f]{8}")  # used with fullmatch: exactly the hash text, no newline
+_VERIFIED, _MISMATCH, _EXPLAINED = _CODE[Verdict.VERIFIED], _CODE[Verdict.MISMATCH], _CODE[Verdict.EXPLAINED]
 _OVERFLOW_EVERY = 256
 """Checkpoint interval past a full snapshot store (a seek there folds at most this many entries)."""
 
@@ -262,7 +263,7 @@ class _SegmentPass:
         self.prev_h = ""
         self.known_starts: dict[str, int] = {}
         self.appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
-        self.prev_at: int | None = None
+        self.prev_e: Mapping[str, Any] | None = None  # the entry before (its recordedAt, read when needed)
         self.failed = False
         self.last = seg.start - 1
 
@@ -328,46 +329,50 @@ class _SegmentPass:
         if same:
             idx.ignored[i] = True
         e = entries[i]
-        at = recorded_at_ms(e)
-        rec = idx.recorded_hash(i)
+        rec = recorded_hash(e)  # the text feed() stored for entry i (idx.recorded_hash(i))
         timers = p.get("timers")
-        timers = timers if isinstance(timers, Mapping) else {}
-        for tid in list(self.known_starts):
-            if tid not in timers:
-                del self.known_starts[tid]
-        for tid in list(self.appeared):
-            if tid not in timers:
-                del self.appeared[tid]
+        timers = timers if type(timers) is dict or isinstance(timers, Mapping) else {}
+        # recordedAt matters only for pending timers and for explaining a mismatch
+        at = recorded_at_ms(e) if timers or (rec is not None and rec != h) else None
+        if self.known_starts:
+            for tid in list(self.known_starts):
+                if tid not in timers:
+                    del self.known_starts[tid]
+        if self.appeared:
+            for tid in list(self.appeared):
+                if tid not in timers:
+                    del self.appeared[tid]
         for tid in timers:
             if tid not in self.appeared and at is not None:
                 self.appeared[tid] = at
         if rec is None:
             pass
         elif rec == h:
-            idx.verdict[i] = _CODE[Verdict.VERIFIED]
+            idx.verdict[i] = _VERIFIED
         else:
             err: AgentscopeError = ReplayDivergenceError(entry_id(e), i, "state", rec, h)
             if self.explain:
                 ex = explain_mismatch(
-                    p, rec, recorded_at=at, previous_recorded_at=self.prev_at,
+                    p, rec, recorded_at=at,
+                    previous_recorded_at=recorded_at_ms(self.prev_e) if self.prev_e is not None else None,
                     known_timer_starts=self.known_starts,
                     timer_appeared_at=min(self.appeared.values()) if self.appeared else None,
                 )
                 idx.explanations[i] = ex.text
                 if ex.confirmed:
                     self.known_starts.update(ex.timer_starts)
-                    idx.verdict[i] = _CODE[Verdict.EXPLAINED]
+                    idx.verdict[i] = _EXPLAINED
                     idx.add_problem(i, "explained-mismatch",
                                     f"expected {rec!r}, got {h!r} ({ex.cause})", None,
                                     expected=rec, actual=h)
                 else:
-                    idx.verdict[i] = _CODE[Verdict.MISMATCH]
+                    idx.verdict[i] = _MISMATCH
                     idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
             else:
-                idx.verdict[i] = _CODE[Verdict.MISMATCH]
+                idx.verdict[i] = _MISMATCH
                 idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
         self.prev, self.prev_h = p, h
-        self.prev_at = at
+        self.prev_e = e
 
 
 def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
@@ -440,7 +445,7 @@ class Pass:
             h = recorded_hash(entries[i])
             if h is None:
                 continue
-            if _HEX8.match(h):
+            if _HEX8.fullmatch(h):
                 idx.recorded[i] = int(h, 16)
                 idx.has_recorded[i] = True
             else:

@@ -1,0 +1,118 @@
+"""The Python engine's shortcuts give exactly what its general path gives.
+
+``agentscope.engines._statechart_algo.FAST_PATHS`` switches them off: the cached leaf-to-root
+candidate list of a non-parallel configuration, the cached exit and entry sets (machines without
+history states), the targetless microstep, the event no active state takes, and the persisted
+snapshot of a context-only step built from the previous one. Every case below runs twice, on a
+fresh machine each time, and every step must agree: the persisted snapshot as JSON text (key order
+included), its state hash, the transitions taken and the actions. Generated machines (the
+differential suite's vocabulary: parallel regions, finals, choices, history, wildcards, guards,
+eventless transitions, timers, invokes, raised events) exercise both sides of every guard.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentscope.engines import _statechart_algo
+from agentscope.engines.base import Machine
+from agentscope.examples import example_path
+from agentscope.examples.python_machines import counter_machine, ticket_v1, triage_machine
+from agentscope.hashing import state_hash
+from agentscope.log.entry import event_of
+from agentscope.log.readers import read_log
+from agentscope.replay.fold import seed_snapshot
+from tests.differential.strategies import cases
+from tests.differential.vocab import python_machine
+
+
+def _trace(machine: Machine, init: Any, events: list[dict[str, Any]]) -> list[Any]:
+    out: list[Any] = []
+    try:
+        s = init(machine)
+        out.append((json.dumps(s.persisted), state_hash(s.persisted), s.transitions, s.actions))
+        sessions: dict[str, str] = {}
+        for ev in events:
+            s = machine.fold(s, [ev], sessions=sessions)[0]
+            out.append((json.dumps(s.persisted), state_hash(s.persisted), s.transitions, s.actions))
+    except Exception as exc:  # both modes must fail alike, at the same step
+        out.append(f"{type(exc).__name__}: {exc}")
+    return out
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, make: Any, init: Any, events: list[dict[str, Any]]) -> list[Any]:
+    fast = _trace(make(), init, events)
+    with monkeypatch.context() as mp:
+        mp.setattr(_statechart_algo, "FAST_PATHS", False)
+        general = _trace(make(), init, events)
+    assert fast == general
+    return fast
+
+
+# extra event types around the guards: reserved prefixes, types nothing takes, wildcard matches
+_ODD_TYPES = st.sampled_from(["Z", "A.b", "xstate.other", "@xstate.other", "@agent.usage", "R", "A"])
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(), odd=st.lists(st.tuples(st.integers(0, 12), _ODD_TYPES), max_size=4))
+def test_generated_machines_agree_with_the_general_path(case: dict[str, Any], odd: list[tuple[int, str]]) -> None:
+    events = list(case["events"])
+    for at, t in odd:
+        events.insert(min(at, len(events)), {"type": t})
+    with pytest.MonkeyPatch.context() as mp:
+        _both(mp, lambda: python_machine(case["desc"]), lambda m: m.initial(), events)
+
+
+def test_the_counter_log_agrees_and_takes_the_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    kinds = ["INC", "DEC", "TOGGLE", "INC", "@agent.usage", "FINISH", "TOGGLE", "RESET", "DEC"]
+    events = [{"type": kinds[i % len(kinds)], **({"by": i % 7} if i % 4 == 0 else {})} for i in range(60)]
+    steps = _both(monkeypatch, counter_machine, lambda m: m.initial({"start": 1}), events)
+    assert len(steps) == len(events) + 1
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    usage = m.transition(s, {"type": "@agent.usage", "tokens": 3})
+    assert usage.persisted is s.persisted and usage.transitions == ()  # nothing takes it
+    inc = m.transition(s, {"type": "INC"})
+    assert list(inc.persisted) == list(s.persisted)  # the reused form keeps XState's key order
+    assert inc.persisted["context"]["count"] == 2 and inc.persisted["value"] == s.persisted["value"]
+
+
+def test_the_triage_log_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parallel regions, a shallow history state (no cached exit/entry sets), eventless
+    transitions and invoked actors, over the real log (sessions rebound as the fold does)."""
+    log = read_log(example_path("g_triage.sqlite"), thread="main")
+    events = [dict(event_of(e)) for e in log.entries[1:]]
+    steps = _both(monkeypatch, triage_machine, lambda m: seed_snapshot(m, log.entries[0]), events)
+    recorded = [e["verification"]["stateHash"] for e in log.entries]
+    assert [h for _, h, _, _ in steps] == recorded
+
+
+def test_ticket_events_nothing_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = [{"type": t} for t in ["COMMENT", "NOPE", "START", "NOPE", "COMMENT", "RESOLVE", "COMMENT", "START"]]
+    _both(monkeypatch, ticket_v1, lambda m: m.initial({"title": "t"}), events)
+
+
+def test_a_restored_object_value_takes_the_general_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state restored from a persisted object value carries that value: selection walks it
+    (``transition_node``) instead of the cached chain, with the same result."""
+    config = {
+        "id": "m", "initial": "a",
+        "states": {
+            "a": {"initial": "x", "states": {"x": {"on": {"GO": "y"}}, "y": {"on": {"GO": "x", "*": "x"}}},
+                  "on": {"UP": "#m.b"}},
+            "b": {"on": {"UP": "a", "a.*": "a.y"}},
+        },
+    }
+    from agentscope.engines.statechart import StatechartMachine
+
+    events = [{"type": t} for t in ["GO", "GO", "Q", "UP", "a.q", "UP", "GO", "Z"]]
+
+    def restored(m: Machine) -> Any:
+        return m.restore(dict(m.persist(m.initial()), value={"a": "y"}))
+
+    _both(monkeypatch, lambda: StatechartMachine(config), restored, events)
