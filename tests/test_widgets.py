@@ -602,3 +602,65 @@ def test_a_collapsed_chart_in_the_widget_opens_the_active_box() -> None:
         heads.append(head)
     assert heads[0] == heads[1] != heads[2] == heads[3]
     assert sent == ["boxes"]  # sent again only when the active box changed (g0 → g1)
+
+
+def test_a_step_sends_the_context_rows_that_changed(triage_graph: Graph) -> None:
+    """The context tree goes over the wire as ``base`` + an RFC 6902 patch of escaped rows: a step
+    that changes one value sends that row, not the tree, and base + patch is the tree shown."""
+    import dataclasses
+
+    import jsonpatch
+
+    from agentscope.widgets._treewidget import split_rows
+
+    frames = prefix_frames()
+    big = {f"k{i:03}": {"n": i, "s": f"value {i}"} for i in range(120)}
+    hostile = "<script>alert(1)</script>\udc00"
+    ctxs = [dict(big), {**big, "k005": {"n": 2**60 + 1, "s": hostile}}, dict(big), {**big, "new": [1]}]
+    changed = ((), ("/context/k005",), ("/context/k005",), ("/context/new",))
+    frames = [
+        dataclasses.replace(f, persisted={**(f.persisted or {}), "context": ctx}, changed_paths=paths)
+        for f, ctx, paths in zip(frames, ctxs, changed, strict=True)
+    ]
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
+    sent: list[str] = []
+    tt._context.observe(lambda ch: sent.append(ch["name"]), names=["base", "patch"])
+    tree = len(tt._context.value)
+    for k in (1, 2, 3, 2, 0):
+        tt.step = k
+        shown = tt.context_view(frames[k])
+        rows = jsonpatch.apply_patch(list(tt._context.base), list(tt._context.patch))
+        assert "".join(rows) == tt._context.value == shown and rows == split_rows(shown)
+        assert len(json.dumps(tt._context.patch)) < tree // 10  # a few rows, not the tree
+        assert "<script" not in json.dumps(tt._context.patch)
+    assert "base" not in sent and sent.count("patch") == 5
+    tt.step = 1
+    assert "&lt;script&gt;" in tt._context.value and "1152921504606846977" in tt._context.value
+    assert "\\udc00" in tt._context.value  # the lone surrogate shown as its escape, as the tree does
+
+
+@requires_node
+def test_the_front_end_applies_the_context_patch_as_python_does(triage_graph: Graph, tmp_path: Any) -> None:
+    """tree.js (the widget's ESM, run in Node) rebuilds from ``base`` + ``patch`` the same rows."""
+    import subprocess
+    from importlib.resources import files
+
+    from agentscope.widgets._treewidget import TreeWidget
+
+    w = TreeWidget()
+    states = []
+    for html in ('<div class="as-ctx"><div class="as-leaf" data-path="/a">a</div></div>',
+                 '<div class="as-ctx"><div class="as-leaf as-changed" data-path="/a">b</div>'
+                 '<div class="as-leaf" data-path="/c">c</div></div>',
+                 '<div class="as-ctx"><div class="as-leaf" data-path="/c">c</div></div>'):
+        w.value = html
+        states.append({"base": list(w.base), "patch": list(w.patch), "want": w.value})
+    js = files("agentscope.widgets").joinpath("tree.js")
+    script = (
+        f"import {{ rowsOf }} from {json.dumps('file://' + str(js))};\n"
+        f"const states = {json.dumps(states)};\n"
+        "console.log(JSON.stringify(states.map((s) => rowsOf({ get: (k) => s[k] }).join('') === s.want)));\n"
+    )
+    out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [True, True, True]

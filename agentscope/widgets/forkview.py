@@ -25,6 +25,7 @@ from agentscope.widgets._source import (
     observed_moves,
     step_info,
 )
+from agentscope.widgets._treewidget import TreeWidget
 
 __all__ = ["ForkView", "common_prefix", "differing_paths"]
 
@@ -196,7 +197,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             style={"button_width": "auto"},
         )
         self._mode.observe(lambda _: self._render(), names="value")
-        self._context = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%"))
+        self._context = TreeWidget(layout=ipywidgets.Layout(width="100%"))  # patched per step
         self._entries = ipywidgets.HTML(layout=ipywidgets.Layout(width="100%"))
         super().__init__(
             children=(

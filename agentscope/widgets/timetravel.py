@@ -41,6 +41,7 @@ from agentscope.widgets._source import (
     step_info,
     usage_series,
 )
+from agentscope.widgets._treewidget import TreeWidget
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.follow import Follower
@@ -279,7 +280,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             placeholder="filter context by path or value", layout=ipywidgets.Layout(width="98%")
         )
         traitlets.link((self._search, "value"), (self, "context_filter"))
-        self._context = ipywidgets.HTML()
+        self._context = TreeWidget()  # a step sends the rows that changed, not the tree
         self._actors = ipywidgets.HTML()
         self._spark = ipywidgets.HTML()
         self._rows = ipywidgets.Select(
@@ -549,8 +550,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             opts.append((f"{mark} {k:>6}  {text}", k))
         self._syncing = True
         try:
-            self._rows.options = opts
-            self._rows.value = i
+            with self._rows.hold_sync():  # the window and the selection in one message
+                self._rows.options = opts
+                self._rows.value = i
         finally:
             self._syncing = False
 
