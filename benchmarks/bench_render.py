@@ -123,6 +123,24 @@ def median_ms(fn: Any, reps: int) -> float:
     return statistics.median(times)
 
 
+def context_bytes_section(graph: Graph, frames: list[Frame]) -> None:
+    """What a step sends for the context tree (the patch of changed rows, and the rows now and
+    then when the patch would reach half the tree) against the whole tree it used to send."""
+    tt = TimeTravel(_GraphOnly(graph), timeline=_Frames(frames))
+    sent = [0]
+    tt._context.observe(lambda ch: sent.__setitem__(0, sent[0] + len(json.dumps(ch["new"]))),
+                        names=["base", "patch"])
+    whole = 0
+    steps = range(1, min(len(frames), 100))
+    for k in steps:
+        tt.step = k
+        whole += len(json.dumps(tt._context.value))
+    print(
+        f"context bytes sent per step: {sent[0] / len(steps):,.0f} (patched rows) instead of "
+        f"{whole / len(steps):,.0f} (whole tree): {whole / max(sent[0], 1):.1f}x less"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -156,6 +174,7 @@ def main() -> None:
         f"chart bytes sent per step: {styling:,} (classes) instead of {whole:,} (restyled SVG): "
         f"{whole / max(styling, 1):.0f}x less; the {len(lay.svg):,}-char SVG is sent once"
     )
+    context_bytes_section(graph, frames)
     sizes = []
     for m in (100, 200) if args.quick else (500, 1000, 2000):
         t = TimeTravel(_GraphOnly(graph), timeline=_Frames(frames[:m]))
