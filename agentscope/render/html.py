@@ -88,6 +88,7 @@ WIDGET_CSS = (
     ".agentscope-timetravel .widget-html,.agentscope-forkview .widget-html,"
     ".agentscope-timetravel .widget-html-content,.agentscope-forkview .widget-html-content"
     "{min-width:0;max-width:100%}"
+    ".as-treew{min-width:0;max-width:100%}"  # the context tree (an anywidget, not a widget-html)
     ".agentscope-timetravel .widget-html-content>.as-chart,"
     ".agentscope-forkview .widget-html-content>.as-chart{overflow:auto;max-width:100%}</style>"
 )

@@ -148,7 +148,7 @@ def _shows(widget: Any, k: int) -> None:
         want = _lit_ids(LIVE[k]["value"])
         current = LIVE[k]["persistedSnapshot"]["context"]["current"]
         needle = current["subject"] if current else "current: null"
-        ctx_box = widget.locator(".widget-html-content > .as-ctx")  # not the payload tree
+        ctx_box = widget.locator(".as-treew > .as-ctx")  # the context widget, not the payload tree
         deadline = time.monotonic() + 30
         while True:
             lit = set(widget.locator(".as-chart .as-active").evaluate_all("els => els.map(e => e.id)"))
