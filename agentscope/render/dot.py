@@ -67,7 +67,7 @@ class ObservedEdge:
 
 
 def _h(text: str) -> str:
-    return hashlib.blake2s(text.encode("utf-8"), digest_size=4).hexdigest()
+    return hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
 
 
 def _slug(text: str) -> str:
