@@ -606,7 +606,7 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
             summary["verification"] = report.summary()
             summary["ok"] = bool(report.ok)
         if args.coverage and (args.html is None or machine is None):
-            raise SystemExit("agentscope show: --coverage needs --html and --machine (the heat map "
+            raise UsageError("show: --coverage needs --html and --machine (the heat map "
                              "counts replayed states)")
         if args.html is not None:
             summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or (),
@@ -668,7 +668,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     left = _read(a_src, a_thread)
     right = _read(b_src, b_thread)
     if args.html is not None and not args.machine:
-        raise SystemExit("agentscope diff: --html needs --machine (the fork player replays both logs)")
+        raise UsageError("diff: --html needs --machine (the fork player replays both logs)")
     html_path: Path | None = None
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None
