@@ -102,7 +102,9 @@ _DURATION = re.compile(
 # what String.prototype.trim removes (ECMA-262 WhiteSpace and LineTerminator); str.strip differs
 # (it also removes U+001C..U+001F and U+0085, and keeps U+FEFF)
 _JS_SPACE = (
-    "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+    "\t\n\x0b\x0c\r \xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
 
