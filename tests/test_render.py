@@ -258,6 +258,17 @@ def test_a_state_named_by_a_lone_surrogate_gets_a_distinct_element_id() -> None:
     assert f'id="{eid}"' in lay.svg
 
 
+@pytest.mark.parametrize(
+    ("key", "label"),
+    [("1500", "after 1500ms"), ("PT1S", "after PT1S"), ("1.5s", "after 1.5s"), ("200ms", "after 200ms"), ("slow", "after slow")],
+)
+def test_after_edges_are_labelled_by_their_delay_key(key: str, label: str) -> None:
+    from agentscope.render.dot import edge_label
+
+    t = TransitionInfo(source="m.a", event=f"xstate.after.{key}.m.a", targets=("m.b",), kind="after")
+    assert edge_label(t) == label
+
+
 def test_context_tree_escapes_and_bounds_hostile_values() -> None:
     deep: object = "bottom"
     for _ in range(200):
