@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentscope._deep import call_deep
 from agentscope.engines._statechart_nodes import parse_duration
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, RecorderError
@@ -193,7 +194,7 @@ class Recorder:
             raise RecorderError("an event must be a dict with a non-empty string 'type'")
         if event["type"] == "@agent.init":
             raise RecorderError("'@agent.init' is reserved for entry 0")
-        ev = json.loads(json.dumps(event))
+        ev = call_deep(lambda: json.loads(json.dumps(event)))  # a copy, however deep (MAX_DEPTH)
         entry = self._step(ev)
         self.settle()
         return entry
