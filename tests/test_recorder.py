@@ -285,3 +285,15 @@ def test_an_event_nested_thousands_deep_is_recorded_and_verifies(tmp_path: Path)
     assert verify(pm.counter_machine(), rec.entries).ok
     log = read_log(rec.to_jsonl(tmp_path / "deep.jsonl"))
     assert len(log) == 2 and log.entries[1]["event"]["type"] == "INC"
+    child = rec.fork(2)  # copies the deep entries
+    assert [e["id"] for e in child.entries] == [e["id"] for e in rec.entries]
+    assert _depth(child.entries[1]["event"]["nest"]) == 5_000 and child.entries[1] is not rec.entries[1]
+    with_input = Recorder(pm.counter_machine(), {"start": 1, "nest": deep})
+    assert _depth(with_input.entries[0]["event"]["input"]["nest"]) == 5_000
+
+
+def _depth(value: list[Any]) -> int:
+    n = 0
+    while value:
+        value, n = value[0], n + 1
+    return n
