@@ -78,11 +78,29 @@ _PIPE_WIDTH = 240
 """Columns assumed when stdout is not a terminal (the widest table row fits without folding)."""
 
 
+class _WellFormed:
+    """A text stream that writes each lone UTF-16 surrogate (legal in log data) as its ``\\udxxx``
+    escape: a terminal, pipe or file takes only well-formed text (``hashing.escape_lone_surrogates``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from agentscope.hashing import escape_lone_surrogates
+
+        return self._stream.write(escape_lone_surrogates(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class _Out:
     """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
 
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
         from rich.console import Console as _Console
+
+        stdout, stderr = _WellFormed(stdout), _WellFormed(stderr)  # type: ignore[assignment]
 
         class Console(_Console):
             def on_broken_pipe(self) -> None:
@@ -572,8 +590,10 @@ def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, l
 
 
 def _log_summary(log: EventLog) -> dict[str, Any]:
+    from agentscope.log.model import text_series  # lossless for a lone surrogate
+
     df = log.df
-    counts = df["event_type"].astype("string").value_counts()
+    counts = text_series(df["event_type"].astype(object).tolist()).value_counts()
     recorded = df["recorded_at"].dropna()
     hashes = df["state_hash"].notna().sum() if "state_hash" in df.columns else 0
     return {

@@ -286,6 +286,19 @@ def test_show_json_without_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert "verification" not in data
 
 
+def test_show_a_lone_surrogate_event_type_as_its_escape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from agentscope.examples.python_machines import counter_machine
+    from agentscope.recorder import Recorder
+
+    rec = Recorder(counter_machine())
+    rec.send({"type": "\udc00"})  # a legal JS string; stdout takes only well-formed text
+    path = rec.to_jsonl(tmp_path / "s.jsonl")
+    code, out, _ = run(capsys, "show", path)
+    assert code == 0 and "\\udc00" in out and "\udc00" not in out
+    code, data = run_json(capsys, "show", path)
+    assert code == 0 and data["event_types"] == {"@agent.init": 1, "\udc00": 1}  # JSON: the escape
+
+
 def test_show_human_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "show", f"{STORE}#second", "--limit", "5")
     assert code == 0
