@@ -78,11 +78,29 @@ _PIPE_WIDTH = 240
 """Columns assumed when stdout is not a terminal (the widest table row fits without folding)."""
 
 
+class _WellFormed:
+    """A text stream that writes each lone UTF-16 surrogate (legal in log data) as its ``\\udxxx``
+    escape: a terminal, pipe or file takes only well-formed text (``hashing.escape_lone_surrogates``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from agentscope.hashing import escape_lone_surrogates
+
+        return self._stream.write(escape_lone_surrogates(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class _Out:
     """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
 
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
         from rich.console import Console as _Console
+
+        stdout, stderr = _WellFormed(stdout), _WellFormed(stderr)  # type: ignore[assignment]
 
         class Console(_Console):
             def on_broken_pipe(self) -> None:
@@ -572,8 +590,10 @@ def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, l
 
 
 def _log_summary(log: EventLog) -> dict[str, Any]:
+    from agentscope.log.model import text_series  # lossless for a lone surrogate
+
     df = log.df
-    counts = df["event_type"].astype("string").value_counts()
+    counts = text_series(df["event_type"].astype(object).tolist()).value_counts()
     recorded = df["recorded_at"].dropna()
     hashes = df["state_hash"].notna().sum() if "state_hash" in df.columns else 0
     return {
@@ -606,7 +626,7 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
             summary["verification"] = report.summary()
             summary["ok"] = bool(report.ok)
         if args.coverage and (args.html is None or machine is None):
-            raise SystemExit("agentscope show: --coverage needs --html and --machine (the heat map "
+            raise UsageError("show: --coverage needs --html and --machine (the heat map "
                              "counts replayed states)")
         if args.html is not None:
             summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or (),
@@ -668,7 +688,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     left = _read(a_src, a_thread)
     right = _read(b_src, b_thread)
     if args.html is not None and not args.machine:
-        raise SystemExit("agentscope diff: --html needs --machine (the fork player replays both logs)")
+        raise UsageError("diff: --html needs --machine (the fork player replays both logs)")
     html_path: Path | None = None
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None

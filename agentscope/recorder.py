@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentscope._deep import call_deep
 from agentscope.engines._statechart_nodes import parse_duration
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, RecorderError
@@ -167,7 +168,7 @@ class Recorder:
             self.snapshot = machine.initial(input)
             event = {"type": "@agent.init"}
             if input is not NO_INPUT:
-                event["input"] = copy.deepcopy(input)
+                event["input"] = call_deep(copy.deepcopy, input)
         meta: dict[str, Any] = {"executionId": self.execution_id}
         meta.update(metadata or {})
         self._append(event, meta)
@@ -193,7 +194,7 @@ class Recorder:
             raise RecorderError("an event must be a dict with a non-empty string 'type'")
         if event["type"] == "@agent.init":
             raise RecorderError("'@agent.init' is reserved for entry 0")
-        ev = json.loads(json.dumps(event))
+        ev = call_deep(lambda: json.loads(json.dumps(event)))  # a copy, however deep (MAX_DEPTH)
         entry = self._step(ev)
         self.settle()
         return entry
@@ -258,7 +259,7 @@ class Recorder:
             p = todo[0]
             self._completed.add(str(p["sessionId"]))
             try:
-                result = self.executors[str(p["src"])](copy.deepcopy(p["input"]))
+                result = self.executors[str(p["src"])](call_deep(copy.deepcopy, p["input"]))
             except Exception as exc:  # a failing actor is data: journaled as xstate.error.actor
                 self._step(
                     {
@@ -302,7 +303,7 @@ class Recorder:
         child.clock = ManualClock(self.clock.now_ms)
         child.machine_version = self.machine_version
         child.execution_id = self.execution_id
-        child.entries = copy.deepcopy(self.entries[:up_to_index])
+        child.entries = call_deep(copy.deepcopy, self.entries[:up_to_index])
         child._sink = None  # a fork is in memory until written
         child.snapshot = fold_entries(self.machine, child.entries)[-1]  # the one fold
         child._completed = set()

@@ -286,6 +286,19 @@ def test_show_json_without_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert "verification" not in data
 
 
+def test_show_a_lone_surrogate_event_type_as_its_escape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from agentscope.examples.python_machines import counter_machine
+    from agentscope.recorder import Recorder
+
+    rec = Recorder(counter_machine())
+    rec.send({"type": "\udc00"})  # a legal JS string; stdout takes only well-formed text
+    path = rec.to_jsonl(tmp_path / "s.jsonl")
+    code, out, _ = run(capsys, "show", path)
+    assert code == 0 and "\\udc00" in out and "\udc00" not in out
+    code, data = run_json(capsys, "show", path)
+    assert code == 0 and data["event_types"] == {"@agent.init": 1, "\udc00": 1}  # JSON: the escape
+
+
 def test_show_human_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "show", f"{STORE}#second", "--limit", "5")
     assert code == 0
@@ -325,8 +338,8 @@ def test_show_coverage_adds_the_heat_map_to_the_player(capsys: pytest.CaptureFix
     assert {eid: v for eid, _, v, _ in heat["states"]} == {
         state_element_id(s): v for s, v in want.items() if s != "supportTriage"
     }
-    with pytest.raises(SystemExit, match="--coverage needs --html and --machine"):
-        run(capsys, "show", f"{STORE}#main", "--coverage")
+    code, _, err = run(capsys, "show", f"{STORE}#main", "--coverage")
+    assert code == 2 and "--coverage needs --html and --machine" in err  # usage: exit 2
 
 
 @needs_node
@@ -346,6 +359,11 @@ def test_diff_fork_threads(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["a_length"] == 91 and data["b_length"] == 52
     assert data["a_suffix"][0] == "APPROVE" and data["b_suffix"][0] == "REJECT"
     assert len(data["a_suffix"]) == 73 and len(data["b_suffix"]) == 34
+
+
+def test_diff_html_without_a_machine_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "diff", f"{STORE}#main", f"{STORE}#fork", "--html", str(tmp_path / "f.html"))
+    assert code == 2 and "--html needs --machine" in err and not (tmp_path / "f.html").exists()
 
 
 def test_diff_identical_file_and_store_thread(capsys: pytest.CaptureFixture[str]) -> None:

@@ -228,3 +228,15 @@ def test_metadata_cells_on_many_rows_match_the_exact_frame(tmp_path: Path) -> No
     assert [None if m is None else dict(m) for m in log.df["metadata"]] == list(expected["metadata"])
     assert isinstance(log.df["metadata"].iloc[5], LazyPayload) and log.df["metadata"].iloc[6] is None
     pd.testing.assert_frame_equal(log.df.drop(columns=["event", "metadata"]), expected.drop(columns=["event", "metadata"]))
+
+
+@pytest.mark.parametrize("key", ["causationId", "metadata", "verification"])
+@pytest.mark.parametrize("escape", [0, 1, -1])
+def test_explicit_null_under_an_escaped_envelope_key(tmp_path: Path, key: str, escape: int) -> None:
+    # "causation\u0049d" is the key causationId to JSON.parse, orjson and Arrow alike
+    entries = big_log()
+    written = key.replace(key[escape], f"\\u{ord(key[escape]):04x}", 1)
+    line = json.dumps({k: v for k, v in entries[250].items() if k != key}, separators=(",", ":"))
+    text = line[:-1] + f',"{written}":null' + "}"
+    assert json.loads(text)[key] is None
+    _expect_same(write(tmp_path / "big.jsonl", entries, {250: text}), EntryValidationError, 250, key)

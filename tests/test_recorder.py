@@ -270,3 +270,30 @@ def test_recorded_logs_verify_with_the_node_engine_too(tmp_path: Path) -> None:
         assert js_triage.version == triage.entries[0]["machineVersion"]
         report = verify(js_triage, read_log(path, thread="second"))
         assert report.ok and len(report.mismatches) == 0
+
+
+def test_an_event_nested_thousands_deep_is_recorded_and_verifies(tmp_path: Path) -> None:
+    deep: list[Any] = []
+    cur = deep
+    for _ in range(5_000):  # past Python's recursion limit, inside agentscope's MAX_DEPTH
+        nxt: list[Any] = []
+        cur.append(nxt)
+        cur = nxt
+    rec = Recorder(pm.counter_machine())
+    entry = rec.send({"type": "INC", "by": 2, "nest": deep})
+    assert entry["index"] == 1 and rec.persisted["context"]["count"] == 2
+    assert verify(pm.counter_machine(), rec.entries).ok
+    log = read_log(rec.to_jsonl(tmp_path / "deep.jsonl"))
+    assert len(log) == 2 and log.entries[1]["event"]["type"] == "INC"
+    child = rec.fork(2)  # copies the deep entries
+    assert [e["id"] for e in child.entries] == [e["id"] for e in rec.entries]
+    assert _depth(child.entries[1]["event"]["nest"]) == 5_000 and child.entries[1] is not rec.entries[1]
+    with_input = Recorder(pm.counter_machine(), {"start": 1, "nest": deep})
+    assert _depth(with_input.entries[0]["event"]["input"]["nest"]) == 5_000
+
+
+def _depth(value: list[Any]) -> int:
+    n = 0
+    while value:
+        value, n = value[0], n + 1
+    return n

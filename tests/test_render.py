@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import warnings
@@ -245,6 +246,27 @@ def test_hostile_names_are_escaped_in_dot_and_svg() -> None:
     assert "&lt;img src=x onerror=alert(1)&gt; [a&lt;b&amp;&amp;c]" in lay.svg
     text = layout(g, engine="text")
     assert "<script" not in text.svg and "&lt;/svg&gt;" in text.svg
+
+
+def test_a_state_named_by_a_lone_surrogate_gets_a_distinct_element_id() -> None:
+    # "\ud800" is a legal JS string (and state key); UTF-8 cannot encode it
+    ids = {state_element_id(s) for s in ("m.\ud800", "m.\udc00", "m.\ufffd", "m._")}
+    assert len(ids) == 4 and all(re.fullmatch(r"as_s_[A-Za-z0-9_]*_[0-9a-f]{8}", i) for i in ids)
+    assert state_element_id("m.a") == "as_s_m_a_" + hashlib.blake2s(b"m.a", digest_size=4).hexdigest()
+    lay = layout(graph_from_config({"id": "m", "initial": "a", "states": {"a": {"on": {"E": "\ud800"}}, "\ud800": {}}}))
+    eid = state_element_id("m.\ud800")
+    assert f'id="{eid}"' in lay.svg
+
+
+@pytest.mark.parametrize(
+    ("key", "label"),
+    [("1500", "after 1500ms"), ("PT1S", "after PT1S"), ("1.5s", "after 1.5s"), ("200ms", "after 200ms"), ("slow", "after slow")],
+)
+def test_after_edges_are_labelled_by_their_delay_key(key: str, label: str) -> None:
+    from agentscope.render.dot import edge_label
+
+    t = TransitionInfo(source="m.a", event=f"xstate.after.{key}.m.a", targets=("m.b",), kind="after")
+    assert edge_label(t) == label
 
 
 def test_context_tree_escapes_and_bounds_hostile_values() -> None:

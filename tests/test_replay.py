@@ -155,6 +155,18 @@ def test_empty_log_and_bad_verify_mode() -> None:
     assert not rep.ok and "empty" in rep.summary()
 
 
+def test_an_event_type_holding_a_lone_surrogate_is_reported_as_is() -> None:
+    from agentscope.examples.python_machines import counter_machine
+    from agentscope.recorder import Recorder
+
+    rec = Recorder(counter_machine())
+    rec.send({"type": "\udc00"})  # legal JSON and a legal JS string; nothing takes it
+    rec.send({"type": "INC", "by": 2})
+    report = verify(counter_machine(), rec.entries)
+    assert report.ok and list(report.df["event_type"]) == ["@agent.init", "\udc00", "INC"]
+    assert str(report.df["event_type"].dtype) == str(report.df["id"].dtype) == "str"  # as for any log
+
+
 def test_machine_version_mismatch() -> None:
     log = copy.deepcopy(SPEC_72)
     log[1]["machineVersion"] = "v2"

@@ -7,6 +7,8 @@ from real XState and ``tests/differential/`` for the generated comparison); here
 
 from __future__ import annotations
 
+import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from agentscope.errors import EngineError, MachineExecutionError, StatechartConf
 from agentscope.hashing import state_hash
 from agentscope.recorder import ManualClock, Recorder
 from agentscope.replay import verify
+from tests.conftest import REPO, node_ready
 
 
 def ping_pong() -> StatechartMachine:
@@ -220,3 +223,38 @@ def test_a_choice_state_draws() -> None:
     )
     assert "◇ routing  — always → idle" in text_tree(m.graph)
     assert "as-choice" in to_dot(m.graph)
+
+
+# what XState 6.0.0-alpha.48's parseDurationToMilliseconds gives (None: not a duration, XState
+# keeps the string): JS `\d` and `/i` are ASCII-only, and `trim()` is ECMAScript white space
+_DELAYS = {
+    "PT1S": 1000, " PT1S\n": 1000, "\xa0PT1S": 1000, "\ufeffPT1S": 1000, "\u2028PT1S": 1000,
+    "pt1.5s": 1500, "200MS": 200, "\x1cPT1S": None, "\x85PT1S": None, "PT\u0663S": None,
+    "\u0661\u0660\u0660ms": None, "PT1\u017f": None, "P": None, "PT": None,
+}
+
+
+def test_delay_strings_are_read_as_xstate_reads_them() -> None:
+    from agentscope.engines._statechart_nodes import parse_duration
+
+    assert {k: parse_duration(k) for k in _DELAYS} == _DELAYS
+
+
+@pytest.mark.skipif(not node_ready(), reason="needs node and `npm ci` (xstate)")
+def test_delay_strings_table_is_what_xstate_says() -> None:
+    script = """
+import { createMachine, initialTransition } from 'xstate';
+const out = {};
+for (const key of JSON.parse(process.argv[1])) {
+  const m = createMachine({ id: 'm', initial: 'a', states: { a: { after: { [key]: 'b' } }, b: {} } });
+  const [s] = initialTransition(m);
+  const delay = s.machine.getPersistedSnapshot(s).timers[`xstate.after.${key}.m.a`].delay;
+  out[key] = typeof delay === 'number' ? delay : null;
+}
+console.log(JSON.stringify(out));
+"""
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps(list(_DELAYS))],
+        cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
+    )
+    assert json.loads(out.stdout) == _DELAYS

@@ -11,6 +11,7 @@ Node available re-records and checks ``EXPECTED`` is still what XState says.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -527,3 +528,57 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
         {"status": "done", "value": "z", "context": {"log": [None]}, "timers": {}, "output": {"kept": 1}},
     ],
 }
+
+
+# stateIn("#id.child") resolves as XState's getStateNodeById: the head is a node id (a custom
+# `id` here), the rest a path below it; an unknown id throws (checkStateIn, alpha.48)
+_STATE_IN_IDS = {"#foo.child": True, "#foo": True, "#s.p.child": True, "#s.q.x": True, "#s.q.y": False}
+_STATE_IN_THROWS = {"#nope": "Child state node '#nope' does not exist on machine 's'",
+                    "#foo.zz": "Child state 'zz' does not exist on 'foo'"}
+
+
+def _state_in_machine(ref: str) -> StatechartMachine:
+    return StatechartMachine({
+        "id": "s",
+        "type": "parallel",
+        "states": {
+            "p": {"id": "foo", "initial": "child", "states": {"child": {}}},
+            "q": {"initial": "x", "states": {"x": {"on": {"G": {"target": "y", "guard": state_in(ref)}}}, "y": {}}},
+        },
+    })
+
+
+@pytest.mark.parametrize("ref", sorted(_STATE_IN_IDS))
+def test_state_in_an_id_with_a_path_resolves_like_get_state_node_by_id(ref: str) -> None:
+    m = _state_in_machine(ref)
+    after = m.transition(m.initial(), {"type": "G"})
+    assert after.persisted["value"]["q"] == ("y" if _STATE_IN_IDS[ref] else "x")
+
+
+@pytest.mark.parametrize("ref", sorted(_STATE_IN_THROWS))
+def test_state_in_an_unknown_id_raises_as_xstate_does(ref: str) -> None:
+    m = _state_in_machine(ref)
+    with pytest.raises(MachineExecutionError, match=re.escape(_STATE_IN_THROWS[ref])):
+        m.transition(m.initial(), {"type": "G"})
+
+
+@pytest.mark.skipif(not node_ready(), reason="needs node and `npm ci` (xstate)")
+def test_state_in_ids_are_what_xstate_says() -> None:
+    script = """
+import { createMachine, initialTransition, checkStateIn } from 'xstate';
+const m = createMachine({ id: 's', type: 'parallel', states: {
+  p: { id: 'foo', initial: 'child', states: { child: {} } },
+  q: { initial: 'x', states: { x: {}, y: {} } } } });
+const [s] = initialTransition(m);
+const out = {};
+for (const ref of process.argv.slice(1)) {
+  try { out[ref] = checkStateIn(s, ref); } catch (e) { out[ref] = e.message; }
+}
+console.log(JSON.stringify(out));
+"""
+    refs = [*_STATE_IN_IDS, *_STATE_IN_THROWS]
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script, *refs],
+        cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
+    )
+    assert json.loads(out.stdout) == {**_STATE_IN_IDS, **_STATE_IN_THROWS}

@@ -28,6 +28,7 @@ from agentscope.engines._statechart_nodes import (
     Raise,
     StateIn,
     Transition,
+    _to_state_path,
     check_action,
     get_by_path,
     is_descendant,
@@ -465,10 +466,38 @@ def matches_state(parent: Any, child: Any) -> bool:
 
 
 def state_in(s: State, state: Any) -> bool:
-    """XState's ``checkStateIn``: ``"#id"`` is an active node; otherwise the value matches."""
+    """XState's ``checkStateIn``: ``"#id"`` (or ``"#id.child"``, resolved as
+    ``getStateNodeById`` does) is an active node; otherwise the value matches.
+
+    Raises
+    ------
+    LookupError
+        ``"#id..."`` names no state node (XState throws the same message).
+    """
     if isinstance(state, str) and state.startswith("#"):
-        return any(n.id == state[1:] for n in s.nodes)
+        return _node_by_id(s, state) in s.nodes
     return matches_state(state, value_of(s))
+
+
+def _node_by_id(s: State, state_id: str) -> Node:
+    """The node ``getStateNodeById(state_id)`` finds on the machine of ``s``."""
+    root = next(n for n in s.nodes if n.parent is None)
+    head, *path = _to_state_path(state_id)
+    head = head[1:] if head.startswith("#") else head
+    stack, node = [root], None
+    while stack and node is None:
+        n = stack.pop()
+        if n.id == head:
+            node = n
+        stack.extend(n.states.values())
+    if node is None:
+        raise LookupError(f"Child state node '#{head}' does not exist on machine '{root.id}'")
+    for seg in path:
+        nxt = node.states.get(seg)
+        if nxt is None:
+            raise LookupError(f"Child state '{seg}' does not exist on '{node.id}'")
+        node = nxt
+    return node
 
 
 def call_to(t: Transition, s: State, event: Mapping[str, Any]) -> Any:

@@ -97,7 +97,14 @@ _DURATION = re.compile(
     r"^P(?:(?P<weeks>\d+(?:[.,]\d+)?)W)?(?:(?P<days>\d+(?:[.,]\d+)?)D)?"
     r"(?:T(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?"
     r"(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
+)
+# what String.prototype.trim removes (ECMA-262 WhiteSpace and LineTerminator); str.strip differs
+# (it also removes U+001C..U+001F and U+0085, and keeps U+FEFF)
+_JS_SPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
 
@@ -108,11 +115,11 @@ def parse_duration(text: str) -> int | float | None:
     (seconds with up to 3 fraction digits) and ISO-8601 durations of weeks, days, hours, minutes
     and seconds (``"PT1S"``, ``"P1DT2H"``, ``"PT0,5S"``); years and months are not accepted.
     """
-    t = text.strip()
-    m = re.fullmatch(r"(\d+)ms", t, re.IGNORECASE)
+    t = text.strip(_JS_SPACE)
+    m = re.fullmatch(r"(\d+)ms", t, re.IGNORECASE | re.ASCII)
     if m:
         return int(m.group(1))
-    m = re.fullmatch(r"(\d*)(\.?)(\d*)s", t, re.IGNORECASE)
+    m = re.fullmatch(r"(\d*)(\.?)(\d*)s", t, re.IGNORECASE | re.ASCII)
     if m:
         whole = int(m.group(1)) if m.group(1) else 0
         frac = int(m.group(3).ljust(3, "0")[:3]) if m.group(3) else 0

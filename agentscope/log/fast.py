@@ -71,7 +71,9 @@ BLOCK_BYTES = 1 << 20
 #   after "-0.": with at most 99 in the exponent, anything else is >= 1e-300);
 # - a literal that may overflow a double (a 3-digit positive exponent or an integer part of 200+
 #   digits: with at most 99 in the exponent anything else is < 1e300);
-# - an explicit ``null`` in an optional envelope field (Arrow reads it as absent);
+# - an explicit ``null`` in an optional envelope field (Arrow reads it as absent), also under a key
+#   written with ``\uXXXX`` escapes (``"causation\u0049d"`` is ``causationId`` to both parsers):
+#   any key of letters and escapes followed by ``null``;
 # - two objects on one line, or a blank line: then rows and lines are one to one (Arrow refuses
 #   a line holding anything else but ``null``, whose all-null row fails the checks).
 # Number patterns end at a delimiter, so strings like hex hashes ('a3e7890f') do not match.
@@ -81,6 +83,7 @@ _DISQUALIFY = (
     r"|-(?:0\.0{200}|[0-9][0-9.]*[eE]-[0-9]{3})"
     r"|[0-9](?:[eE]\+?[0-9]{3}|[0-9]{199})[0-9.eE+-]*[ \t\r\n]*[,\]}]"
     r"|\x22(?:causationId|metadata|verification)\x22[ \t\r\n]*:[ \t\r\n]*null"
+    r"|\x22[A-Za-z]*\\u[0-9A-Fa-f]{4}[A-Za-z0-9\\]*\x22[ \t\r\n]*:[ \t\r\n]*null"
     r"|\}[ \t\r]*\{|\A[ \t\r]*\n|\n[ \t\r]*\n"
 )
 

@@ -67,7 +67,7 @@ class ObservedEdge:
 
 
 def _h(text: str) -> str:
-    return hashlib.blake2s(text.encode("utf-8"), digest_size=4).hexdigest()
+    return hashlib.blake2s(text.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
 
 
 def _slug(text: str) -> str:
@@ -139,8 +139,13 @@ def edge_label(t: TransitionInfo) -> str:
     if t.kind == "always" or ev == "":
         text = "always"
     elif t.kind == "after" or _AFTER.match(ev):
+        # xstate.after.<delay key>.<source id>: a key may be "PT1S", "1.5s" or a delays= name
+        key = ev.removeprefix("xstate.after.").removesuffix("." + t.source)
         m = _AFTER.match(ev)
-        text = f"after {m.group(1)}ms" if m else f"after {ev}"
+        if key != ev and key:
+            text = f"after {key}ms" if key.isascii() and key.isdigit() else f"after {key}"
+        else:
+            text = f"after {m.group(1)}ms" if m else f"after {ev}"
     elif t.kind == "invoke.onDone":
         text = "done: " + ev.removeprefix("xstate.done.actor.")
     elif t.kind == "invoke.onError":

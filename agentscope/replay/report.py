@@ -199,6 +199,15 @@ def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[st
     return [f"{int(v):08x}" if p else None for v, p in zip(values.tolist(), present.tolist(), strict=True)]
 
 
+def _str_column(values: list[Any]) -> pd.Series:
+    """``values`` as pandas infers them (``str``), in the ``"python"`` storage when one holds a
+    lone UTF-16 surrogate (legal in a JS string; Arrow's storage holds only valid UTF-8)."""
+    try:
+        return pd.Series(values)
+    except UnicodeEncodeError:
+        return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
+
+
 def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> VerifyReport:
     """Build the :class:`VerifyReport` of a :class:`LogIndex` (O(n), no replay)."""
     n = idx.n
@@ -223,8 +232,8 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         {
             "index": np.arange(n, dtype=np.int64),
             "segment": seg_col,
-            "id": [entry_id(e) for e in entries],
-            "event_type": [event_type(e) for e in entries],
+            "id": _str_column([entry_id(e) for e in entries]),
+            "event_type": _str_column([event_type(e) for e in entries]),
             "recorded_hash": pd.Series(recorded, dtype=object),
             "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
             "verdict": pd.Categorical(
