@@ -78,6 +78,10 @@ BASE_CSS = """
 .as-aligned tr.as-current{background:#fff3c4}
 .as-aligned tr.as-differ td.as-al-b{color:#b71c1c}
 .as-aligned td.as-al-none{color:#9e9e9e;font-style:italic}
+/* JupyterLab and nbconvert right-align every cell of an HTML output (two classes and a tag); the
+   views' tables read left to right, so their cells keep left alignment at the same weight */
+.as-root .as-table td,.as-root .as-table th,.as-root .as-cdiff td,.as-root .as-cdiff th,
+.as-root .as-aligned td,.as-root .as-aligned th{text-align:left}
 """
 
 

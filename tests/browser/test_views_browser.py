@@ -364,3 +364,30 @@ def test_widget_chart_front_end_restyles_and_follows_the_active_box(
     # the drawing itself was never replaced
     assert page.evaluate("() => document.querySelector('#w > div:last-child > .as-chart > svg') === window.drawing")
     assert errors == []
+
+
+def test_tables_read_left_to_right_inside_a_notebook_output(browser_context: Any, tmp_path: Path) -> None:
+    """JupyterLab and nbconvert right-align every cell of an HTML output
+    (``:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td``); the fork view's context diff and
+    aligned entries keep their left alignment in its ``text/html`` copy."""
+    import agentscope as asc
+    from agentscope.examples.python_machines import triage_machine
+
+    store = FIXTURES / "g_triage.sqlite"
+    main, fork = asc.read_log(store, thread="main"), asc.read_log(store, thread="fork")
+    view = asc.ForkView(triage_machine(), main, fork, names=("main", "fork"))
+    view.step = 18  # at the divergence: the context diff and the aligned entries both show
+    html = view.static_html()  # the output's text/html copy, as nbconvert publishes it
+    page_html = (
+        "<style>:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td,"
+        ":not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon th{text-align:right}</style>"
+        f'<div class="jp-RenderedHTMLCommon jp-RenderedHTML">{html}</div>'
+    )
+    page = browser_context.new_page()
+    page.set_content(page_html)
+    aligns = page.evaluate(
+        "() => [...document.querySelectorAll('.as-root td, .as-root th')]"
+        ".map(e => getComputedStyle(e).textAlign)"
+    )
+    assert len(aligns) >= 10 and set(aligns) == {"left"}, sorted(set(aligns))
+    page.close()
