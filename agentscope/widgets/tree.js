@@ -14,10 +14,26 @@ function rowsOf(model) {
 }
 function render({ model, el }) {
   el.classList.add('as-treew');
+  // Folders the reader opened or closed, by JSON Pointer (`data-path`): a step redraws the tree,
+  // and the reader's choice outlives it (the kernel's defaults apply to every other folder).
+  const chosen = new Map();
+  el.addEventListener('click', (e) => {
+    const summary = e.target instanceof Element ? e.target.closest('summary') : null;
+    const node = summary ? summary.parentElement : null;
+    if (node && node.matches('details.as-node') && node.dataset.path !== undefined) {
+      chosen.set(node.dataset.path, !node.open); // the click toggles it after this handler
+    }
+  });
   function show() {
     const box = el.querySelector('.as-ctx');
     const top = box ? box.scrollTop : 0;
     el.innerHTML = rowsOf(model).join('');
+    if (chosen.size) {
+      for (const node of el.querySelectorAll('details.as-node')) {
+        const open = chosen.get(node.dataset.path);
+        if (open !== undefined) node.open = open;
+      }
+    }
     const now = el.querySelector('.as-ctx');
     if (now) now.scrollTop = top; // a step keeps the reader's place in a long tree
   }

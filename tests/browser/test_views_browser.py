@@ -391,3 +391,55 @@ def test_tables_read_left_to_right_inside_a_notebook_output(browser_context: Any
     )
     assert len(aligns) >= 10 and set(aligns) == {"left"}, sorted(set(aligns))
     page.close()
+
+
+def test_widget_context_tree_keeps_the_folders_the_reader_opened(browser_context: Any, tmp_path: Path) -> None:
+    """The widget's context-tree module (anywidget ESM) in Chromium, fed the traits the kernel sends
+    at each step of the real triage log: a folder the reader opened stays open and one they closed
+    stays closed across steps; every other folder keeps the kernel's default."""
+    import json
+    from importlib.resources import files
+
+    import jsonpatch
+
+    import agentscope as asc
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.render._escape import json_for_script
+    from agentscope.render.html import style_block
+
+    tt = asc.TimeTravel(triage_machine(), asc.read_log(FIXTURES / "g_triage.sqlite", thread="main"))
+    tt._coalesce = False  # Playwright's loop runs in this thread: render each step now
+    w = tt._context
+    tt.step = 5
+    esm = files("agentscope.widgets").joinpath("tree.js").read_text(encoding="utf-8")
+    assert "</" not in esm  # embeddable in a <script> as is
+    path = tmp_path / "tree.html"
+    path.write_text(
+        f"<!DOCTYPE html><meta charset=utf-8>{style_block()}<div id='w'></div>"
+        f"<script type='application/json' id='traits'>{json_for_script({'base': w.base, 'patch': w.patch})}</script>"
+        f"<script type='text/plain' id='esm'>{esm}</script>{FAKE_MODEL}",
+        encoding="utf-8",
+    )
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.ready === true")
+
+    def is_open(pointer: str) -> bool:
+        return bool(page.locator(f"#w details.as-node[data-path='{pointer}']").first.evaluate("d => d.open"))
+
+    assert not is_open("/context/queue") and is_open("/context/outcomes") and is_open("/context/current")
+    page.locator("#w details.as-node[data-path='/context/queue'] > summary").first.click()
+    page.locator("#w details.as-node[data-path='/context/outcomes'] > summary").first.click()
+    assert is_open("/context/queue") and not is_open("/context/outcomes")
+    for step in (6, 7, 12):
+        tt.step = step
+        sent = json.loads(json.dumps({"base": w.base, "patch": w.patch}))
+        page.evaluate("(t) => { window.model.set('base', t.base); window.model.set('patch', t.patch); }", sent)
+        shown = "".join(jsonpatch.apply_patch(w.base, w.patch))  # the rows the kernel meant
+        assert is_open("/context/queue") and not is_open("/context/outcomes"), step
+        default = 'data-path="/context/current" open' in shown
+        assert is_open("/context/current") == default, step  # untouched: the kernel's default
+    assert errors == []
+    page.close()
