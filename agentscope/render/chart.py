@@ -1094,15 +1094,36 @@ def expand_html(
     out = []
     for box in chosen:
         sub, leaving, entering = _expanded(layout, box, layout.plan.observed)
-        classes = frame_classes(
-            sub,
-            [s for s in active if s in sub.graph.nodes],
-            taken_edge=[m for m in moves if m.source in sub.graph.nodes and m.target in sub.graph.nodes],
-            entered=entered,
-            exited=exited,
-        )
+        classes = _box_classes(sub, active, moves=moves, entered=entered, exited=exited)
         out.append(expansion_details(layout, box, sub, leaving, entering, apply_classes(sub, classes), open_))
     return "".join(out)
+
+
+def _box_classes(
+    sub: Layout,
+    active: Collection[str],
+    *,
+    moves: Iterable[ObservedEdge],
+    entered: Iterable[str],
+    exited: Iterable[str],
+    also_active: Iterable[str] | None = None,
+    taken_b: Iterable[ObservedEdge] = (),
+) -> dict[str, list[str]]:
+    """:func:`frame_classes` of one expanded box: the frame's states and moves that lie inside it."""
+    inner = sub.graph.nodes
+
+    def within(edges: Iterable[ObservedEdge]) -> list[ObservedEdge]:
+        return [m for m in edges if m.source in inner and m.target in inner]
+
+    return frame_classes(
+        sub,
+        [s for s in active if s in inner],
+        taken_edge=within(moves),
+        entered=entered,
+        exited=exited,
+        also_active=[s for s in also_active if s in inner] if also_active is not None else None,
+        taken_b=within(taken_b),
+    )
 
 
 def frame_styling(
@@ -1122,7 +1143,7 @@ def frame_styling(
     ``lit`` the ``[element id, "cls cls"]`` pairs to class, the boxes' elements included.
     Applying ``lit`` to ``head + boxes + layout.svg`` gives the classes of :func:`frame_svg`.
     """
-    moves, entered, exited = list(taken_edge), list(entered), list(exited)
+    moves, entered, exited, taken_b = list(taken_edge), list(entered), list(exited), list(taken_b)
     also = list(also_active) if also_active is not None else None
     classes = frame_classes(
         layout, active, taken_edge=moves, entered=entered, exited=exited, also_active=also, taken_b=taken_b
@@ -1130,20 +1151,13 @@ def frame_styling(
     head, boxes = chart_head_html(layout, active, also), ""
     if layout.collapsed:
         on = set(active) | set(also or ())
-        taken_b = list(taken_b)
-        obs = [m for m in [*moves, *taken_b] if isinstance(m, ObservedEdge)]
+        moved = [m for m in moves if isinstance(m, ObservedEdge)]
+        moved_b = [m for m in taken_b if isinstance(m, ObservedEdge)]
         for box in sorted(c for c in layout.collapsed if c in on):
             sub, leaving, entering = _expanded(layout, box, layout.plan.observed)
             boxes += expansion_details(layout, box, sub, leaving, entering, sub.svg)
-            inner = [m for m in obs if m.source in sub.graph.nodes and m.target in sub.graph.nodes]
-            for eid, cls in frame_classes(
-                sub,
-                [s for s in active if s in sub.graph.nodes],
-                taken_edge=[m for m in inner if m in moves],
-                entered=entered,
-                exited=exited,
-                also_active=[s for s in also if s in sub.graph.nodes] if also is not None else None,
-                taken_b=[m for m in inner if m in taken_b],
+            for eid, cls in _box_classes(
+                sub, active, moves=moved, entered=entered, exited=exited, also_active=also, taken_b=moved_b
             ).items():
                 classes.setdefault(eid, []).extend(c for c in cls if c not in classes.get(eid, ()))
     return head, boxes, [[eid, " ".join(cls)] for eid, cls in classes.items()]
