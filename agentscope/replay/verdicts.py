@@ -467,6 +467,42 @@ class _SegmentPass:
         idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
 
 
+_HEX_RUN = re.compile(r"[0-9a-f]*")
+
+
+def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
+    """Store the recorded hashes of ``entries[lo:hi]``: 8 lowercase hex digits as ``uint32``
+    (parsed together), any other text as is in ``odd_recorded``."""
+    at: list[int] = []
+    texts: list[str] = []
+    for i in range(lo, hi):
+        h = recorded_hash(entries[i])
+        if h is None:
+            continue
+        if len(h) == 8:
+            at.append(i)
+            texts.append(h)
+        else:
+            idx.odd_recorded[i] = h
+    if not at:
+        return
+    joined = "".join(texts)
+    if _HEX_RUN.fullmatch(joined) is None:  # some are not lowercase hex: sort them one by one
+        keep_at: list[int] = []
+        keep: list[str] = []
+        for i, h in zip(at, texts, strict=True):
+            if _HEX8.fullmatch(h):
+                keep_at.append(i)
+                keep.append(h)
+            else:
+                idx.odd_recorded[i] = h
+        at, joined = keep_at, "".join(keep)
+        if not at:
+            return
+    idx.recorded[at] = np.frombuffer(bytes.fromhex(joined), dtype=">u4")
+    idx.has_recorded[at] = True
+
+
 def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
     out = copy.copy(sp)
     out.idx = idx
@@ -533,15 +569,7 @@ class Pass:
         if hi <= lo:
             return range(lo, lo)
         idx.grow(hi)
-        for i in range(lo, hi):
-            h = recorded_hash(entries[i])
-            if h is None:
-                continue
-            if _HEX8.fullmatch(h):
-                idx.recorded[i] = int(h, 16)
-                idx.has_recorded[i] = True
-            else:
-                idx.odd_recorded[i] = h
+        _read_recorded(idx, entries, lo, hi)
         first = lo
         if idx.segments and not (entries[lo] is not None and event_type(entries[lo]) == AGENT_INIT):
             # the new entries continue the last segment
@@ -602,11 +630,14 @@ class Pass:
             idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
         if m is None:
             return
+        mid, version = m.machine_id, self._version
         for i in range(lo, hi):
             e = entries[i]
+            if type(e) is dict and e.get("machineId") == mid and e.get("machineVersion") == version:
+                continue  # targets this machine (what identity_problem concludes first)
             if not isinstance(e, Mapping):
                 continue
-            bad = identity_problem(e, i - seg.start, m.machine_id, self._version)
+            bad = identity_problem(e, i - seg.start, mid, version)
             if bad is not None:
                 bad.index = i
                 bad.source = idx.source
