@@ -16,7 +16,7 @@ import pandas as pd
 from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
-from agentscope.log.entry import entries_of, entry_id, event_type, source_of
+from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
 from agentscope.log.problems import problems_frame
 from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH
@@ -238,8 +238,8 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         {
             "index": np.arange(n, dtype=np.int64),
             "segment": seg_col,
-            "id": _str_column([entry_id(e) for e in entries]),
-            "event_type": _str_column([event_type(e) for e in entries]),
+            "id": _str_column(entry_ids(entries)),
+            "event_type": _str_column(event_types(entries)),
             "recorded_hash": pd.Series(recorded, dtype=object),
             "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
             "verdict": pd.Categorical.from_codes(  # the codes index VERDICTS, i.e. Verdict's order

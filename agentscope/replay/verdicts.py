@@ -39,7 +39,7 @@ from agentscope.log.entry import (
     event_type,
     execution_id,
     recorded_at_ms,
-    recorded_hash,
+    recorded_hashes,
     session_key,
 )
 from agentscope.log.validate import SegmentChecker, identity_problem
@@ -475,8 +475,7 @@ def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int,
     (parsed together), any other text as is in ``odd_recorded``."""
     at: list[int] = []
     texts: list[str] = []
-    for i in range(lo, hi):
-        h = recorded_hash(entries[i])
+    for i, h in enumerate(recorded_hashes(entries, lo, hi), lo):
         if h is None:
             continue
         if len(h) == 8:
