@@ -756,24 +756,25 @@ class SegmentChecker:
         # entries plainly right but for the recordedAt pattern wait for one bulk match of it
         times_at: list[int] = []
         times: list[str] = []
+        envelope, seen, prev = self.envelope, self.seen, self.prev_index
         for i in range(lo, hi):
             e = entries[i]
-            if type(e) is not dict and not isinstance(e, Mapping):
+            plain = type(e) is dict
+            if not plain and not isinstance(e, Mapping):
                 out.append(("invalid-entry", EntryValidationError(
                     "Agent event entry must be an object.", source=source, index=i)))
                 fold_stop = min(fold_stop, i)
-                self.prev_index = None
+                prev = None
                 continue
-            if self.envelope:
-                if type(e) is dict and _plain_envelope(e):
+            if envelope:
+                if plain and _plain_envelope(e):
                     times_at.append(i)
                     times.append(e["recordedAt"])
                 else:
                     problem = entry_problem(e, index=i, source=source)
                     if problem is not None:
                         out.append(("invalid-entry", problem))
-            prev = self.prev_index
-            want = i if i == start else (prev + 1 if isinstance(prev, int) else i)
+            want = i if i == start else (prev + 1 if prev is not None else i)
             got = e.get("index")
             if i == start and i > 0 and got == 0 and _is_bridge(e):
                 want = 0
@@ -783,27 +784,28 @@ class SegmentChecker:
                     f"{got} at position {i} (expected {want}).",
                     source=source, index=i, field="index",
                 )))
-            self.prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
+            prev = got if type(got) is int or (isinstance(got, int) and not isinstance(got, bool)) else None
             eid = e.get("id")
-            if isinstance(eid, str) and eid in self.seen:
-                out.append(("duplicate-id", EntryValidationError(
-                    f"Event log contains duplicate entry id '{eid}' (first at {self.seen[eid]}).",
-                    source=source, index=i, field="id",
-                )))
-            elif isinstance(eid, str):
-                self.seen[eid] = i
+            if isinstance(eid, str):
+                if eid in seen:
+                    out.append(("duplicate-id", EntryValidationError(
+                        f"Event log contains duplicate entry id '{eid}' (first at {seen[eid]}).",
+                        source=source, index=i, field="id",
+                    )))
+                else:
+                    seen[eid] = i
             ev = e.get("event")
-            if (type(ev) is not dict and not isinstance(ev, Mapping)) or not isinstance(
-                ev.get("type"), str
-            ) or not ev["type"]:
+            et = ev.get("type") if type(ev) is dict or isinstance(ev, Mapping) else None
+            if not isinstance(et, str) or not et:
                 fold_stop = min(fold_stop, i)
-            elif i == start and ev["type"] != AGENT_INIT_EVENT_TYPE:
+            elif i == start and et != AGENT_INIT_EVENT_TYPE:
                 out.append(("no-init", EntryValidationError(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
-                    f"found '{ev['type']}'.",
+                    f"found '{et}'.",
                     source=source, index=i, field="event.type",
                 )))
                 fold_stop = min(fold_stop, i)
+        self.prev_index = prev
         late = _unmatched_recorded_at(times) if times else []
         for j in late:
             problem = entry_problem(entries[times_at[j]], index=times_at[j], source=source)
