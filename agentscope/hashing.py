@@ -737,28 +737,34 @@ def _power_tables(n: int) -> tuple[_U64Array, _U64Array]:
 
 
 def _djb2_ascii_many(
-    data: bytes | bytearray, starts: Sequence[int], lens: Sequence[int]
+    data: bytes | bytearray,
+    starts: Sequence[int],
+    lens: Sequence[int],
+    braced: Sequence[bool] | None = None,
 ) -> np.ndarray[Any, np.dtype[np.uint32]]:
     """djb2 of each ASCII chunk ``data[starts[i] : starts[i] + lens[i]]`` (one UTF-16 unit per
-    byte), as ``uint32``, in a few array operations over all of them. Chunks are in order, none
-    empty, and every byte between them (up to the next start) is NUL.
+    byte), as ``uint32``, in a few array operations over all of them. Chunks are in order and
+    none is empty; ``braced[i]``: chunk ``i`` starts with a ``,`` to be read as ``{``.
 
-    With ``L = len(data)``, ``S = sum(b_j * 33**(L-1-j))`` from a chunk's start to the next one's
-    is its djb2 sum times ``33**(L-e)`` (``e`` its end; the NULs add nothing); multiplying by the
-    inverse power (33 is odd, so invertible modulo 2**32) leaves ``sum(b_j * 33**(e-1-j))``, to
-    which the seed's share ``5381 * 33**n`` is added (spec §2.3). All arithmetic is exact modulo
-    2**32 in ``uint64``.
+    With ``L = len(data)`` and ``W = cumsum(b_j * 33**(L-1-j))``, a chunk ending at ``e`` has
+    ``W[e] - W[start] = sum(b_j * 33**(e-1-j)) * 33**(L-e)``; multiplying by the inverse power
+    (33 is odd, so invertible modulo 2**32) leaves the chunk's own sum, to which the seed's share
+    ``5381 * 33**n`` is added (spec §2.3); a braced chunk adds ``("{" - ",") * 33**(n-1)``. All
+    arithmetic is exact modulo 2**32 in wrapping ``uint64``.
     """
     ln = np.asarray(lens, dtype=np.int64)
     st = np.asarray(starts, dtype=np.int64)
     arr = np.frombuffer(data, dtype=np.uint8)
     total = len(arr)
     pw, inv = _power_tables(total)
-    weighted = arr * pw[total - 1 :: -1]
-    sums = np.add.reduceat(weighted, st, dtype=np.uint64) & _MASK
-    shifted = (sums * inv[total - (st + ln)]) & _MASK
-    seeded = (shifted + ((pw[ln] * 5381) & _MASK)) & _MASK
-    out: np.ndarray[Any, np.dtype[np.uint32]] = seeded.astype(np.uint32)
+    running = np.zeros(total + 1, dtype=np.uint64)
+    np.cumsum(arr * pw[total - 1 :: -1], dtype=np.uint64, out=running[1:])
+    ends = st + ln
+    sums = (running[ends] - running[st]) & _MASK
+    hashed = ((sums * inv[total - ends]) & _MASK) + ((pw[ln] * 5381) & _MASK)
+    if braced is not None:
+        hashed += np.asarray(braced, dtype=np.uint64) * ((pw[ln - 1] * (ord("{") - ord(","))) & _MASK)
+    out: np.ndarray[Any, np.dtype[np.uint32]] = (hashed & _MASK).astype(np.uint32)
     return out
 
 
@@ -779,21 +785,24 @@ def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32
     buf = bytearray()
     starts: list[int] = []
     lens: list[int] = []
+    braced: list[bool] = []
     where: list[int] = []
     dumps, opts = orjson.dumps, _FAST_OPTIONS
 
     def flush() -> None:
         # NUL is in no guard pattern and JSON text never holds a raw one: no guard match spans two
-        # snapshots, and a match inside one sends the whole buffer to the exact path
+        # snapshots, and a match inside one (or in a skipped member) sends the buffer to the
+        # exact path
         if where:
             if not _guard_hit(buf) and buf.isascii():
-                out[where] = _djb2_ascii_many(buf, starts, lens)
+                out[where] = _djb2_ascii_many(buf, starts, lens, braced)
             else:
                 for j in where:
                     out[j] = int(state_hash(snapshots[j]), 16)
         buf.clear()
         starts.clear()
         lens.clear()
+        braced.clear()
         where.clear()
 
     for j, p in enumerate(snapshots):
@@ -801,7 +810,9 @@ def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32
             out[j] = int(state_hash(p), 16)
             continue
         ch = p.get("children")
-        cut = 0  # bytes of a leading "_nextTimerId" member to leave out (the key sorts first)
+        # a leading "_nextTimerId" member (the key sorts first) is skipped in place: the hashed
+        # text starts at the "," after it, read as "{"
+        cut = 0
         if (type(ch) is dict and ch) or "sessionId" in p or "_nextActorIds" in p or "agentMeta" in p:
             b = _fast_unguarded(p)
         else:
@@ -810,24 +821,21 @@ def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32
             except (orjson.JSONEncodeError, TypeError):
                 b = None
             if b is not None and "_nextTimerId" in p:
-                # an int's text holds no "," or "}": the member ends at the first one after it
+                # an int's text holds no ",": the member ends at the first one after it
                 if type(p["_nextTimerId"]) is int and b.startswith(_TIMER_ID_MEMBER):
                     cut = b.find(b",", 16)
-                    cut = len(b) - 1 if cut < 0 else cut + 1  # the only member: keep "}"
-                else:
+                if cut <= 0:  # not that shape, or the only member: stripped the plain way
+                    cut = 0
                     b = _fast_unguarded(p)
         if b is None or len(b) > _MANY_BYTES:
             out[j] = int(state_hash(p), 16)
             continue
         if len(buf) + len(b) >= _MANY_BYTES:
             flush()
-        starts.append(len(buf))
-        if cut:
-            buf.append(123)  # "{"
-            buf += memoryview(b)[cut:]
-        else:
-            buf += b
-        lens.append(len(buf) - starts[-1])
+        starts.append(len(buf) + cut)
+        lens.append(len(b) - cut)
+        braced.append(cut > 0)
+        buf += b
         buf.append(0)
         where.append(j)
     flush()
