@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -35,6 +35,7 @@ __all__ = [
     "js_values",
     "machine_version",
     "state_hash",
+    "state_hashes",
     "structural_string",
 ]
 
@@ -603,7 +604,7 @@ _FAST_GUARD = re.compile(
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
-def _guard_hit(out: bytes) -> bool:
+def _guard_hit(out: bytes | bytearray) -> bool:
     """Exactly ``_FAST_GUARD.search(out) is not None``, by substring tests (about twice as fast
     as the regex). With every digit written as ``0`` the digit classes of the pattern become the
     literal ``0``; the integral-float test reads the original bytes (its ``0`` is literal). Each
@@ -674,20 +675,25 @@ def fast_canonical_snapshot_bytes(persisted: Any) -> bytes | None:
     When it returns bytes they equal ``canonical_snapshot_json(persisted).encode()`` (tested
     with hypothesis against the exact writer).
     """
-    if type(persisted) is not dict:
-        return None
-    if "agentMeta" in persisted:  # the top level only (spec §2)
-        persisted = {k: v for k, v in persisted.items() if k != "agentMeta"}
-    p = _fast_stripped(persisted)
-    try:
-        out = orjson.dumps(p, option=_FAST_OPTIONS)
-    except (orjson.JSONEncodeError, TypeError):
-        return None
-    if _guard_hit(out):
+    out = _fast_unguarded(persisted)
+    if out is None or _guard_hit(out):
         return None
     if not out.isascii() and _NON_ASCII_KEY.search(out) is not None:
         return None
     return out
+
+
+def _fast_unguarded(persisted: Any) -> bytes | None:
+    """orjson's canonical bytes of ``persisted`` (volatile keys stripped), before the guard:
+    ``None`` when orjson refuses the value."""
+    if type(persisted) is not dict:
+        return None
+    if "agentMeta" in persisted:  # the top level only (spec §2)
+        persisted = {k: v for k, v in persisted.items() if k != "agentMeta"}
+    try:
+        return orjson.dumps(_fast_stripped(persisted), option=_FAST_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
 
 
 def _djb2_ascii(data: bytes) -> str:
@@ -704,6 +710,136 @@ def _djb2_ascii(data: bytes) -> str:
     acc = int(np.frombuffer(data, dtype=np.uint8).dot(powers))  # uint64: exact mod 2**32
     h = (acc + (lead[n] if n < len(lead) else _seed_share(n))) & _MASK
     return f"{h:08x}"
+
+
+_MANY_BYTES = 1 << 18
+"""Most bytes of canonical JSON one vectorised djb2 call takes (its temporaries: ~24 bytes per byte)."""
+_pow_table: np.ndarray[Any, np.dtype[np.uint64]] = np.ones(1, dtype=np.uint64)
+_inv_table: np.ndarray[Any, np.dtype[np.uint64]] = np.ones(1, dtype=np.uint64)
+_INV33 = pow(33, -1, 1 << 32)  # 33 is odd, so it has an inverse modulo 2**32
+
+
+_U64Array = np.ndarray[Any, np.dtype[np.uint64]]
+
+
+def _power_tables(n: int) -> tuple[_U64Array, _U64Array]:
+    """``(33**k, 33**-k) mod 2**32`` for ``k`` in ``[0, n]`` (ascending; cached, grown by doubling)."""
+    global _pow_table, _inv_table
+    if len(_pow_table) <= n:
+        size = max(4096, 1 << n.bit_length())
+
+        def powers(base: int) -> _U64Array:
+            up = np.cumprod(np.full(size - 1, base, dtype=np.uint32), dtype=np.uint32)  # wraps mod 2**32
+            return np.concatenate([np.ones(1, dtype=np.uint32), up]).astype(np.uint64)
+
+        _pow_table, _inv_table = powers(33), powers(_INV33)
+    return _pow_table, _inv_table
+
+
+def _djb2_ascii_many(
+    data: bytes | bytearray,
+    starts: Sequence[int],
+    lens: Sequence[int],
+    braced: Sequence[bool] | None = None,
+) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """djb2 of each ASCII chunk ``data[starts[i] : starts[i] + lens[i]]`` (one UTF-16 unit per
+    byte), as ``uint32``, in a few array operations over all of them. Chunks are in order and
+    none is empty; ``braced[i]``: chunk ``i`` starts with a ``,`` to be read as ``{``.
+
+    With ``L = len(data)`` and ``W = cumsum(b_j * 33**(L-1-j))``, a chunk ending at ``e`` has
+    ``W[e] - W[start] = sum(b_j * 33**(e-1-j)) * 33**(L-e)``; multiplying by the inverse power
+    (33 is odd, so invertible modulo 2**32) leaves the chunk's own sum, to which the seed's share
+    ``5381 * 33**n`` is added (spec §2.3); a braced chunk adds ``("{" - ",") * 33**(n-1)``. All
+    arithmetic is exact modulo 2**32 in wrapping ``uint64``.
+    """
+    ln = np.asarray(lens, dtype=np.int64)
+    st = np.asarray(starts, dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    total = len(arr)
+    pw, inv = _power_tables(total)
+    running = np.zeros(total + 1, dtype=np.uint64)
+    np.cumsum(arr * pw[total - 1 :: -1], dtype=np.uint64, out=running[1:])
+    ends = st + ln
+    sums = (running[ends] - running[st]) & _MASK
+    hashed = ((sums * inv[total - ends]) & _MASK) + ((pw[ln] * 5381) & _MASK)
+    if braced is not None:
+        hashed += np.asarray(braced, dtype=np.uint64) * ((pw[ln - 1] * (ord("{") - ord(","))) & _MASK)
+    out: np.ndarray[Any, np.dtype[np.uint32]] = (hashed & _MASK).astype(np.uint32)
+    return out
+
+
+_TIMER_ID_MEMBER = b'{"_nextTimerId":'
+
+
+def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """``state_hash`` of every persisted snapshot in ``snapshots``, as ``uint32`` (spec §2).
+
+    The same values as ``[int(state_hash(p), 16) for p in snapshots]``, computed in bulk: each
+    snapshot's unguarded fast canonical bytes (see :func:`fast_canonical_snapshot_bytes`) go into
+    one buffer, NUL-separated; the guard runs once over the buffer (per snapshot only when it
+    fires), and djb2 runs vectorised over up to :data:`_MANY_BYTES` of ASCII text at a time. A
+    snapshot the fast path refuses is hashed exactly; a large one alone.
+    """
+    n = len(snapshots)
+    out = np.empty(n, dtype=np.uint32)
+    buf = bytearray()
+    starts: list[int] = []
+    lens: list[int] = []
+    braced: list[bool] = []
+    where: list[int] = []
+    dumps, opts = orjson.dumps, _FAST_OPTIONS
+
+    def flush() -> None:
+        # NUL is in no guard pattern and JSON text never holds a raw one: no guard match spans two
+        # snapshots, and a match inside one (or in a skipped member) sends the buffer to the
+        # exact path
+        if where:
+            if not _guard_hit(buf) and buf.isascii():
+                out[where] = _djb2_ascii_many(buf, starts, lens, braced)
+            else:
+                for j in where:
+                    out[j] = int(state_hash(snapshots[j]), 16)
+        buf.clear()
+        starts.clear()
+        lens.clear()
+        braced.clear()
+        where.clear()
+
+    for j, p in enumerate(snapshots):
+        if type(p) is not dict:
+            out[j] = int(state_hash(p), 16)
+            continue
+        ch = p.get("children")
+        # a leading "_nextTimerId" member (the key sorts first) is skipped in place: the hashed
+        # text starts at the "," after it, read as "{"
+        cut = 0
+        if (type(ch) is dict and ch) or "sessionId" in p or "_nextActorIds" in p or "agentMeta" in p:
+            b = _fast_unguarded(p)
+        else:
+            try:
+                b = dumps(p, option=opts)
+            except (orjson.JSONEncodeError, TypeError):
+                b = None
+            if b is not None and "_nextTimerId" in p:
+                # an int's text holds no ",": the member ends at the first one after it
+                if type(p["_nextTimerId"]) is int and b.startswith(_TIMER_ID_MEMBER):
+                    cut = b.find(b",", 16)
+                if cut <= 0:  # not that shape, or the only member: stripped the plain way
+                    cut = 0
+                    b = _fast_unguarded(p)
+        if b is None or len(b) > _MANY_BYTES:
+            out[j] = int(state_hash(p), 16)
+            continue
+        if len(buf) + len(b) >= _MANY_BYTES:
+            flush()
+        starts.append(len(buf) + cut)
+        lens.append(len(b) - cut)
+        braced.append(cut > 0)
+        buf += b
+        buf.append(0)
+        where.append(j)
+    flush()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

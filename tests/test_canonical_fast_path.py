@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 from agentscope.examples.python_machines import counter_machine
 from agentscope.hashing import (
     _FAST_GUARD,
+    _djb2_ascii_many,
     _guard_hit,
     canonical_snapshot_json,
     djb2_hex,
     djb2_hex_reference,
     fast_canonical_snapshot_bytes,
     state_hash,
+    state_hashes,
 )
 from tests.conftest import load_json
 
@@ -70,6 +72,49 @@ def test_fast_bytes_are_the_exact_canonical_json_or_none(p: dict[str, Any]) -> N
     if fast is not None:
         assert fast == exact.encode("utf-8")
     assert state_hash(p) == djb2_hex(exact) == djb2_hex_reference(exact)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ps=st.lists(st.one_of(_snapshot(1), _JSON), max_size=12))
+def test_bulk_hashes_are_the_state_hashes(ps: list[Any]) -> None:
+    """``state_hashes`` (one buffer, one guard, vectorised djb2) gives each ``state_hash``,
+    whatever mix of fast, guarded, non-ASCII and non-object snapshots it is given."""
+    assert [f"{int(h):08x}" for h in state_hashes(ps)] == [state_hash(p) for p in ps]
+
+
+@given(chunks=st.lists(st.binary(min_size=1, max_size=300).map(lambda b: bytes(x & 0x7F or 1 for x in b)),
+                       min_size=1, max_size=20),
+       gaps=st.lists(st.integers(0, 3), min_size=20, max_size=20),
+       braces=st.lists(st.booleans(), min_size=20, max_size=20))
+def test_vectorised_djb2_is_the_plain_loop(chunks: list[bytes], gaps: list[int], braces: list[bool]) -> None:
+    """Every chunk's djb2 out of one buffer (other bytes between the chunks) equals the per-unit
+    loop (spec §2.3); a braced chunk starts with a "," read as "{"."""
+    buf, starts, lens, braced, want = bytearray(), [], [], [], []
+    for c, g, br in zip(chunks, gaps, braces, strict=False):
+        buf += b"x" * g
+        starts.append(len(buf))
+        lens.append(len(c) + br)
+        braced.append(br)
+        buf += (b"," if br else b"") + c
+        want.append(djb2_hex_reference(("{" if br else "") + c.decode("ascii")))
+    got = [f"{int(h):08x}" for h in _djb2_ascii_many(buf, starts, lens, braced)]
+    assert got == want
+
+
+def test_bulk_hashes_across_buffer_limits() -> None:
+    """Snapshots totalling several buffers, one larger than a buffer and the timer-id member
+    trimmed in place all hash as ``state_hash`` does (the counter's real snapshots)."""
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    ps: list[Any] = []
+    for i in range(6000):
+        s = m.transition(s, {"type": ("INC", "TOGGLE", "DEC")[i % 3], "by": i})
+        ps.append(s.persisted)
+    ps.insert(3000, {**ps[0], "context": {"blob": "x" * 300_000}})
+    ps.insert(10, {"_nextTimerId": 7})
+    ps.insert(11, {"_nextTimerId": 7.5, "value": "a"})
+    assert sum(len(canonical_snapshot_json(p)) for p in ps) > 3 * 2**18
+    assert [f"{int(h):08x}" for h in state_hashes(ps)] == [state_hash(p) for p in ps]
 
 
 def test_the_fast_path_is_taken_on_real_persisted_snapshots() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,39 @@ def test_the_one_writer_keeps_integer_digits_or_rounds_as_v8() -> None:
         js_json(too_deep, integers="exact")
     assert json.loads(js_json(value, integers="exact"))["by"] == 9007199254740993
     assert not hasattr(agentscope.hashing, "lossless_json")  # one writer module, no duplicate
+
+
+def test_bulk_accessors_equal_one_call_per_entry() -> None:
+    """The bulk forms used by whole-log passes give exactly the per-entry accessors' values,
+    on plain entries and on every odd shape (non-dicts, other mappings, missing or mistyped
+    fields, ``str`` subclasses, empty hashes)."""
+    from collections import OrderedDict
+
+    from agentscope.log.entry import (
+        entry_id,
+        entry_ids,
+        event_of,
+        event_type,
+        event_types,
+        events_of,
+        recorded_hash,
+        recorded_hashes,
+    )
+
+    class Text(str):
+        pass
+
+    odd: list[Any] = [
+        {"id": "a", "event": {"type": "X"}, "verification": {"stateHash": "0011aabb"}},
+        {"id": 7, "event": {"type": 5}, "verification": {"stateHash": ""}},
+        {"id": Text("t"), "event": {"type": Text("T")}, "verification": {"stateHash": Text("h")}},
+        OrderedDict(id="m", event=OrderedDict(type="M"), verification=OrderedDict(stateHash="ffffffff")),
+        {"event": None, "verification": None}, {"event": "X"}, {}, {"id": None},
+        {"event": OrderedDict(type="Y")}, {"verification": {"stateHash": None}},
+    ]
+    assert entry_ids(odd) == [entry_id(e) for e in odd]
+    assert event_types(odd) == [event_type(e) for e in odd]
+    assert events_of(odd) == [event_of(e) for e in odd]
+    assert recorded_hashes(odd) == [recorded_hash(e) for e in odd]
+    assert event_types(odd, 2, 5) == [event_type(e) for e in odd[2:5]]
+    assert recorded_hashes(odd, 3) == [recorded_hash(e) for e in odd[3:]]

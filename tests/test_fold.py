@@ -261,24 +261,30 @@ def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch)
 
     log = read_log(FIXTURES / "a_counter.log.json")
     assert validate.is_validated(log) and not validate.is_validated(list(log.entries))
-    calls: list[int] = []
-    real = validate.entry_problem
+    quick: list[int] = []  # the plain-case test of an entry
+    exact: list[int] = []  # the rule-by-rule path (when the plain case does not hold)
+    real_quick, real_exact = validate._plain_envelope, validate.entry_problem
 
-    def counting(entry: Any, **kw: Any) -> Any:
-        calls.append(1)
-        return real(entry, **kw)
+    def counting_quick(entry: Any) -> bool:
+        quick.append(id(entry))
+        return real_quick(entry)
 
-    monkeypatch.setattr(validate, "entry_problem", counting)
+    def counting_exact(entry: Any, **kw: Any) -> Any:
+        exact.append(id(entry))
+        return real_exact(entry, **kw)
+
+    monkeypatch.setattr(validate, "_plain_envelope", counting_quick)
+    monkeypatch.setattr(validate, "entry_problem", counting_exact)
     m = pm.counter_machine()
     assert verify(m, log).ok and replay(m, log).length == len(log)
     tl = Timeline(m, log)
-    assert tl.report.ok and calls == []
+    assert tl.report.ok and quick == [] and exact == []
     verify(m, list(log.entries))  # a plain list was never validated: checked once, here
-    assert len(calls) == len(log)
-    calls.clear()
+    assert sorted(quick) == sorted(id(e) for e in log.entries) and exact == []
+    quick.clear()
     bad = dict(log.entries[-1], index=len(log), id="new", schemaVersion=2)
     tl.extend([bad])
-    assert len(calls) == 1 and tl.report.df.loc[len(log), "kind"] == "invalid-entry"
+    assert quick == exact == [id(bad)] and tl.report.df.loc[len(log), "kind"] == "invalid-entry"
 
 
 @pytest.mark.parametrize(

@@ -367,3 +367,83 @@ def test_every_validation_error_names_its_problem_kind() -> None:
             seg = [k for k, _ in SegmentChecker(0).check(entries, 0, len(entries))[0]]
             assert seg == [problem_kind(e) for _, e in SegmentChecker(0).check(entries, 0, len(entries))[0]]
             assert kind in seg
+
+
+# -- the bulk checker (plain entries first, recordedAt matched for many at once) ---------------
+
+_ODD_VALUES: list[Any] = [float("nan"), -0.0, float("inf"), dt.datetime(2026, 1, 1), {1}, b"x", 2**1100,
+                          (1, 2), {3: "non-string key"}, "\ud800", [[[[]]]], None, True, 1.5]
+
+
+def _long_log(n: int = 100) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        e = copy.deepcopy(COUNTER[0] if i == 0 else COUNTER[1])
+        e.update(index=i, id=f"evt_{i:08d}", recordedAt=f"2026-01-01T00:00:{i % 60:02d}.{i:03d}Z")
+        out.append(e)
+    return out
+
+
+def _one_by_one(entries: list[Any]) -> list[tuple[str, int | None, str | None, str]]:
+    """What the checker must report, from ``entry_problem`` entry by entry."""
+    from agentscope.log.validate import entry_problem
+
+    found = []
+    for i, e in enumerate(entries):
+        p = entry_problem(e, index=i) if isinstance(e, dict) else None
+        if p is not None:
+            found.append(("invalid-entry", p.index, p.field, str(p)))
+    return found
+
+
+def _mutations() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = [changes for changes, _f, _m in ENVELOPE_CASES]
+    cases += [{"recordedAt": v} for v in REJECTED + ACCEPTED]
+    cases += [{"event": {"type": "X", "v": v}} for v in _ODD_VALUES]
+    cases += [{"extra": v} for v in _ODD_VALUES]
+    cases += [{"metadata": {"m": v}} for v in _ODD_VALUES]
+    cases += [{"verification": {"stateHash": "344e8c4e", "x": v}} for v in _ODD_VALUES]
+    cases += [{"schemaVersion": 1.0}, {"schemaVersion": True}, {"index": 2**1100}, {"causationId": 5},
+              {"recordedAt": "2026-01-01T00:00:00Z\ud800"}, {"id": "\udc00"}]
+    return cases
+
+
+@pytest.mark.parametrize("changes", _mutations(), ids=repr)
+def test_bulk_checker_reports_what_entry_by_entry_rules_report(changes: dict[str, Any]) -> None:
+    """One broken entry among 100 (enough for the bulk recordedAt match): the checker reports
+    exactly entry_problem's error for it, in log order before the log-level problems around it."""
+    from agentscope.log.validate import SegmentChecker
+
+    log = _long_log()
+    for at in (1, 50, 99):
+        for k, v in changes.items():
+            if v is _DELETE:
+                del log[at][k]
+            else:
+                log[at][k] = copy.deepcopy(v)
+    found, _stop = SegmentChecker(0).check(log, 0, len(log))
+    invalid = [(kind, err.index, err.field, str(err)) for kind, err in found if kind == "invalid-entry"]
+    assert invalid == _one_by_one(log)
+    assert [err.index for _k, err in found] == sorted(err.index for _k, err in found)
+
+
+def test_bulk_checker_order_puts_an_entrys_own_problem_first() -> None:
+    from agentscope.log.validate import SegmentChecker
+
+    log = _long_log()
+    log[40]["recordedAt"] = "yesterday"
+    log[40]["index"] = 7  # and out of sequence
+    found, _stop = SegmentChecker(0).check(log, 0, len(log))
+    assert [(kind, err.index) for kind, err in found][:2] == [("invalid-entry", 40), ("non-contiguous", 40)]
+    assert found[0][1].field == "recordedAt"
+
+
+def test_plain_envelope_implies_no_problem() -> None:
+    """The quick predicate is only ever a safe "yes": every mutation it accepts (with a
+    recordedAt the pattern accepts) is one entry_problem accepts too."""
+    from agentscope.log.validate import _plain_envelope, entry_problem
+
+    for changes in _mutations():
+        e = entry(**changes)
+        if _plain_envelope(e) and is_recorded_at(e["recordedAt"]):
+            assert entry_problem(e) is None, changes

@@ -20,14 +20,18 @@ __all__ = [
     "Segment",
     "entries_of",
     "entry_id",
+    "entry_ids",
     "event_of",
     "event_type",
+    "event_types",
+    "events_of",
     "execution_id",
     "init_has_snapshot",
     "is_bridge_init",
     "migrated_from",
     "recorded_at_ms",
     "recorded_hash",
+    "recorded_hashes",
     "session_key",
     "source_of",
 ]
@@ -119,6 +123,55 @@ def recorded_hash(entry: Any) -> str | None:
         if isinstance(h, str) and h:
             return h
     return None
+
+
+# Bulk forms of the accessors above, for the passes over a whole log: the same values as a
+# call per entry (the plain ``dict`` case inline, anything else through the accessor itself).
+
+
+def event_types(entries: Sequence[Any], start: int = 0, stop: int | None = None) -> list[str]:
+    """``[event_type(e) for e in entries[start:stop]]``."""
+    out: list[str] = []
+    add = out.append
+    for i in range(start, len(entries) if stop is None else stop):
+        e = entries[i]
+        ev = e.get("event") if type(e) is dict else None
+        t = ev.get("type") if type(ev) is dict else None
+        add(t if type(t) is str else event_type(e))
+    return out
+
+
+def events_of(entries: Sequence[Any], start: int = 0, stop: int | None = None) -> list[Mapping[str, Any]]:
+    """``[event_of(e) for e in entries[start:stop]]``."""
+    out: list[Mapping[str, Any]] = []
+    add = out.append
+    for i in range(start, len(entries) if stop is None else stop):
+        e = entries[i]
+        ev = e.get("event") if type(e) is dict else None
+        add(ev if type(ev) is dict else event_of(e))
+    return out
+
+
+def entry_ids(entries: Sequence[Any]) -> list[str]:
+    """``[entry_id(e) for e in entries]``."""
+    out: list[str] = []
+    add = out.append
+    for e in entries:
+        v = e.get("id") if type(e) is dict else None
+        add(v if type(v) is str else entry_id(e))
+    return out
+
+
+def recorded_hashes(entries: Sequence[Any], start: int = 0, stop: int | None = None) -> list[str | None]:
+    """``[recorded_hash(e) for e in entries[start:stop]]``."""
+    out: list[str | None] = []
+    add = out.append
+    for i in range(start, len(entries) if stop is None else stop):
+        e = entries[i]
+        v = e.get("verification") if type(e) is dict else None
+        h = v.get("stateHash") if type(v) is dict else None
+        add(h if type(h) is str and h else recorded_hash(e))
+    return out
 
 
 def init_has_snapshot(entry: Any) -> bool:

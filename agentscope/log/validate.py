@@ -401,6 +401,74 @@ def entry_problem(
     return None
 
 
+_ENVELOPE_KEYS = frozenset({"schemaVersion", "index", "id", "machineId", "machineVersion", "recordedAt",
+                            "event", "causationId", "metadata", "verification"})
+_TEXT_KEYS = ("id", "machineId", "machineVersion", "recordedAt")
+
+
+def _plain_envelope(entry: dict[str, Any]) -> bool:
+    """True when ``entry`` passes every Era-C rule of :func:`entry_problem` except the
+    ``recordedAt`` pattern (it is a ``str``; the caller matches the pattern, in bulk): each
+    value plainly JSON-safe (as :func:`_plainly_safe`) and each envelope field plainly right.
+    ``False`` only means "ask :func:`entry_problem`", which names the problem."""
+    if not entry.keys() <= _ENVELOPE_KEYS:  # other members: each must be JSON-safe
+        for key, v in entry.items():
+            if type(key) is not str or (key not in _ENVELOPE_KEYS and not _plainly_safe(v, 1)):
+                return False
+    sv = entry.get("schemaVersion")
+    ix = entry.get("index")
+    if type(sv) is not int or sv != 1 or type(ix) is not int or ix < 0 or ix.bit_length() > 1023:
+        return False
+    for name in _TEXT_KEYS:
+        v = entry.get(name)
+        if type(v) is not str or not v:
+            return False
+    ev = entry.get("event")
+    if type(ev) is not dict:
+        return False
+    v = ev.get("type")
+    if type(v) is not str or not v or not _plainly_safe(ev, 1):
+        return False
+    if "causationId" in entry:
+        v = entry["causationId"]
+        if type(v) is not str or not v:
+            return False
+    if "metadata" in entry:
+        meta = entry["metadata"]
+        if type(meta) is not dict or not _plainly_safe(meta, 1):
+            return False
+    if "verification" in entry:
+        ver = entry["verification"]
+        if type(ver) is not dict:
+            return False
+        v = ver.get("stateHash")
+        if type(v) is not str or not v or (len(ver) > 1 and not _plainly_safe(ver, 1)):
+            return False
+    return True
+
+
+_BULK_TIMES = 64
+"""From this many ``recordedAt`` values on, the pattern is matched over all of them at once."""
+
+
+def _unmatched_recorded_at(values: list[str]) -> list[int]:
+    """Positions in ``values`` (strings) that :func:`is_recorded_at` rejects. Many are matched at
+    once by RE2 through pyarrow (the same pattern: ASCII classes, anchored at both ends);
+    text Arrow cannot hold (a lone surrogate) is matched one by one."""
+    if len(values) >= _BULK_TIMES:
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            found = pc.match_substring_regex(pa.array(values, type=pa.string()),
+                                             pattern=f"^(?:{RECORDED_AT_PATTERN})$")
+            ok = found.to_numpy(zero_copy_only=False)
+            return [i for i in range(len(values)) if not ok[i]] if not ok.all() else []
+        except (UnicodeEncodeError, ImportError):
+            pass
+    return [i for i, v in enumerate(values) if _RECORDED_AT_RE.fullmatch(v) is None]
+
+
 def validate_entry(
     entry: Any,
     *,
@@ -685,19 +753,28 @@ class SegmentChecker:
         out: list[tuple[str, LogFormatError]] = []
         source, start = self.source, self.start
         fold_stop = hi if self.stopped_at is None else min(hi, self.stopped_at)
+        # entries plainly right but for the recordedAt pattern wait for one bulk match of it
+        times_at: list[int] = []
+        times: list[str] = []
+        envelope, seen, prev = self.envelope, self.seen, self.prev_index
         for i in range(lo, hi):
             e = entries[i]
-            if type(e) is not dict and not isinstance(e, Mapping):
+            plain = type(e) is dict
+            if not plain and not isinstance(e, Mapping):
                 out.append(("invalid-entry", EntryValidationError(
                     "Agent event entry must be an object.", source=source, index=i)))
                 fold_stop = min(fold_stop, i)
-                self.prev_index = None
+                prev = None
                 continue
-            problem = entry_problem(e, index=i, source=source) if self.envelope else None
-            if problem is not None:
-                out.append(("invalid-entry", problem))
-            prev = self.prev_index
-            want = i if i == start else (prev + 1 if isinstance(prev, int) else i)
+            if envelope:
+                if plain and _plain_envelope(e):
+                    times_at.append(i)
+                    times.append(e["recordedAt"])
+                else:
+                    problem = entry_problem(e, index=i, source=source)
+                    if problem is not None:
+                        out.append(("invalid-entry", problem))
+            want = i if i == start else (prev + 1 if prev is not None else i)
             got = e.get("index")
             if i == start and i > 0 and got == 0 and _is_bridge(e):
                 want = 0
@@ -707,27 +784,35 @@ class SegmentChecker:
                     f"{got} at position {i} (expected {want}).",
                     source=source, index=i, field="index",
                 )))
-            self.prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
+            prev = got if type(got) is int or (isinstance(got, int) and not isinstance(got, bool)) else None
             eid = e.get("id")
-            if isinstance(eid, str) and eid in self.seen:
-                out.append(("duplicate-id", EntryValidationError(
-                    f"Event log contains duplicate entry id '{eid}' (first at {self.seen[eid]}).",
-                    source=source, index=i, field="id",
-                )))
-            elif isinstance(eid, str):
-                self.seen[eid] = i
+            if isinstance(eid, str):
+                if eid in seen:
+                    out.append(("duplicate-id", EntryValidationError(
+                        f"Event log contains duplicate entry id '{eid}' (first at {seen[eid]}).",
+                        source=source, index=i, field="id",
+                    )))
+                else:
+                    seen[eid] = i
             ev = e.get("event")
-            if (type(ev) is not dict and not isinstance(ev, Mapping)) or not isinstance(
-                ev.get("type"), str
-            ) or not ev["type"]:
+            et = ev.get("type") if type(ev) is dict or isinstance(ev, Mapping) else None
+            if not isinstance(et, str) or not et:
                 fold_stop = min(fold_stop, i)
-            elif i == start and ev["type"] != AGENT_INIT_EVENT_TYPE:
+            elif i == start and et != AGENT_INIT_EVENT_TYPE:
                 out.append(("no-init", EntryValidationError(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
-                    f"found '{ev['type']}'.",
+                    f"found '{et}'.",
                     source=source, index=i, field="event.type",
                 )))
                 fold_stop = min(fold_stop, i)
+        self.prev_index = prev
+        late = _unmatched_recorded_at(times) if times else []
+        for j in late:
+            problem = entry_problem(entries[times_at[j]], index=times_at[j], source=source)
+            if problem is not None:
+                out.append(("invalid-entry", problem))
+        if late:  # in log order, an entry's own problem before those of the log around it
+            out.sort(key=lambda item: (item[1].index, item[0] != "invalid-entry"))
         if fold_stop < hi and self.stopped_at is None:
             self.stopped_at = fold_stop
         return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop

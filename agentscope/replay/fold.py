@@ -32,6 +32,7 @@ from agentscope.log.entry import (
     entry_id,
     event_of,
     event_type,
+    events_of,
     recorded_hash,
     source_of,
 )
@@ -185,7 +186,7 @@ def fold_segment(
         step = _batch_for(batch, s)
         k = i - 1
         try:
-            events_all = [event_of(entries[x]) for x in range(i, stop)]
+            events_all = events_of(entries, i, stop)
             for k, sn in enumerate(stream(s, events_all, sessions=cache, chunk=step), i):
                 yield k, sn
         except Exception as exc:
@@ -196,7 +197,7 @@ def fold_segment(
         return
     while i < stop:
         j = min(stop, i + step)
-        events = [event_of(entries[k]) for k in range(i, j)]
+        events = events_of(entries, i, j)
         saved = dict(cache)
         try:
             snaps = machine.fold(s, events, sessions=cache)

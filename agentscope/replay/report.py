@@ -16,7 +16,7 @@ import pandas as pd
 from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError
 from agentscope.frames import Verdict
-from agentscope.log.entry import entries_of, entry_id, event_type, source_of
+from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
 from agentscope.log.problems import problems_frame
 from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH
@@ -196,7 +196,13 @@ class VerifyReport:
 
 
 def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[str | None]:
-    return [f"{int(v):08x}" if p else None for v, p in zip(values.tolist(), present.tolist(), strict=True)]
+    """``uint32`` hashes as 8 lowercase hex digits (``None`` where not ``present``), cut from one
+    hex text of the big-endian bytes."""
+    text = values.astype(">u4").tobytes().hex()
+    out: list[str | None] = [text[i : i + 8] for i in range(0, len(text), 8)]
+    for i in np.flatnonzero(~present).tolist():
+        out[i] = None
+    return out
 
 
 def _str_column(values: list[Any]) -> pd.Series:
@@ -232,13 +238,12 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         {
             "index": np.arange(n, dtype=np.int64),
             "segment": seg_col,
-            "id": _str_column([entry_id(e) for e in entries]),
-            "event_type": _str_column([event_type(e) for e in entries]),
+            "id": _str_column(entry_ids(entries)),
+            "event_type": _str_column(event_types(entries)),
             "recorded_hash": pd.Series(recorded, dtype=object),
             "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
-            "verdict": pd.Categorical(
-                [VERDICTS[c].value for c in idx.verdict.tolist()],
-                categories=[v.value for v in Verdict],
+            "verdict": pd.Categorical.from_codes(  # the codes index VERDICTS, i.e. Verdict's order
+                idx.verdict.astype(np.int8), categories=pd.Index([v.value for v in VERDICTS]),
             ),
             "kind": pd.Series(kinds, dtype=object),
             "reason": pd.Series(reasons, dtype=object),

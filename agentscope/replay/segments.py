@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentscope.log.entry import AGENT_INIT, Segment, event_type, init_has_snapshot, migrated_from
+from agentscope.log.entry import AGENT_INIT, Segment, event_types, init_has_snapshot, migrated_from
 
 __all__ = ["Segment", "as_log", "segments_of"]
 
@@ -51,7 +51,8 @@ def segments_of(entries: Sequence[Mapping[str, Any]], start: int = 0) -> list[Se
     segments are numbered from 0. O(n) once: :meth:`agentscope.replay.Timeline.extend` splits
     only the new entries (the first of them continues the last segment unless it is an init).
     """
-    starts = [i for i in range(start, len(entries)) if i == start or event_type(entries[i]) == AGENT_INIT]
+    types = event_types(entries, start)
+    starts = [i for i, t in enumerate(types, start) if i == start or t == AGENT_INIT]
     return [
         _segment(entries, number, s, starts[number + 1] if number + 1 < len(starts) else len(entries))
         for number, s in enumerate(starts)

@@ -11,6 +11,7 @@ Private module.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import re
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from agentscope.engines.base import Machine, Snapshot, snapshot_hash
+from agentscope.engines.base import Machine, Snapshot
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
@@ -30,7 +31,7 @@ from agentscope.errors import (
     SnapshotRestoreError,
 )
 from agentscope.frames import Verdict
-from agentscope.hashing import state_hash
+from agentscope.hashing import state_hash, state_hashes
 from agentscope.jsondiff import delta
 from agentscope.log.entry import (
     AGENT_INIT,
@@ -38,7 +39,7 @@ from agentscope.log.entry import (
     event_type,
     execution_id,
     recorded_at_ms,
-    recorded_hash,
+    recorded_hashes,
     session_key,
 )
 from agentscope.log.validate import SegmentChecker, identity_problem
@@ -53,6 +54,8 @@ VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
 _HEX8 = re.compile(r"[0-9a-f]{8}")  # used with fullmatch: exactly the hash text, no newline
 _VERIFIED, _MISMATCH, _EXPLAINED = _CODE[Verdict.VERIFIED], _CODE[Verdict.MISMATCH], _CODE[Verdict.EXPLAINED]
+_CHUNK = 512
+"""Snapshots hashed and judged together (one vectorised hash call, one verdict comparison)."""
 _OVERFLOW_EVERY = 256
 """Checkpoint interval past a full snapshot store (a seek there folds at most this many entries)."""
 
@@ -263,7 +266,6 @@ class _SegmentPass:
         self.prev_h = ""
         self.known_starts: dict[str, int] = {}
         self.appeared: dict[str, int] = {}  # timer id -> recordedAt (ms) of the entry it appeared after
-        self.prev_e: Mapping[str, Any] | None = None  # the entry before (its recordedAt, read when needed)
         self.failed = False
         self.last = seg.start - 1
 
@@ -272,6 +274,8 @@ class _SegmentPass:
             return
         idx, m = self.idx, self.m
         k = self.k
+        pending: list[Snapshot] = []
+        first = lo
         try:
             spans = _recurring_session_keys(entries, self.seg.start, hi) if k else {}
             # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
@@ -281,11 +285,25 @@ class _SegmentPass:
             it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
                               seed=self.snap if lo > self.seg.start else None,
                               exact_batches=bool(k and spans))
+            # the snapshots are taken in chunks (hashed and judged together); one at a time while
+            # a checkpoint must see the rebinding cache as it was right after its entry
+            chunk = 1 if spans else _CHUNK
             for i, snap in it:
+                if not pending:
+                    first = i
+                pending.append(snap)
                 self.last = i
                 self.snap = snap
-                self._step(entries, i, snap, spans)
+                if len(pending) >= chunk:
+                    self._take(entries, first, pending, spans)
+                    pending = []
+            if pending:
+                self._take(entries, first, pending, spans)
+                pending = []
         except Exception as exc:  # an engine failure: report it and stop this segment
+            if pending:  # the entries folded before the failure are judged as usual
+                with contextlib.suppress(Exception):  # the first failure is the one reported
+                    self._take(entries, first, pending, spans)
             if isinstance(exc, SnapshotRestoreError) and self.seg.start == 0:
                 # the log's own init snapshot names what the machine lacks: bad input, raised
                 # (the CLI exits 2). A later segment's (a version bridge) is a replay result
@@ -298,81 +316,190 @@ class _SegmentPass:
             idx.add_problem(at_i, "engine-error", detail, err)
         idx.replayed_upto[self.seg.number] = self.last + 1
 
-    def _step(self, entries: Sequence[Mapping[str, Any]], i: int, snap: Snapshot,
+    def _take(self, entries: Sequence[Mapping[str, Any]], first: int, snaps: list[Snapshot],
               spans: Mapping[str, tuple[int, int]]) -> None:
-        idx, m, k = self.idx, self.m, self.k
-        p = m.persist(snap)
+        """Judge the snapshots after entries ``first .. first + len(snaps) - 1``. What can fail
+        (persisting, hashing) runs before anything is recorded; when it fails, the entries are
+        taken one at a time so those before the failing one are recorded and ``last`` names it."""
+        try:
+            ps, eq, hashes = self._prepare(snaps)
+        except Exception:
+            if len(snaps) == 1:
+                raise
+            for j, sn in enumerate(snaps):
+                self.last = first + j
+                self._take(entries, first + j, [sn], spans)
+            raise AssertionError("a chunk failed to hash, but each of its snapshots hashed") from None
+        self._record(entries, first, ps, eq, hashes, snaps, spans)
+
+    def _prepare(
+        self, snaps: list[Snapshot]
+    ) -> tuple[list[Mapping[str, Any]], list[bool], np.ndarray[Any, np.dtype[np.uint32]]]:
+        """Persisted snapshots, "equal to the one before" flags, and the hash of every snapshot
+        that differs from the one before it (engine-sent hashes as they are; the rest in one
+        :func:`~agentscope.hashing.state_hashes` call). Records nothing."""
+        m = self.m
+        ps: list[Mapping[str, Any]] = [m.persist(sn) for sn in snaps]
         prev = self.prev
-        store = self.store
-        if store is not None and not store.full:
-            ops = delta(prev, p) if prev is not None else None
-            same = ops is not None and not ops
-            if not store.add(p, ops) and k is None:
-                # over the byte budget: the rest of the segment keeps sparse checkpoints instead
-                self.k = k = _OVERFLOW_EVERY
-                self.k_base = i
-        else:
-            same = prev is not None and p == prev  # the state did not react ("ignored")
-        h = self.prev_h if same else snapshot_hash(snap)  # the engine's own (JS) hash when sent
-        idx.computed[i] = int(h, 16)
-        idx.has_computed[i] = True
-        if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
-            idx.checkpoints[i] = p
-            kept = [
-                (key, self.cache[key],
-                 self.cache[key] == m.child_session(snap, key.split("\u0000")[0]))
-                for key, (first_at, last_at) in spans.items()
-                if first_at <= i < last_at and key in self.cache
-            ]
-            if kept:
-                idx.checkpoint_sessions[i] = kept
-        if same:
-            idx.ignored[i] = True
-        e = entries[i]
-        rec = recorded_hash(e)  # the text feed() stored for entry i (idx.recorded_hash(i))
-        timers = p.get("timers")
-        timers = timers if type(timers) is dict or isinstance(timers, Mapping) else {}
-        # recordedAt matters only for pending timers and for explaining a mismatch
-        at = recorded_at_ms(e) if timers or (rec is not None and rec != h) else None
-        if self.known_starts:
-            for tid in list(self.known_starts):
-                if tid not in timers:
-                    del self.known_starts[tid]
-        if self.appeared:
-            for tid in list(self.appeared):
-                if tid not in timers:
-                    del self.appeared[tid]
-        for tid in timers:
-            if tid not in self.appeared and at is not None:
-                self.appeared[tid] = at
-        if rec is None:
-            pass
-        elif rec == h:
-            idx.verdict[i] = _VERIFIED
-        else:
-            err: AgentscopeError = ReplayDivergenceError(entry_id(e), i, "state", rec, h)
-            if self.explain:
-                ex = explain_mismatch(
-                    p, rec, recorded_at=at,
-                    previous_recorded_at=recorded_at_ms(self.prev_e) if self.prev_e is not None else None,
-                    known_timer_starts=self.known_starts,
-                    timer_appeared_at=min(self.appeared.values()) if self.appeared else None,
-                )
-                idx.explanations[i] = ex.text
-                if ex.confirmed:
-                    self.known_starts.update(ex.timer_starts)
-                    idx.verdict[i] = _EXPLAINED
-                    idx.add_problem(i, "explained-mismatch",
-                                    f"expected {rec!r}, got {h!r} ({ex.cause})", None,
-                                    expected=rec, actual=h)
-                else:
-                    idx.verdict[i] = _MISMATCH
-                    idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+        eq: list[bool] = []
+        for p in ps:
+            eq.append(prev is not None and p == prev)
+            prev = p
+        n = len(ps)
+        hashes = np.zeros(n, np.uint32)
+        todo: list[int] = []
+        for j in range(n):
+            if eq[j]:
+                continue
+            sent = snaps[j].state_hash  # the engine's own (JS) hash when it sent one
+            if sent is not None:
+                hashes[j] = int(sent, 16)
             else:
-                idx.verdict[i] = _MISMATCH
-                idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
-        self.prev, self.prev_h = p, h
-        self.prev_e = e
+                todo.append(j)
+        if todo:
+            hashes[todo] = state_hashes([ps[j] for j in todo])
+        return ps, eq, hashes
+
+    def _record(self, entries: Sequence[Mapping[str, Any]], first: int, ps: list[Mapping[str, Any]],
+                eq: list[bool], hashes: np.ndarray[Any, np.dtype[np.uint32]], snaps: list[Snapshot],
+                spans: Mapping[str, tuple[int, int]]) -> None:
+        idx, m = self.idx, self.m
+        n = len(ps)
+        end = first + n
+        store = self.store
+        prev_h = self.prev_h
+        same_at = eq
+        if store is not None or self.k:
+            same_at = []
+            prev = self.prev
+            for j, p in enumerate(ps):
+                i = first + j
+                k = self.k
+                if store is not None and not store.full:
+                    ops = delta(prev, p) if prev is not None else None
+                    same = ops is not None and not ops
+                    if not store.add(p, ops) and k is None:
+                        # over the byte budget: the rest of the segment keeps sparse checkpoints
+                        self.k = k = _OVERFLOW_EVERY
+                        self.k_base = i
+                else:
+                    same = eq[j]
+                same_at.append(same)
+                if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
+                    idx.checkpoints[i] = p
+                    snap = snaps[j]
+                    kept = [
+                        (key, self.cache[key],
+                         self.cache[key] == m.child_session(snap, key.split("\u0000")[0]))
+                        for key, (first_at, last_at) in spans.items()
+                        if first_at <= i < last_at and key in self.cache
+                    ]
+                    if kept:
+                        idx.checkpoint_sessions[i] = kept
+                prev = p
+        # an entry equal to the one before has its hash (a run of them: the last differing one's)
+        same_arr = np.fromiter(same_at, dtype=np.bool_, count=n)
+        if same_arr.any():
+            pos = np.where(same_arr, -1, np.arange(n))
+            np.maximum.accumulate(pos, out=pos)
+            h0 = np.uint32(int(prev_h, 16)) if prev_h else np.uint32(0)
+            hashes = np.where(pos < 0, h0, hashes[np.maximum(pos, 0)]).astype(np.uint32)
+        idx.computed[first:end] = hashes
+        idx.has_computed[first:end] = True
+        idx.ignored[first:end] |= same_arr
+        rec_ok = idx.has_recorded[first:end]
+        match = rec_ok & (idx.recorded[first:end] == hashes)
+        idx.verdict[first:end][match] = _VERIFIED
+        odd = [i - first for i in idx.odd_recorded if first <= i < end] if idx.odd_recorded else []
+        wrong = set((np.flatnonzero(rec_ok & ~match)).tolist())
+        wrong.update(odd)
+        known, appeared = self.known_starts, self.appeared
+        for j, p in enumerate(ps):
+            timers = p.get("timers")
+            if not timers and not known and not appeared and j not in wrong:
+                continue
+            timers = timers if type(timers) is dict or isinstance(timers, Mapping) else {}
+            i = first + j
+            e = entries[i]
+            h = f"{int(hashes[j]):08x}"
+            rec = idx.recorded_hash(i)
+            # recordedAt matters only for pending timers and for explaining a mismatch
+            at = recorded_at_ms(e) if timers or (rec is not None and rec != h) else None
+            if known:
+                for tid in list(known):
+                    if tid not in timers:
+                        del known[tid]
+            if appeared:
+                for tid in list(appeared):
+                    if tid not in timers:
+                        del appeared[tid]
+            for tid in timers:
+                if tid not in appeared and at is not None:
+                    appeared[tid] = at
+            if j in wrong and rec is not None:
+                self._mismatch(entries, i, p, rec, h, at)
+        self.prev = ps[-1]
+        self.prev_h = f"{int(hashes[-1]):08x}"
+
+    def _mismatch(self, entries: Sequence[Mapping[str, Any]], i: int, p: Mapping[str, Any],
+                  rec: str, h: str, at: int | None) -> None:
+        """Entry ``i``'s recorded hash ``rec`` is not the recomputed ``h``: explain it or report it."""
+        idx = self.idx
+        e = entries[i]
+        err: AgentscopeError = ReplayDivergenceError(entry_id(e), i, "state", rec, h)
+        if self.explain:
+            before = entries[i - 1] if i > self.seg.start else None
+            ex = explain_mismatch(
+                p, rec, recorded_at=at,
+                previous_recorded_at=recorded_at_ms(before) if before is not None else None,
+                known_timer_starts=self.known_starts,
+                timer_appeared_at=min(self.appeared.values()) if self.appeared else None,
+            )
+            idx.explanations[i] = ex.text
+            if ex.confirmed:
+                self.known_starts.update(ex.timer_starts)
+                idx.verdict[i] = _EXPLAINED
+                idx.add_problem(i, "explained-mismatch",
+                                f"expected {rec!r}, got {h!r} ({ex.cause})", None,
+                                expected=rec, actual=h)
+                return
+        idx.verdict[i] = _MISMATCH
+        idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+
+
+_HEX_RUN = re.compile(r"[0-9a-f]*")
+
+
+def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
+    """Store the recorded hashes of ``entries[lo:hi]``: 8 lowercase hex digits as ``uint32``
+    (parsed together), any other text as is in ``odd_recorded``."""
+    at: list[int] = []
+    texts: list[str] = []
+    for i, h in enumerate(recorded_hashes(entries, lo, hi), lo):
+        if h is None:
+            continue
+        if len(h) == 8:
+            at.append(i)
+            texts.append(h)
+        else:
+            idx.odd_recorded[i] = h
+    if not at:
+        return
+    joined = "".join(texts)
+    if _HEX_RUN.fullmatch(joined) is None:  # some are not lowercase hex: sort them one by one
+        keep_at: list[int] = []
+        keep: list[str] = []
+        for i, h in zip(at, texts, strict=True):
+            if _HEX8.fullmatch(h):
+                keep_at.append(i)
+                keep.append(h)
+            else:
+                idx.odd_recorded[i] = h
+        at, joined = keep_at, "".join(keep)
+        if not at:
+            return
+    idx.recorded[at] = np.frombuffer(bytes.fromhex(joined), dtype=">u4")
+    idx.has_recorded[at] = True
 
 
 def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
@@ -441,15 +568,7 @@ class Pass:
         if hi <= lo:
             return range(lo, lo)
         idx.grow(hi)
-        for i in range(lo, hi):
-            h = recorded_hash(entries[i])
-            if h is None:
-                continue
-            if _HEX8.fullmatch(h):
-                idx.recorded[i] = int(h, 16)
-                idx.has_recorded[i] = True
-            else:
-                idx.odd_recorded[i] = h
+        _read_recorded(idx, entries, lo, hi)
         first = lo
         if idx.segments and not (entries[lo] is not None and event_type(entries[lo]) == AGENT_INIT):
             # the new entries continue the last segment
@@ -510,11 +629,14 @@ class Pass:
             idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
         if m is None:
             return
+        mid, version = m.machine_id, self._version
         for i in range(lo, hi):
             e = entries[i]
+            if type(e) is dict and e.get("machineId") == mid and e.get("machineVersion") == version:
+                continue  # targets this machine (what identity_problem concludes first)
             if not isinstance(e, Mapping):
                 continue
-            bad = identity_problem(e, i - seg.start, m.machine_id, self._version)
+            bad = identity_problem(e, i - seg.start, mid, version)
             if bad is not None:
                 bad.index = i
                 bad.source = idx.source
