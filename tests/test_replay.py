@@ -766,3 +766,37 @@ def test_a_log_without_machine_identity_replays_with_the_given_machine() -> None
     named = read_log(table.assign(m="other"), columns={"type": "type", "machine_id": "m"})
     with pytest.raises(MachineVersionMismatchError, match="targets machine 'other'@'\\(unversioned\\)'"):
         replay(counter_machine(), named)
+
+
+def test_a_state_that_cannot_be_hashed_mid_chunk_is_one_engine_error() -> None:
+    """The pass hashes snapshots in chunks: a snapshot that cannot be hashed (a non-JSON context
+    value) inside a chunk stops the segment there as one engine-error row, with every entry
+    before it judged once (a mismatch before it is one row, not two) and none after it replayed."""
+    from agentscope.engines.statechart import StatechartMachine
+
+    def bump(c: Any, e: Any) -> Any:
+        return {"context": {"n": c["n"] + 1, "bad": object() if e.get("poison") else None}}
+
+    m = StatechartMachine({"id": "poison", "initial": "a", "context": {"n": 0, "bad": None},
+                           "states": {"a": {"on": {"BUMP": bump}}}})
+    n, bad_at = 1200, 700  # the second chunk of 512
+    plain = [{"type": "BUMP", "poison": i == bad_at} for i in range(1, n)]
+    s = m.initial(None)
+    hashes = [state_hash(m.persist(s))]
+    for ev in plain[: bad_at - 1]:
+        s = m.transition(s, ev)
+        hashes.append(state_hash(m.persist(s)))
+    log = [
+        {"schemaVersion": 1, "id": f"e{i}", "index": i, "recordedAt": iso(i), "machineId": "poison",
+         "machineVersion": m.version,
+         "event": {"type": "@agent.init"} if i == 0 else plain[i - 1],
+         **({"verification": {"stateHash": hashes[i]}} if i < len(hashes) else {})}
+        for i in range(n)
+    ]
+    log[600]["verification"]["stateHash"] = "deadbeef"  # a mismatch in the failing chunk
+    rep = verify(m, log, explain=False)
+    assert rep.problems["kind"].tolist() == ["state-mismatch", "engine-error"]
+    verdicts = rep.df["verdict"].tolist()
+    assert verdicts[:bad_at] == ["verified"] * 600 + ["mismatch"] + ["verified"] * (bad_at - 601)
+    assert set(verdicts[bad_at:]) <= {"missing", "unchecked"}
+    assert rep.problems["index"].tolist() == [600, bad_at]  # the entry whose state cannot be hashed

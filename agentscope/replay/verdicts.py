@@ -295,13 +295,13 @@ class _SegmentPass:
                 self.last = i
                 self.snap = snap
                 if len(pending) >= chunk:
-                    self._take(entries, first, pending, spans)
-                    pending = []
+                    taken, pending = pending, []  # a failure inside _take is not taken again
+                    self._take(entries, first, taken, spans)
             if pending:
-                self._take(entries, first, pending, spans)
-                pending = []
+                taken, pending = pending, []
+                self._take(entries, first, taken, spans)
         except Exception as exc:  # an engine failure: report it and stop this segment
-            if pending:  # the entries folded before the failure are judged as usual
+            if pending:  # the fold failed: the entries folded before it are judged as usual
                 with contextlib.suppress(Exception):  # the first failure is the one reported
                     self._take(entries, first, pending, spans)
             if isinstance(exc, SnapshotRestoreError) and self.seg.start == 0:
@@ -320,15 +320,17 @@ class _SegmentPass:
               spans: Mapping[str, tuple[int, int]]) -> None:
         """Judge the snapshots after entries ``first .. first + len(snaps) - 1``. What can fail
         (persisting, hashing) runs before anything is recorded; when it fails, the entries are
-        taken one at a time so those before the failing one are recorded and ``last`` names it."""
+        taken one at a time so those before the failing one are recorded, and ``last`` is the
+        one before it (the failing entry is where the engine error is reported)."""
         try:
             ps, eq, hashes = self._prepare(snaps)
         except Exception:
+            self.last = first - 1
             if len(snaps) == 1:
                 raise
             for j, sn in enumerate(snaps):
-                self.last = first + j
                 self._take(entries, first + j, [sn], spans)
+                self.last = first + j
             raise AssertionError("a chunk failed to hash, but each of its snapshots hashed") from None
         self._record(entries, first, ps, eq, hashes, snaps, spans)
 
