@@ -382,6 +382,7 @@ def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, A
         "machine": machine,
         "entries": len(log),
         "ok": bool(report.ok),
+        "machine_mismatch": report.machine_mismatch,
         "counts": counts,
         "first_mismatch": None if first is None else _cell(first["index"]),
         "first_mismatch_id": None if first is None else first["id"],
@@ -433,6 +434,9 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
     else:
         status = "[green]verified[/green]" if report.ok else "[red]FAILED[/red]"
         out.print(f"{where}: {status}, {len(log)} entries{machine}")
+    if report.machine_mismatch is not None:  # foremost: every result below follows from it
+        out.print(f"  machine mismatch: {report.machine_mismatch}; the replay results below "
+                  "follow from it", markup=False)
     parts = _verdict_line(report)
     if parts:
         out.print("  " + parts, markup=False)

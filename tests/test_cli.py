@@ -23,6 +23,7 @@ COUNTER_LOG = FIXTURES / "a_counter.log.json"
 TRIAGE = f"{MACHINES / 'triage.mjs'}:triageMachine"
 COUNTER = f"{MACHINES / 'counter.mjs'}:counterMachine"
 TICKET = MACHINES / "ticket.mjs"
+DEMO_PY = "py:agentscope.examples.python_machines:triage_machine"
 
 needs_node = pytest.mark.skipif(not node_ready(), reason="needs node and `npm ci` (xstate)")
 
@@ -610,6 +611,29 @@ def test_piped_tables_keep_rows_whole(
         assert cells[-1].startswith("machine-mismatch: Event log entry 'evt_00000000' at index 0")
 
 
+def test_verify_with_another_machine_puts_the_mismatch_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """The triage thread verified with the ticket machine: the mismatch line comes right after
+    FAILED, and the engine failure it causes is its consequence, never a bare ``KeyError``."""
+    code, out, _ = run(capsys, "verify", f"{STORE}#main",
+                       "--machine", "py:agentscope.examples.python_machines:ticket_v1")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"{STORE} (thread main): FAILED, 91 entries (machine supportTriage)"
+    assert lines[1] == ("  machine mismatch: 91 of 91 entries target 'supportTriage'@'efe50ed5', not the "
+                        "machine 'ticket'@'1'; the replay results below follow from it")
+    assert lines[2] == "  91 unchecked"
+    assert lines[3].startswith("  first failure: entry 0 (evt_00000000, @agent.init): machine-mismatch: ")
+    assert "engine-error: entry 0 ('evt_00000000', '@agent.init'): a consequence of the machine mismatch" in lines[3]
+    assert "engine-error: KeyError" not in out
+    code, data = run_json(capsys, "verify", f"{STORE}#main",
+                          "--machine", "py:agentscope.examples.python_machines:ticket_v1")
+    assert code == 1 and data["machine_mismatch"] == (
+        "91 of 91 entries target 'supportTriage'@'efe50ed5', not the machine 'ticket'@'1'")
+    assert data["summary"].startswith(f"{STORE}: FAILED - 91 entries (machine mismatch: 91 of 91")
+    code, data = run_json(capsys, "verify", f"{STORE}#main", "--machine", DEMO_PY)
+    assert code == 0 and data["machine_mismatch"] is None
+
+
 # ---------------------------------------------------------------------------------------------
 # the console script in a subprocess: exit codes and the exact messages a person sees
 
@@ -724,6 +748,9 @@ def test_console_ignored_is_a_flag_beside_verdicts_that_add_up() -> None:
     proc = console("verify", TRIAGE_LOG, "--machine", MACHINES / "counter.mjs")
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
+    assert lines[1] == ("  machine mismatch: 91 of 91 entries target 'supportTriage'@'efe50ed5', not the "
+                        "machine 'counter'@'adb004a6'; the replay results below follow from it")
+    del lines[1]
     assert lines[1] == "  91 mismatch (flag: 81 of these entries were ignored by the machine, the state did not react)"
     # the wrong-machine reason reads as one sentence per cause: no stray ".;"
     assert lines[2] == (

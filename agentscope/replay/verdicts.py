@@ -25,6 +25,8 @@ from agentscope.errors import (
     AgentscopeError,
     EngineError,
     LogFormatError,
+    MachineExecutionError,
+    MachineVersionMismatchError,
     ReplayDivergenceError,
     SnapshotDivergedError,
     SnapshotRestoreError,
@@ -245,6 +247,54 @@ def machine_for_segment(
     return machine, None
 
 
+def engine_failure(
+    idx: LogIndex, entries: Sequence[Mapping[str, Any]], seg: Segment, m: Machine, at: int,
+    exc: BaseException,
+) -> tuple[str, AgentscopeError]:
+    """The ``engine-error`` problem of a fold of ``seg`` that raised ``exc`` at entry ``at``:
+    ``(detail, error)``.
+
+    ``detail`` is one sentence naming the entry (``entry <at> ('<id>', '<event type>')``) and what
+    the machine raised. When an entry of ``seg`` up to ``at`` targets another machine (a
+    ``machine-mismatch`` problem already recorded), the sentence says the failure is a
+    consequence of that mismatch and names both identities, so a wrong machine reads as one story.
+    ``error`` is typed: an exception from the machine's own code (a raw ``KeyError`` of a
+    ``context`` function, a :class:`~agentscope.errors.MachineExecutionError`) becomes a
+    :class:`~agentscope.errors.MachineExecutionError` whose message is ``detail`` and whose
+    ``index`` is ``at`` (the log position); any other :class:`~agentscope.errors.AgentscopeError`
+    (a Node crash, a snapshot the machine cannot restore) is kept as raised.
+    """
+    e = entries[at] if 0 <= at < len(entries) else {}
+    etype = event_type(e)
+    where = f"entry {at} ({entry_id(e)!r}, {etype!r})"
+    if isinstance(exc, MachineExecutionError):
+        what = str(exc)  # the engine's sentence: "the machine 'x' raised on event 'E': KeyError: ..."
+    elif isinstance(exc, AgentscopeError):
+        what = f"{type(exc).__name__}: {exc}"
+    else:
+        what = f"the machine {m.machine_id!r} raised {type(exc).__name__}: {exc}"
+    mismatch = next(
+        (f for i in range(seg.start, min(at, seg.stop - 1) + 1) for f in idx.failures.get(i, ())
+         if isinstance(f, MachineVersionMismatchError)),
+        None,
+    )
+    if mismatch is not None:
+        def ident(d: Mapping[str, Any]) -> str:
+            return f"{d.get('machineId')!r}@{d.get('machineVersion')!r}"
+
+        where += (
+            f": a consequence of the machine mismatch (the log's entries target "
+            f"{ident(mismatch.actual)}, the machine is {ident(mismatch.expected)})"
+        )
+    detail = f"{where}: {what}"
+    if isinstance(exc, AgentscopeError) and not isinstance(exc, MachineExecutionError):
+        return detail, exc
+    kind = getattr(exc, "kind", "") or "machine-error"
+    err = MachineExecutionError(detail, index=at, event_type=etype, kind=kind)
+    err.__cause__ = exc
+    return detail, err
+
+
 class _SegmentPass:
     """The pass over one segment, resumable: :meth:`run` folds positions ``lo .. hi - 1`` and
     keeps everything the next call needs (engine snapshot, rebinding cache, explanation state)."""
@@ -293,8 +343,7 @@ class _SegmentPass:
                 raise
             self.failed = True
             at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last
-            detail = f"{type(exc).__name__}: {exc}"
-            err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
+            detail, err = engine_failure(idx, entries, self.seg, m, at_i, exc)
             idx.add_problem(at_i, "engine-error", detail, err)
         idx.replayed_upto[self.seg.number] = self.last + 1
 
