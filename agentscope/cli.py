@@ -102,7 +102,16 @@ class _Out:
 
         stdout, stderr = _WellFormed(stdout), _WellFormed(stderr)  # type: ignore[assignment]
 
+        from agentscope.hashing import escape_lone_surrogates
+
         class Console(_Console):
+            def render_str(self, text: str, **kwargs: Any) -> Any:
+                # every string rich lays out (a table cell, a title, a printed line) goes through
+                # here before it is measured: a lone surrogate takes its six-character
+                # ``\udxxx`` escape now, so the columns are sized for the text the stream
+                # writes (_WellFormed would otherwise widen a measured cell afterwards)
+                return super().render_str(escape_lone_surrogates(text), **kwargs)
+
             def on_broken_pipe(self) -> None:
                 # rich would exit 1 by itself; let main() answer a closed pipe the same way
                 # for tables and JSON (exit 141)

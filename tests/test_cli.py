@@ -300,6 +300,66 @@ def test_show_a_lone_surrogate_event_type_as_its_escape(capsys: pytest.CaptureFi
     assert code == 0 and data["event_types"] == {"@agent.init": 1, "\udc00": 1}  # JSON: the escape
 
 
+_BOX_COLUMNS = "┏┳┓┃┡╇┩│└┴┘"
+
+
+def _table_blocks(out: str) -> list[list[str]]:
+    """The rich tables of ``out``: runs of lines drawn with box characters."""
+    blocks: list[list[str]] = []
+    run_: list[str] = []
+    for line in [*out.splitlines(), ""]:
+        if line and line[0] in _BOX_COLUMNS:
+            run_.append(line)
+        elif run_:
+            blocks.append(run_)
+            run_ = []
+    return blocks
+
+
+def _assert_aligned(out: str, *cells: str) -> None:
+    """Every table of ``out`` has its column rules at the same positions on every line, and each
+    of ``cells`` (escaped text) sits in some table between two rules."""
+    blocks = _table_blocks(out)
+    assert blocks, out
+    for block in blocks:
+        rules = [[i for i, ch in enumerate(ln) if ch in _BOX_COLUMNS] for ln in block]
+        assert all(r == rules[0] for r in rules), "\n".join(block)
+        assert {len(ln) for ln in block} == {rules[0][-1] + 1}
+    body = [c.strip() for b in blocks for ln in b for c in ln.strip("│").split("│")]
+    for cell in cells:
+        assert cell in body, (cell, out)
+
+
+def test_tables_align_rows_holding_lone_surrogates(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A lone surrogate (legal in a JS string) is written as its six-character escape; the columns
+    are sized for that escape, not for the one code point rich would measure."""
+    import agentscope.examples.python_machines as pm
+    from agentscope.engines.statechart import StatechartMachine
+    from agentscope.recorder import Recorder
+
+    def odd() -> StatechartMachine:
+        return StatechartMachine({"id": "odd", "initial": "\ud800a", "states": {
+            "\ud800a": {"on": {"\udc00GO": "b\udc00"}}, "b\udc00": {"on": {"x\udc00y\ud800z": "\ud800a"}}}})
+
+    monkeypatch.setattr(pm, "odd_machine", odd, raising=False)
+    monkeypatch.setenv("COLUMNS", "100")
+    rec = Recorder(odd())
+    for t in ("\udc00GO", "x\udc00y\ud800z", "INC", "\udc00GO"):
+        rec.send({"type": t})
+    path = rec.to_jsonl(tmp_path / "odd.jsonl")
+    code, out, _ = run(capsys, "show", path)
+    assert code == 0 and "\udc00" not in out and "\ud800" not in out
+    _assert_aligned(out, "\\udc00GO", "x\\udc00y\\ud800z", "INC")
+    code, out, _ = run(capsys, "query", path, "index >= 0", "--machine", "py:agentscope.examples.python_machines:odd_machine")
+    assert code == 0
+    _assert_aligned(out, "\\ud800a", "b\\udc00", "\\udc00GO", "x\\udc00y\\ud800z")
+    code, out, _ = run(capsys, "verify", path, "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert code == 1
+    _assert_aligned(out, "\\udc00GO", "x\\udc00y\\ud800z", "INC")
+
+
 def test_show_human_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "show", f"{STORE}#second", "--limit", "5")
     assert code == 0
