@@ -828,3 +828,28 @@ def test_a_log_without_machine_identity_replays_with_the_given_machine() -> None
     named = read_log(table.assign(m="other"), columns={"type": "type", "machine_id": "m"})
     with pytest.raises(MachineVersionMismatchError, match="targets machine 'other'@'\\(unversioned\\)'"):
         replay(counter_machine(), named)
+
+
+def test_snapshot_store_truncated_continues_as_the_store_that_stopped_there() -> None:
+    """SnapshotStore.truncated(n) and adding the same snapshots again gives the original store
+    (keyframes, bytes, chain), and every position reads back the same."""
+    from agentscope.replay.snapshots import SnapshotStore
+
+    snaps = [{"value": "s", "context": {"n": i // 3, "log": list(range(i % 7))}} for i in range(60)]
+    full = SnapshotStore(5, max_chain=4)
+    for p in snaps:
+        assert full.add(p)
+    for n in (5, 6, 9, 23, 64, 65):
+        cut = full.truncated(n)
+        assert (cut.start, cut.stop, cut.full) == (5, n, False)
+        assert [cut.get(i) for i in range(5, n)] == snaps[: n - 5]
+        assert cut.keyframes == [k for k in full.keyframes if k < n]
+        for p in snaps[n - 5:]:
+            assert cut.add(p)
+        assert (cut.keyframes, cut.nbytes, cut._since_key, cut._chain) == (
+            full.keyframes, full.nbytes, full._since_key, full._chain)
+    small = SnapshotStore(0, budget=400)
+    stored = sum(small.add(p) for p in snaps)
+    assert small.full and 0 < stored < 60
+    again = small.truncated(stored - 1)
+    assert not again.full and again.add(snaps[stored - 1]) and not again.add(snaps[stored])

@@ -124,6 +124,33 @@ class LogIndex:
         )
         return out
 
+    def truncated(self, n: int) -> LogIndex:
+        """An independent copy holding what the pass learned about positions ``0 .. n - 1`` only,
+        for ``n`` inside the last segment (``segments[-1].start < n <= self.n``; ``ValueError``
+        otherwise): per-entry arrays, problems, rows, explanations, checkpoints and the last
+        segment's store cut at ``n``, that segment ending at ``n``. Log-level problems are the
+        pass's own (``no-machine``, ``bridge-link``: about segments that all start before ``n``);
+        the cached snapshot's (``cache-*``, checked against the whole log) are dropped."""
+        if not self.segments or not self.segments[-1].start < n <= self.n:
+            raise ValueError(f"LogIndex.truncated: {n} is not inside the last segment")
+        out = self.copy()
+        for name in ("computed", "has_computed", "recorded", "has_recorded", "verdict", "ignored"):
+            setattr(out, name, getattr(out, name)[:n].copy())
+        out.n = n
+        last = self.segments[-1]
+        out.segments[-1] = dataclasses.replace(last, stop=n)
+        out.replayed_upto[-1] = min(out.replayed_upto[-1], n)
+        for name in ("odd_recorded", "problems", "failures", "explanations", "checkpoints",
+                     "checkpoint_sessions"):
+            setattr(out, name, {i: v for i, v in getattr(out, name).items() if i < n})
+        out.rows = [r for r in out.rows if r[0] < n]
+        out.log_problems = [p for p in out.log_problems if not p[0].startswith("cache-")]
+        out.log_failures = [f for f in out.log_failures if type(f) is EngineError]  # no-machine's
+        store = out.stores.get(last.number)
+        if store is not None:
+            out.stores[last.number] = store.truncated(n)
+        return out
+
     def grow(self, n: int) -> None:
         """Make the per-entry arrays ``n`` long (new rows: no hash, ``unchecked``); amortised O(1)
         per entry (the buffers double)."""
@@ -479,6 +506,67 @@ class Pass:
         if self._check is not None:
             out._check = copy.copy(self._check)
             out._check.seen = dict(self._check.seen)
+        return out
+
+    def truncated(self, entries: Sequence[Mapping[str, Any]], n: int,
+                  persisted: Mapping[str, Any] | None) -> Pass | None:
+        """An independent pass in the state this one had after feeding ``entries[:n]`` only, or
+        ``None`` when that state cannot be rebuilt exactly without folding again.
+
+        ``entries`` are the entries fed (their first ``n`` unchanged); ``persisted`` the persisted
+        snapshot after entry ``n - 1`` (needed when the last segment was replayed past it; a
+        store holds it). Feeding the result more entries gives what a fresh pass over
+        ``entries[:n]`` plus those entries gives, except for rebinding keys (spec §4.1) journaled
+        before ``n`` and again after it: the resumed fold starts with an empty rebinding cache
+        (the caller checks that no such key recurs). The engine snapshot after ``n - 1`` is
+        ``machine.restore(persisted)``, checked against the indexed hash (as a checkpoint seek).
+
+        ``None`` when ``n`` is not inside the last segment, the pass is strict, or a timer is
+        pending after ``n - 1`` (the mismatch explanations' timer state is not kept per entry).
+        """
+        idx = self.index
+        if idx.strict or not idx.segments or not idx.segments[-1].start < n <= idx.n:
+            return None
+        if n == idx.n:
+            return self.copy()
+        out = copy.copy(self)
+        out.index = idx.truncated(n)
+        if self._check is not None:
+            out._check = self._check.truncated(entries, n)
+        kept = out.index.checkpoint_sessions
+        if kept:  # keys kept at a checkpoint because they recur after it, counted up to n only
+            spans = _recurring_session_keys(entries, idx.segments[-1].start, n)
+            out.index.checkpoint_sessions = {
+                i: ks for i, ks in (
+                    (i, [t for t in v if t[0] in spans and spans[t[0]][0] <= i < spans[t[0]][1]])
+                    for i, v in kept.items()
+                ) if ks
+            }
+        sp = self._seg_pass
+        if sp is None:
+            return out
+        if out.index.replayed_upto[-1] < n:
+            # the fold ended before n (an engine failure or an entry it cannot pass): its state
+            # then is already that of a pass over entries[:n]
+            out._seg_pass = _copy_segment_pass(sp, out.index)
+            return out
+        if persisted is None:
+            return None
+        timers = persisted.get("timers")
+        if isinstance(timers, Mapping) and timers:
+            return None
+        snap = sp.m.restore(persisted)
+        h = idx.computed_hash(n - 1)
+        if h is None or snapshot_hash(snap) != h:
+            return None
+        new = _copy_segment_pass(sp, out.index)
+        new.snap, new.cache, new.prev, new.prev_h = snap, {}, persisted, h
+        new.prev_e, new.last, new.failed = entries[n - 1], n - 1, False
+        new.known_starts, new.appeared = {}, {}
+        if not (sp.k != self.checkpoint_every and sp.k_base < n):  # no store overflow before n
+            new.k, new.k_base = self.checkpoint_every, sp.seg.start
+        new.seg = out.index.segments[-1]
+        out._seg_pass = new
         return out
 
     def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
