@@ -358,7 +358,8 @@ class Timeline:
         Notes
         -----
         Work: the prefix is not folded again. The fork starts from this timeline's pass cut at the
-        edit (the hashes, verdicts, problems and stored snapshots of the entries before it) and the engine snapshot before the edit
+        edit (the hashes, verdicts, problems and stored snapshots of the entries before it) and
+        the engine snapshot before the edit
         (``machine.restore`` of the stored one, checked against its hash), then folds the edited
         entry and the rest only: one restore plus ``len(fork) - edit`` entries (plus at most
         ``checkpoint_every`` to seek the snapshot before the edit in checkpoint mode). The result
