@@ -102,7 +102,16 @@ class _Out:
 
         stdout, stderr = _WellFormed(stdout), _WellFormed(stderr)  # type: ignore[assignment]
 
+        from agentscope.hashing import escape_lone_surrogates
+
         class Console(_Console):
+            def render_str(self, text: str, **kwargs: Any) -> Any:
+                # every string rich lays out (a table cell, a title, a printed line) goes through
+                # here before it is measured: a lone surrogate takes its six-character
+                # ``\udxxx`` escape now, so the columns are sized for the text the stream
+                # writes (_WellFormed would otherwise widen a measured cell afterwards)
+                return super().render_str(escape_lone_surrogates(text), **kwargs)
+
             def on_broken_pipe(self) -> None:
                 # rich would exit 1 by itself; let main() answer a closed pipe the same way
                 # for tables and JSON (exit 141)
@@ -382,6 +391,7 @@ def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, A
         "machine": machine,
         "entries": len(log),
         "ok": bool(report.ok),
+        "machine_mismatch": report.machine_mismatch,
         "counts": counts,
         "first_mismatch": None if first is None else _cell(first["index"]),
         "first_mismatch_id": None if first is None else first["id"],
@@ -433,6 +443,9 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
     else:
         status = "[green]verified[/green]" if report.ok else "[red]FAILED[/red]"
         out.print(f"{where}: {status}, {len(log)} entries{machine}")
+    if report.machine_mismatch is not None:  # foremost: every result below follows from it
+        out.print(f"  machine mismatch: {report.machine_mismatch}; the replay results below "
+                  "follow from it", markup=False)
     parts = _verdict_line(report)
     if parts:
         out.print("  " + parts, markup=False)

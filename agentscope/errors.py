@@ -352,8 +352,9 @@ class MachineExecutionError(EngineError):
     dynamic transition, ``migrate``…), or produced a snapshot that is not JSON.
 
     ``index`` is the position of the failing event in the batch given to ``fold`` (``None`` when
-    the failure was outside a batch, e.g. in ``initial``), ``event_type`` its ``type``, ``kind``
-    the engine's classification (``"machine-error"``, ``"not-serializable"``).
+    the failure was outside a batch, e.g. in ``initial``; in a ``VerifyReport``'s ``errors``, the
+    failing entry's position in the log), ``event_type`` its ``type``, ``kind`` the engine's
+    classification (``"machine-error"``, ``"not-serializable"``).
     """
 
     code = "machine-execution-error"

@@ -329,16 +329,34 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
                 path_cols[c][i] = got
     data: dict[str, Any] = {
         "index": np.arange(n, dtype=np.int64),
-        "event_type": pd.Categorical(ev_col),
-        "verdict": pd.Categorical(verdict_col),
-        "status": pd.Categorical(status_col),
+        "event_type": _categorical(ev_col),
+        "verdict": _categorical(verdict_col),
+        "status": _categorical(status_col),
     }
     if value:
-        data["value"] = pd.Categorical(value_col)
+        data["value"] = _categorical(value_col)
         data["active"] = pd.Series(active_col, dtype=object)
     for p, col in zip(path_list, path_cols, strict=True):
         data[p] = _column(col)
     return pd.DataFrame(data)
+
+
+def _categorical(values: list[Any]) -> pd.Categorical:
+    """``pd.Categorical(values)``; when a value holds a lone UTF-16 surrogate (legal in a JS
+    string: an event type, a state name), the same codes over categories in the ``"python"``
+    string storage (Arrow's, pandas' default, holds only valid UTF-8)."""
+    import numpy as np
+    import pandas as pd
+
+    try:
+        return pd.Categorical(values)
+    except UnicodeEncodeError:
+        cats = sorted({v for v in values if isinstance(v, str)})
+        code = {v: k for k, v in enumerate(cats)}
+        return pd.Categorical.from_codes(
+            [code.get(v, -1) if isinstance(v, str) else -1 for v in values],
+            categories=pd.Index(cats, dtype=pd.StringDtype("python", na_value=np.nan)),
+        )
 
 
 def _column(values: list[Any]) -> pd.Series[Any]:

@@ -23,6 +23,7 @@ COUNTER_LOG = FIXTURES / "a_counter.log.json"
 TRIAGE = f"{MACHINES / 'triage.mjs'}:triageMachine"
 COUNTER = f"{MACHINES / 'counter.mjs'}:counterMachine"
 TICKET = MACHINES / "ticket.mjs"
+DEMO_PY = "py:agentscope.examples.python_machines:triage_machine"
 
 needs_node = pytest.mark.skipif(not node_ready(), reason="needs node and `npm ci` (xstate)")
 
@@ -297,6 +298,66 @@ def test_show_a_lone_surrogate_event_type_as_its_escape(capsys: pytest.CaptureFi
     assert code == 0 and "\\udc00" in out and "\udc00" not in out
     code, data = run_json(capsys, "show", path)
     assert code == 0 and data["event_types"] == {"@agent.init": 1, "\udc00": 1}  # JSON: the escape
+
+
+_BOX_COLUMNS = "┏┳┓┃┡╇┩│└┴┘"
+
+
+def _table_blocks(out: str) -> list[list[str]]:
+    """The rich tables of ``out``: runs of lines drawn with box characters."""
+    blocks: list[list[str]] = []
+    run_: list[str] = []
+    for line in [*out.splitlines(), ""]:
+        if line and line[0] in _BOX_COLUMNS:
+            run_.append(line)
+        elif run_:
+            blocks.append(run_)
+            run_ = []
+    return blocks
+
+
+def _assert_aligned(out: str, *cells: str) -> None:
+    """Every table of ``out`` has its column rules at the same positions on every line, and each
+    of ``cells`` (escaped text) sits in some table between two rules."""
+    blocks = _table_blocks(out)
+    assert blocks, out
+    for block in blocks:
+        rules = [[i for i, ch in enumerate(ln) if ch in _BOX_COLUMNS] for ln in block]
+        assert all(r == rules[0] for r in rules), "\n".join(block)
+        assert {len(ln) for ln in block} == {rules[0][-1] + 1}
+    body = [c.strip() for b in blocks for ln in b for c in ln.strip("│").split("│")]
+    for cell in cells:
+        assert cell in body, (cell, out)
+
+
+def test_tables_align_rows_holding_lone_surrogates(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A lone surrogate (legal in a JS string) is written as its six-character escape; the columns
+    are sized for that escape, not for the one code point rich would measure."""
+    import agentscope.examples.python_machines as pm
+    from agentscope.engines.statechart import StatechartMachine
+    from agentscope.recorder import Recorder
+
+    def odd() -> StatechartMachine:
+        return StatechartMachine({"id": "odd", "initial": "\ud800a", "states": {
+            "\ud800a": {"on": {"\udc00GO": "b\udc00"}}, "b\udc00": {"on": {"x\udc00y\ud800z": "\ud800a"}}}})
+
+    monkeypatch.setattr(pm, "odd_machine", odd, raising=False)
+    monkeypatch.setenv("COLUMNS", "100")
+    rec = Recorder(odd())
+    for t in ("\udc00GO", "x\udc00y\ud800z", "INC", "\udc00GO"):
+        rec.send({"type": t})
+    path = rec.to_jsonl(tmp_path / "odd.jsonl")
+    code, out, _ = run(capsys, "show", path)
+    assert code == 0 and "\udc00" not in out and "\ud800" not in out
+    _assert_aligned(out, "\\udc00GO", "x\\udc00y\\ud800z", "INC")
+    code, out, _ = run(capsys, "query", path, "index >= 0", "--machine", "py:agentscope.examples.python_machines:odd_machine")
+    assert code == 0
+    _assert_aligned(out, "\\ud800a", "b\\udc00", "\\udc00GO", "x\\udc00y\\ud800z")
+    code, out, _ = run(capsys, "verify", path, "--machine", "py:agentscope.examples.python_machines:counter_machine")
+    assert code == 1
+    _assert_aligned(out, "\\udc00GO", "x\\udc00y\\ud800z", "INC")
 
 
 def test_show_human_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
@@ -610,6 +671,29 @@ def test_piped_tables_keep_rows_whole(
         assert cells[-1].startswith("machine-mismatch: Event log entry 'evt_00000000' at index 0")
 
 
+def test_verify_with_another_machine_puts_the_mismatch_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """The triage thread verified with the ticket machine: the mismatch line comes right after
+    FAILED, and the engine failure it causes is its consequence, never a bare ``KeyError``."""
+    code, out, _ = run(capsys, "verify", f"{STORE}#main",
+                       "--machine", "py:agentscope.examples.python_machines:ticket_v1")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"{STORE} (thread main): FAILED, 91 entries (machine supportTriage)"
+    assert lines[1] == ("  machine mismatch: 91 of 91 entries target 'supportTriage'@'efe50ed5', not the "
+                        "machine 'ticket'@'1'; the replay results below follow from it")
+    assert lines[2] == "  91 unchecked"
+    assert lines[3].startswith("  first failure: entry 0 (evt_00000000, @agent.init): machine-mismatch: ")
+    assert "engine-error: entry 0 ('evt_00000000', '@agent.init'): a consequence of the machine mismatch" in lines[3]
+    assert "engine-error: KeyError" not in out
+    code, data = run_json(capsys, "verify", f"{STORE}#main",
+                          "--machine", "py:agentscope.examples.python_machines:ticket_v1")
+    assert code == 1 and data["machine_mismatch"] == (
+        "91 of 91 entries target 'supportTriage'@'efe50ed5', not the machine 'ticket'@'1'")
+    assert data["summary"].startswith(f"{STORE}: FAILED - 91 entries (machine mismatch: 91 of 91")
+    code, data = run_json(capsys, "verify", f"{STORE}#main", "--machine", DEMO_PY)
+    assert code == 0 and data["machine_mismatch"] is None
+
+
 # ---------------------------------------------------------------------------------------------
 # the console script in a subprocess: exit codes and the exact messages a person sees
 
@@ -724,6 +808,9 @@ def test_console_ignored_is_a_flag_beside_verdicts_that_add_up() -> None:
     proc = console("verify", TRIAGE_LOG, "--machine", MACHINES / "counter.mjs")
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
+    assert lines[1] == ("  machine mismatch: 91 of 91 entries target 'supportTriage'@'efe50ed5', not the "
+                        "machine 'counter'@'adb004a6'; the replay results below follow from it")
+    del lines[1]
     assert lines[1] == "  91 mismatch (flag: 81 of these entries were ignored by the machine, the state did not react)"
     # the wrong-machine reason reads as one sentence per cause: no stray ".;"
     assert lines[2] == (

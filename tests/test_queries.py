@@ -207,6 +207,24 @@ def test_states_value_string_and_dtypes() -> None:
     assert list(small.columns) == ["index", "event_type", "verdict", "status", "context.rejections"]
 
 
+def test_states_keep_lone_surrogate_event_types_and_state_names() -> None:
+    """Lone surrogates (legal JS strings) in event types and state names stay exact in the
+    categorical columns (Arrow-backed strings refuse them)."""
+    from agentscope.engines.statechart import StatechartMachine
+    from agentscope.recorder import Recorder
+
+    m = StatechartMachine({"id": "odd", "initial": "\ud800a", "states": {
+        "\ud800a": {"on": {"\udc00GO": "b\udc00"}}, "b\udc00": {}}})
+    rec = Recorder(m)
+    rec.send({"type": "\udc00GO"})
+    rec.send({"type": "INC"})
+    df = Timeline(m, rec.entries).states()
+    assert list(df["event_type"]) == ["@agent.init", "\udc00GO", "INC"]
+    assert list(df["value"]) == ["\ud800a", "b\udc00", "b\udc00"]
+    assert str(df["event_type"].dtype) == str(df["value"].dtype) == "category"
+    assert sorted(df["value"].cat.categories) == ["b\udc00", "\ud800a"]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_next_and_last_change_equal_timeline_changes(engine: str, machines: Any) -> None:
     name = "g_triage.main.log.json"

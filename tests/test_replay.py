@@ -589,6 +589,68 @@ def test_engine_failure_mid_batch(name_index: bool) -> None:
     assert list(rep.df["verdict"]) == ["verified"] * 3 + ["unchecked"] * 2  # not replayed
 
 
+def test_engine_failure_names_the_entry_and_is_typed() -> None:
+    """A raw exception from the machine's own code is an engine-error row naming the entry, typed
+    MachineExecutionError (index = the log position), the original as its cause."""
+    from agentscope.errors import MachineExecutionError
+
+    log = copy.deepcopy(SPEC_72)
+    log[3]["event"] = {"type": "BOOM"}
+    rep = verify(_Exploding(name_index=False), log)
+    (row,) = rep.problems[rep.problems["kind"] == "engine-error"].to_dict("records")
+    assert (row["index"], row["message"]) == (
+        3, "entry 3 ('evt_00000003', 'BOOM'): the machine 'counter' raised RuntimeError: machine threw")
+    (err,) = rep.errors
+    assert type(err) is MachineExecutionError and (err.index, err.event_type) == (3, "BOOM")
+    assert isinstance(err.__cause__, RuntimeError) and rep.machine_mismatch is None
+
+
+def test_verify_with_another_machine_tells_one_story() -> None:
+    """The wrong machine (another id, the bundled triage log verified with the ticket machine):
+    the machine mismatch comes first everywhere, and the engine failure it causes (the ticket
+    machine's context function reads an input key the triage log never had) is one typed
+    engine-error row worded as its consequence, not a raw ``KeyError: 'title'``."""
+    from agentscope.errors import MachineExecutionError
+    from agentscope.examples import example_path
+    from agentscope.examples.python_machines import ticket_v1
+
+    log = read_log(example_path("g_triage.sqlite"), thread="main")
+    rep = verify(ticket_v1(), log)
+    assert rep.machine_mismatch == "91 of 91 entries target 'supportTriage'@'efe50ed5', not the machine 'ticket'@'1'"
+    assert rep.problems["kind"].value_counts().to_dict() == {"machine-mismatch": 91, "engine-error": 1}
+    (row,) = rep.problems[rep.problems["kind"] == "engine-error"].to_dict("records")
+    assert (row["index"], row["message"]) == (0, (
+        "entry 0 ('evt_00000000', '@agent.init'): a consequence of the machine mismatch (the log's "
+        "entries target 'supportTriage'@'efe50ed5', the machine is 'ticket'@'1'): the machine "
+        "'ticket' raised in its context function: KeyError: 'title'"))
+    assert list(rep.problems["kind"][:2]) == ["machine-mismatch", "engine-error"]  # mismatch first
+    assert [type(e).__name__ for e in rep.errors[:2]] == ["MachineVersionMismatchError", "MachineExecutionError"]
+    assert isinstance(rep.errors[1], MachineExecutionError) and rep.errors[1].index == 0
+    assert rep.summary().startswith(
+        f"{log.source}: FAILED - 91 entries (machine mismatch: 91 of 91 entries target "
+        "'supportTriage'@'efe50ed5', not the machine 'ticket'@'1'): 91 unchecked; first failure at entry 0")
+    with pytest.raises(MachineVersionMismatchError):
+        rep.raise_if_failed()
+
+
+def test_engine_failure_after_a_version_mismatch_is_its_consequence() -> None:
+    """Same machine id, another version whose INC reads a context key the log's machine never
+    had: entry 0 still replays (a state mismatch), entry 1 fails, worded as the consequence."""
+    from agentscope.engines.statechart import StatechartMachine
+
+    m = StatechartMachine({"id": "counter", "version": "9", "initial": "off", "states": {"off": {}},
+                           "context": {"other": 0},
+                           "on": {"INC": lambda c, e: {"context": {"n": c["n"] + 1}}}})
+    rep = verify(m, read_log(FIXTURES / "a_counter.log.json"))
+    assert rep.machine_mismatch == "17 of 17 entries target 'counter'@'adb004a6', not the machine 'counter'@'9'"
+    (row,) = rep.problems[rep.problems["kind"] == "engine-error"].to_dict("records")
+    assert (row["index"], row["message"]) == (1, (
+        "entry 1 ('evt_00000001', 'INC'): a consequence of the machine mismatch (the log's entries "
+        "target 'counter'@'adb004a6', the machine is 'counter'@'9'): the machine 'counter' raised "
+        "on event 'INC': KeyError: 'n'"))
+    assert list(rep.df["verdict"]) == ["mismatch"] + ["unchecked"] * 16
+
+
 def test_verify_reports_structure_problems_once_each() -> None:
     log = copy.deepcopy(SPEC_72)
     del log[2]  # a gap: entries 3 and 4 are contiguous with each other
@@ -800,3 +862,28 @@ def test_a_state_that_cannot_be_hashed_mid_chunk_is_one_engine_error() -> None:
     assert verdicts[:bad_at] == ["verified"] * 600 + ["mismatch"] + ["verified"] * (bad_at - 601)
     assert set(verdicts[bad_at:]) <= {"missing", "unchecked"}
     assert rep.problems["index"].tolist() == [600, bad_at]  # the entry whose state cannot be hashed
+
+
+def test_snapshot_store_truncated_continues_as_the_store_that_stopped_there() -> None:
+    """SnapshotStore.truncated(n) and adding the same snapshots again gives the original store
+    (keyframes, bytes, chain), and every position reads back the same."""
+    from agentscope.replay.snapshots import SnapshotStore
+
+    snaps = [{"value": "s", "context": {"n": i // 3, "log": list(range(i % 7))}} for i in range(60)]
+    full = SnapshotStore(5, max_chain=4)
+    for p in snaps:
+        assert full.add(p)
+    for n in (5, 6, 9, 23, 64, 65):
+        cut = full.truncated(n)
+        assert (cut.start, cut.stop, cut.full) == (5, n, False)
+        assert [cut.get(i) for i in range(5, n)] == snaps[: n - 5]
+        assert cut.keyframes == [k for k in full.keyframes if k < n]
+        for p in snaps[n - 5:]:
+            assert cut.add(p)
+        assert (cut.keyframes, cut.nbytes, cut._since_key, cut._chain) == (
+            full.keyframes, full.nbytes, full._since_key, full._chain)
+    small = SnapshotStore(0, budget=400)
+    stored = sum(small.add(p) for p in snaps)
+    assert small.full and 0 < stored < 60
+    again = small.truncated(stored - 1)
+    assert not again.full and again.add(snaps[stored - 1]) and not again.add(snaps[stored])

@@ -265,6 +265,81 @@ def test_fork_at_replaces_an_event_in_memory_and_compares_as_a_fork() -> None:
         tl.fork_at(2, {"type": "@agent.usage"})
 
 
+def _same_timeline(a: agentscope.Timeline, b: agentscope.Timeline) -> None:
+    assert a.entries == b.entries
+    assert a.computed_hashes == b.computed_hashes
+    assert list(a.report.df["verdict"]) == list(b.report.df["verdict"])
+    assert a.report.df.equals(b.report.df) and a.report.problems.equals(b.report.problems)
+    assert a.report.log_problems == b.report.log_problems
+    assert [a[i] for i in range(len(a))] == [b[i] for i in range(len(b))]
+
+
+def _triage_main() -> list[dict[str, Any]]:
+    return [json.loads(json.dumps(e)) for e in load_json("g_triage.main.log.json")]
+
+
+@pytest.mark.parametrize(("k", "insert"), [(1, False), (30, False), (45, True), (89, False), (89, True)])
+def test_fork_at_folds_only_the_entries_from_the_edit_on(k: int, insert: bool) -> None:
+    """The fork reuses this timeline's pass up to the edit: one restore of the snapshot before
+    it, then only the fork's own entries; the result is the fresh timeline of the fork's entries,
+    and stays so when both are extended."""
+    from agentscope.examples.python_machines import triage_machine
+    from tests.test_fold import Counting
+
+    main = _triage_main()
+    c = Counting(triage_machine())
+    tl = agentscope.Timeline(c, main)
+    c.applied = 0
+    fork = tl.fork_at(k, {"type": "PAUSE"}, insert=insert)
+    at = k + 1 if insert else k
+    assert c.applied == len(fork) - at + 1  # restore(entry at - 1's snapshot) + the new entries
+    fresh = agentscope.Timeline(triage_machine(), list(fork.entries))
+    _same_timeline(fork, fresh)
+    assert fork.report.counts()["verified"] == at and fork.report.counts()["missing"] == len(fork) - at
+    more = [dict(e, index=len(fork) + j, id=f"more_{j}") for j, e in enumerate(main[9:12])]
+    c.applied = 0
+    fork.extend(more)
+    assert c.applied == len(more)
+    fresh.extend(more)
+    _same_timeline(fork, fresh)
+
+
+def test_fork_at_with_checkpoints_folds_at_most_one_interval_again() -> None:
+    from agentscope.examples.python_machines import triage_machine
+    from tests.test_fold import Counting
+
+    c = Counting(triage_machine())
+    tl = agentscope.Timeline(c, _triage_main(), checkpoint_every=16)
+    c.applied = 0
+    fork = tl.fork_at(40, {"type": "PAUSE"})
+    assert len(fork) - 40 < c.applied <= len(fork) - 40 + 16 + 1  # a seek to entry 39, then the fork
+    _same_timeline(fork, agentscope.Timeline(triage_machine(), fork.entries, checkpoint_every=16))
+
+
+def test_fork_at_folds_again_when_a_rebinding_key_recurs() -> None:
+    """A child completion journaled before the edit and again after it (the resumed fold has no
+    rebinding cache): the fork is folded whole, in fork_at or in a later extend; same result."""
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.log.entry import session_key
+    from tests.test_fold import Counting
+
+    main = _triage_main()
+    j = next(i for i, e in enumerate(main) if session_key(e) is not None)
+    c = Counting(triage_machine())
+    tl = agentscope.Timeline(c, main)
+    c.applied = 0
+    fork = tl.fork_at(j + 5, dict(main[j]["event"]))  # the edit repeats entry j's completion
+    assert c.applied == len(fork)  # no reuse: folded from the init
+    _same_timeline(fork, agentscope.Timeline(triage_machine(), fork.entries))
+    c.applied = 0
+    reused = tl.fork_at(j + 5, {"type": "PAUSE"}, keep_rest=False)
+    assert c.applied == 2
+    late = [dict(main[j], index=len(reused), id="again")]
+    reused.extend(late)
+    assert c.applied == 2 + len(reused)  # the key recurs: the whole fork folded again
+    _same_timeline(reused, agentscope.Timeline(triage_machine(), [*reused.entries]))
+
+
 def test_fork_at_shows_in_forkview_against_the_original() -> None:
     pytest.importorskip("ipywidgets")
     from agentscope.examples.python_machines import counter_machine

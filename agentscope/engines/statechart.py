@@ -242,7 +242,16 @@ class StatechartMachine(MachineBase):
         ctx_cfg = self.config.get("context", UNDEFINED)
         input = js_values(input)  # JS number semantics at the fold boundary (spec §2.2)
         if callable(ctx_cfg):
-            context = js_values(ctx_cfg(input))
+            try:
+                context = js_values(ctx_cfg(input))
+            except AgentscopeError:
+                raise
+            except Exception as exc:  # the user's context function (e.g. an input it lacks)
+                raise MachineExecutionError(
+                    f"the machine '{self.machine_id}' raised in its context function: "
+                    f"{type(exc).__name__}: {exc}",
+                    kind="machine-error",
+                ) from exc
             if context is None:
                 context = {}
         elif ctx_cfg:

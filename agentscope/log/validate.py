@@ -746,6 +746,18 @@ class SegmentChecker:
         self.prev_index: int | None = None
         self.stopped_at: int | None = None
 
+    def truncated(self, entries: Sequence[Any], n: int) -> SegmentChecker:
+        """A checker in the state it had after checking ``entries[start:n]`` only (``n`` at most
+        what was checked; ``entries[:n]`` the entries it checked): ids seen before ``n``, the
+        index of entry ``n - 1``, a stop before ``n``."""
+        out = SegmentChecker(self.start, source=self.source, envelope=self.envelope)
+        out.seen = {k: i for k, i in self.seen.items() if i < n}
+        last = entries[n - 1] if n > self.start else None
+        got = last.get("index") if isinstance(last, Mapping) else None
+        out.prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
+        out.stopped_at = self.stopped_at if self.stopped_at is not None and self.stopped_at < n else None
+        return out
+
     def check(
         self, entries: Sequence[Any], lo: int, hi: int
     ) -> tuple[list[tuple[str, LogFormatError]], int]:

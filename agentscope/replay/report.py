@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from agentscope.engines.base import Machine
-from agentscope.errors import AgentscopeError
+from agentscope.errors import AgentscopeError, MachineVersionMismatchError
 from agentscope.frames import Verdict
 from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
 from agentscope.log.problems import problems_frame
@@ -124,6 +124,26 @@ class VerifyReport:
             for k, v in failed.iloc[0].to_dict().items()
         }
 
+    @property
+    def machine_mismatch(self) -> str | None:
+        """One sentence when entries target another machine than the one replaying them
+        (``machine-mismatch`` rows, spec §1.3), else ``None``: how many entries, the identity most
+        of them target and the machine's, e.g. ``"91 of 91 entries target 'supportTriage'@'efe50ed5',
+        not the machine 'ticket'@'1'"``. :meth:`summary` and the CLI put it first: every other
+        result of such a replay (state mismatches, an engine error) follows from it."""
+        found: dict[tuple[str, str], set[int]] = {}
+        for err in self.errors:
+            if isinstance(err, MachineVersionMismatchError):
+                key = (_identity(err.actual), _identity(err.expected))
+                found.setdefault(key, set()).add(err.index)
+        if not found:
+            return None
+        (actual, expected), where = max(found.items(), key=lambda kv: len(kv[1]))
+        n = len(set().union(*found.values()))
+        others = "" if len(found) == 1 else f" ({n - len(where)} more target other machines)"
+        return (f"{len(where)} of {len(self.df)} entries target {actual}, not the machine "
+                f"{expected}{others}")
+
     def counts(self) -> dict[str, int]:
         """Entries per verdict, plus ``ignored`` and ``failed``."""
         vc = self.df["verdict"].value_counts()
@@ -140,6 +160,9 @@ class VerifyReport:
         if c["ignored"]:
             parts.append(f"{c['ignored']} ignored")
         head = f"{self.source or 'log'}: {'OK' if self.ok else 'FAILED'} - {n} entries"
+        mismatch = self.machine_mismatch
+        if mismatch is not None:  # first: the rest of such a replay follows from it
+            head += f" (machine mismatch: {mismatch})"
         line = head + (": " + ", ".join(parts) if parts else "")
         first = self.first_mismatch
         if first is not None:
@@ -193,6 +216,11 @@ class VerifyReport:
                 out.append(f"<p>… {len(probs) - _HTML_ROWS} more rows in .mismatches</p>")
         out.append("</div>")
         return "".join(out)
+
+
+def _identity(ident: Mapping[str, Any]) -> str:
+    """``'id'@'version'``, as :class:`~agentscope.errors.MachineVersionMismatchError` words it."""
+    return f"{ident.get('machineId')!r}@{ident.get('machineVersion')!r}"
 
 
 def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[str | None]:
@@ -324,6 +352,24 @@ def verify(
         ``.summary()``, ``.raise_if_failed()``. Never raises for problems in the log; a later
         segment that restarts its indices at 0 without being a version bridge (a concatenation
         of unrelated logs) is such a problem (§1.3, ``non-contiguous``), though it still replays.
+
+    Notes
+    -----
+    A machine of another id or version than the log's entries (the wrong machine, or the right
+    one at another version) gives one ``machine-mismatch`` problem per such entry, and the log
+    fails. The segment is still replayed with it (its hashes show where the two agree), so the
+    report reads as one story: :attr:`VerifyReport.machine_mismatch` (put first by
+    :meth:`~VerifyReport.summary` and the CLI) says how many entries target which machine, and
+    any state mismatch or engine failure follows from it. An engine failure stops that segment's
+    replay (later entries stay ``unchecked``) and is one ``engine-error`` problem at the failing
+    entry: ``"entry <i> ('<id>', '<event type>'): <what the machine raised>"``, with
+    ``"a consequence of the machine mismatch (the log's entries target ..., the machine is ...)"``
+    after the entry when an entry up to it targets another machine. Its error is a
+    :class:`~agentscope.errors.MachineExecutionError` (``index`` the entry's position) when the
+    machine's own code raised (e.g. a ``KeyError`` on a context key the log's machine never
+    had), else the engine's typed error (a Node crash, a snapshot it cannot restore); it comes
+    after the mismatch's error in :attr:`VerifyReport.errors`, so ``raise_if_failed`` raises the
+    :class:`~agentscope.errors.MachineVersionMismatchError`.
 
     Raises
     ------

@@ -79,6 +79,30 @@ class SnapshotStore:
         out._deltas = list(self._deltas)
         return out
 
+    def truncated(self, n: int) -> SnapshotStore:
+        """An independent store holding positions :attr:`start` .. ``n - 1`` only: the store a pass
+        that stopped after entry ``n - 1`` would have (the stored bytes are shared: immutable).
+
+        ``n`` is clamped to ``start .. stop``. The result is not :attr:`full` when ``n`` is below
+        this store's :attr:`stop` (every position before it was accepted within the budget);
+        the next :meth:`add` continues exactly as that pass's would (same keyframe decisions).
+        """
+        n = max(self.start, min(n, self.stop))
+        if n == self.stop:
+            return self.copy()
+        out = SnapshotStore(self.start, budget=self.budget, max_chain=self.max_chain)
+        keys = bisect_right(self._key_pos, n - 1)
+        out._key_pos = self._key_pos[:keys]
+        out._key_blob = self._key_blob[:keys]
+        out._deltas = self._deltas[: n - self.start]
+        out.stop = n
+        tail = [b for b in out._deltas[out._key_pos[-1] - self.start:] if b is not None] if keys else []
+        out.nbytes = sum(map(len, out._key_blob)) + sum(len(b) for b in out._deltas if b is not None)
+        out._since_key = sum(map(len, tail))
+        out._chain = len(tail)
+        out._last = self.get(n - 1) if n > self.start else None
+        return out
+
     @property
     def keyframes(self) -> list[int]:
         """Positions stored whole."""

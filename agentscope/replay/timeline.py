@@ -20,7 +20,7 @@ from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
-from agentscope.log.entry import entries_of, event_type, source_of
+from agentscope.log.entry import entries_of, event_type, session_key, source_of
 from agentscope.log.validate import is_validated
 from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
 from agentscope.replay.report import VerifyReport, report_from_index
@@ -213,6 +213,8 @@ class Timeline:
         self._ckpts: list[int] | None = None
         self.seek_fallbacks = 0
         """Seeks whose checkpoint fold did not reproduce the indexed hash (expected: 0)."""
+        self._prefix_keys: frozenset[str] = frozenset()
+        """Rebinding keys journaled before a fork point whose pass was reused (:meth:`fork_at`)."""
 
     def extend(self, entries: Iterable[Mapping[str, Any]]) -> range:
         """Append entries to the log and run the pass over them only; return their positions.
@@ -236,6 +238,13 @@ class Timeline:
             self._index.log_problems.pop(0)
             if self._index.log_failures:
                 self._index.log_failures.pop(0)
+        if self._prefix_keys and any(session_key(e) in self._prefix_keys for e in new):
+            # a fork resumed without the rebinding cache (fork_at) meets a key journaled before
+            # its fork point: fold the whole log again, as a fresh timeline would (exact)
+            lo = len(self._entries)
+            fresh = Timeline(self._machine, [*self._entries, *new], **self._options())
+            self.__dict__.update(fresh.__dict__)
+            return range(lo, len(self._entries))
         self._entries.extend(new)
         self._pass.validated = False  # the new entries were not read by a validating reader
         added = self._pass.feed(self._entries)
@@ -342,7 +351,24 @@ class Timeline:
             renumbered after an insert. Entries from the edit on carry no ``verification`` (they were
             never recorded). Replay is pure (no side effects); compare with the original in
             ``ForkView(machine, self.log, fork.log, timelines=(self, fork))`` or
-            :func:`agentscope.compare`. The original log is not touched.
+            :func:`agentscope.compare`. The original log is not touched. It has this timeline's
+            settings (``checkpoint_every``, ``memory_budget``, ``machines``, ``explain``, batch
+            size), never ``strict``.
+
+        Notes
+        -----
+        Work: the prefix is not folded again. The fork starts from this timeline's pass cut at the
+        edit (the hashes, verdicts, problems and stored snapshots of the entries before it) and
+        the engine snapshot before the edit
+        (``machine.restore`` of the stored one, checked against its hash), then folds the edited
+        entry and the rest only: one restore plus ``len(fork) - edit`` entries (plus at most
+        ``checkpoint_every`` to seek the snapshot before the edit in checkpoint mode). The result
+        equals a fresh ``Timeline`` of the fork's entries (hashes, verdicts, problems, frames).
+        The whole fork is folded instead when that state cannot be rebuilt exactly: this timeline
+        is ``strict``, the edit lies before the last ``@agent.init`` segment, a timer is pending
+        before the edit (the mismatch explanations' timer state is not kept per entry), or a child
+        completion journaled before the edit (a rebinding key, spec §4.1) is journaled again after
+        it, in the fork or in a later :meth:`extend` of it.
 
         Raises
         ------
@@ -381,7 +407,52 @@ class Timeline:
         shift = 1 if insert else 0
         fork = [*head, edited, *(unverified(e, int(e.get("index", i + k + 1)) + shift)
                                  for i, e in enumerate(rest))]
-        return Timeline(self._machine, fork, machines=self._machines)
+        out = self._resumed(fork, at)
+        return out if out is not None else Timeline(self._machine, fork, **self._options())
+
+    def _options(self) -> dict[str, Any]:
+        """This timeline's settings, for a fresh timeline of a fork (never ``strict``: a fork's
+        entries from the edit on carry no hash)."""
+        p = self._pass
+        return {"machines": self._machines, "checkpoint_every": self._k,
+                "memory_budget": p.store_budget if p.store_budget is not None else DEFAULT_BUDGET,
+                "cache_size": self._cache_size, "machine_version": p.machine_version,
+                "explain": p.explain, "batch_size": self._batch}
+
+    def _resumed(self, fork: list[Mapping[str, Any]], n: int) -> Timeline | None:
+        """A timeline of ``fork`` (whose first ``n`` entries are this timeline's) that reuses this
+        pass up to ``n`` and folds only ``fork[n:]``; ``None`` when the pass state at ``n`` cannot
+        be rebuilt exactly (:meth:`Pass.truncated`), or a rebinding key journaled before ``n`` in
+        its segment is journaled again in ``fork[n:]`` (the resumed fold starts with no cache)."""
+        idx = self._index
+        if not idx.segments or not idx.segments[-1].start < n <= idx.n:
+            return None
+        seg = idx.segments[-1]
+        before = {key for e in self._entries[seg.start:n] if (key := session_key(e)) is not None}
+        if any(session_key(e) in before for e in fork[n:]):
+            return None
+        m = idx.machines[seg.number]
+        persisted: Mapping[str, Any] | None = None
+        if m is not None and n - 1 < idx.replayed_upto[seg.number]:
+            persisted = self._states(n - 1, seg.number, m)[1]
+        p = self._pass.truncated(self._entries, n, persisted)
+        if p is None:
+            return None
+        out = copy.copy(self)
+        out._log = fork
+        out._entries = fork
+        out._own_entries = False  # as Timeline(machine, fork): extend copies the list first
+        out._pass = p
+        out._index = p.index
+        out._lru = OrderedDict()
+        out._cursor = None
+        out._report = None
+        out._ckpts = None
+        out.seek_fallbacks = 0
+        out._prefix_keys = frozenset(before)
+        p.validated = False  # the fork's own entries were not read by a validating reader
+        p.feed(fork)
+        return out
 
     @property
     def entries(self) -> Sequence[Mapping[str, Any]]:

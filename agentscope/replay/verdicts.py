@@ -21,11 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from agentscope.engines.base import Machine, Snapshot
+from agentscope.engines.base import Machine, Snapshot, snapshot_hash
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
     LogFormatError,
+    MachineExecutionError,
+    MachineVersionMismatchError,
     ReplayDivergenceError,
     SnapshotDivergedError,
     SnapshotRestoreError,
@@ -123,6 +125,33 @@ class LogIndex:
             replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
             stores={k: v.copy() for k, v in self.stores.items()}, rows=list(self.rows),
         )
+        return out
+
+    def truncated(self, n: int) -> LogIndex:
+        """An independent copy holding what the pass learned about positions ``0 .. n - 1`` only,
+        for ``n`` inside the last segment (``segments[-1].start < n <= self.n``; ``ValueError``
+        otherwise): per-entry arrays, problems, rows, explanations, checkpoints and the last
+        segment's store cut at ``n``, that segment ending at ``n``. Log-level problems are the
+        pass's own (``no-machine``, ``bridge-link``: about segments that all start before ``n``);
+        the cached snapshot's (``cache-*``, checked against the whole log) are dropped."""
+        if not self.segments or not self.segments[-1].start < n <= self.n:
+            raise ValueError(f"LogIndex.truncated: {n} is not inside the last segment")
+        out = self.copy()
+        for name in ("computed", "has_computed", "recorded", "has_recorded", "verdict", "ignored"):
+            setattr(out, name, getattr(out, name)[:n].copy())
+        out.n = n
+        last = self.segments[-1]
+        out.segments[-1] = dataclasses.replace(last, stop=n)
+        out.replayed_upto[-1] = min(out.replayed_upto[-1], n)
+        for name in ("odd_recorded", "problems", "failures", "explanations", "checkpoints",
+                     "checkpoint_sessions"):
+            setattr(out, name, {i: v for i, v in getattr(out, name).items() if i < n})
+        out.rows = [r for r in out.rows if r[0] < n]
+        out.log_problems = [p for p in out.log_problems if not p[0].startswith("cache-")]
+        out.log_failures = [f for f in out.log_failures if type(f) is EngineError]  # no-machine's
+        store = out.stores.get(last.number)
+        if store is not None:
+            out.stores[last.number] = store.truncated(n)
         return out
 
     def grow(self, n: int) -> None:
@@ -248,6 +277,54 @@ def machine_for_segment(
     return machine, None
 
 
+def engine_failure(
+    idx: LogIndex, entries: Sequence[Mapping[str, Any]], seg: Segment, m: Machine, at: int,
+    exc: BaseException,
+) -> tuple[str, AgentscopeError]:
+    """The ``engine-error`` problem of a fold of ``seg`` that raised ``exc`` at entry ``at``:
+    ``(detail, error)``.
+
+    ``detail`` is one sentence naming the entry (``entry <at> ('<id>', '<event type>')``) and what
+    the machine raised. When an entry of ``seg`` up to ``at`` targets another machine (a
+    ``machine-mismatch`` problem already recorded), the sentence says the failure is a
+    consequence of that mismatch and names both identities, so a wrong machine reads as one story.
+    ``error`` is typed: an exception from the machine's own code (a raw ``KeyError`` of a
+    ``context`` function, a :class:`~agentscope.errors.MachineExecutionError`) becomes a
+    :class:`~agentscope.errors.MachineExecutionError` whose message is ``detail`` and whose
+    ``index`` is ``at`` (the log position); any other :class:`~agentscope.errors.AgentscopeError`
+    (a Node crash, a snapshot the machine cannot restore) is kept as raised.
+    """
+    e = entries[at] if 0 <= at < len(entries) else {}
+    etype = event_type(e)
+    where = f"entry {at} ({entry_id(e)!r}, {etype!r})"
+    if isinstance(exc, MachineExecutionError):
+        what = str(exc)  # the engine's sentence: "the machine 'x' raised on event 'E': KeyError: ..."
+    elif isinstance(exc, AgentscopeError):
+        what = f"{type(exc).__name__}: {exc}"
+    else:
+        what = f"the machine {m.machine_id!r} raised {type(exc).__name__}: {exc}"
+    mismatch = next(
+        (f for i in range(seg.start, min(at, seg.stop - 1) + 1) for f in idx.failures.get(i, ())
+         if isinstance(f, MachineVersionMismatchError)),
+        None,
+    )
+    if mismatch is not None:
+        def ident(d: Mapping[str, Any]) -> str:
+            return f"{d.get('machineId')!r}@{d.get('machineVersion')!r}"
+
+        where += (
+            f": a consequence of the machine mismatch (the log's entries target "
+            f"{ident(mismatch.actual)}, the machine is {ident(mismatch.expected)})"
+        )
+    detail = f"{where}: {what}"
+    if isinstance(exc, AgentscopeError) and not isinstance(exc, MachineExecutionError):
+        return detail, exc
+    kind = getattr(exc, "kind", "") or "machine-error"
+    err = MachineExecutionError(detail, index=at, event_type=etype, kind=kind)
+    err.__cause__ = exc
+    return detail, err
+
+
 class _SegmentPass:
     """The pass over one segment, resumable: :meth:`run` folds positions ``lo .. hi - 1`` and
     keeps everything the next call needs (engine snapshot, rebinding cache, explanation state)."""
@@ -311,8 +388,7 @@ class _SegmentPass:
                 raise
             self.failed = True
             at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last
-            detail = f"{type(exc).__name__}: {exc}"
-            err = exc if isinstance(exc, AgentscopeError) else EngineError(detail)
+            detail, err = engine_failure(idx, entries, self.seg, m, at_i, exc)
             idx.add_problem(at_i, "engine-error", detail, err)
         idx.replayed_upto[self.seg.number] = self.last + 1
 
@@ -559,6 +635,67 @@ class Pass:
         if self._check is not None:
             out._check = copy.copy(self._check)
             out._check.seen = dict(self._check.seen)
+        return out
+
+    def truncated(self, entries: Sequence[Mapping[str, Any]], n: int,
+                  persisted: Mapping[str, Any] | None) -> Pass | None:
+        """An independent pass in the state this one had after feeding ``entries[:n]`` only, or
+        ``None`` when that state cannot be rebuilt exactly without folding again.
+
+        ``entries`` are the entries fed (their first ``n`` unchanged); ``persisted`` the persisted
+        snapshot after entry ``n - 1`` (needed when the last segment was replayed past it; a
+        store holds it). Feeding the result more entries gives what a fresh pass over
+        ``entries[:n]`` plus those entries gives, except for rebinding keys (spec §4.1) journaled
+        before ``n`` and again after it: the resumed fold starts with an empty rebinding cache
+        (the caller checks that no such key recurs). The engine snapshot after ``n - 1`` is
+        ``machine.restore(persisted)``, checked against the indexed hash (as a checkpoint seek).
+
+        ``None`` when ``n`` is not inside the last segment, the pass is strict, or a timer is
+        pending after ``n - 1`` (the mismatch explanations' timer state is not kept per entry).
+        """
+        idx = self.index
+        if idx.strict or not idx.segments or not idx.segments[-1].start < n <= idx.n:
+            return None
+        if n == idx.n:
+            return self.copy()
+        out = copy.copy(self)
+        out.index = idx.truncated(n)
+        if self._check is not None:
+            out._check = self._check.truncated(entries, n)
+        kept = out.index.checkpoint_sessions
+        if kept:  # keys kept at a checkpoint because they recur after it, counted up to n only
+            spans = _recurring_session_keys(entries, idx.segments[-1].start, n)
+            out.index.checkpoint_sessions = {
+                i: ks for i, ks in (
+                    (i, [t for t in v if t[0] in spans and spans[t[0]][0] <= i < spans[t[0]][1]])
+                    for i, v in kept.items()
+                ) if ks
+            }
+        sp = self._seg_pass
+        if sp is None:
+            return out
+        if out.index.replayed_upto[-1] < n:
+            # the fold ended before n (an engine failure or an entry it cannot pass): its state
+            # then is already that of a pass over entries[:n]
+            out._seg_pass = _copy_segment_pass(sp, out.index)
+            return out
+        if persisted is None:
+            return None
+        timers = persisted.get("timers")
+        if isinstance(timers, Mapping) and timers:
+            return None
+        snap = sp.m.restore(persisted)
+        h = idx.computed_hash(n - 1)
+        if h is None or snapshot_hash(snap) != h:
+            return None
+        new = _copy_segment_pass(sp, out.index)
+        new.snap, new.cache, new.prev, new.prev_h = snap, {}, persisted, h
+        new.last, new.failed = n - 1, False
+        new.known_starts, new.appeared = {}, {}
+        if not (sp.k != self.checkpoint_every and sp.k_base < n):  # no store overflow before n
+            new.k, new.k_base = self.checkpoint_every, sp.seg.start
+        new.seg = out.index.segments[-1]
+        out._seg_pass = new
         return out
 
     def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
