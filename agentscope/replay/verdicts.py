@@ -352,7 +352,7 @@ class _SegmentPass:
         idx, m = self.idx, self.m
         k = self.k
         pending: list[Snapshot] = []
-        first = lo
+        nxt = lo  # the position of pending[0]: the fold yields lo, lo + 1, ... in order
         try:
             spans = _recurring_session_keys(entries, self.seg.start, hi) if k else {}
             # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
@@ -365,22 +365,20 @@ class _SegmentPass:
             # the snapshots are taken in chunks (hashed and judged together); one at a time while
             # a checkpoint must see the rebinding cache as it was right after its entry
             chunk = 1 if spans else _CHUNK
-            for i, snap in it:
-                if not pending:
-                    first = i
-                pending.append(snap)
-                self.last = i
-                self.snap = snap
+            add = pending.append
+            for _i, snap in it:
+                add(snap)
                 if len(pending) >= chunk:
                     taken, pending = pending, []  # a failure inside _take is not taken again
-                    self._take(entries, first, taken, spans)
+                    add = pending.append
+                    nxt = self._take_at(entries, nxt, taken, spans)
             if pending:
                 taken, pending = pending, []
-                self._take(entries, first, taken, spans)
+                nxt = self._take_at(entries, nxt, taken, spans)
         except Exception as exc:  # an engine failure: report it and stop this segment
             if pending:  # the fold failed: the entries folded before it are judged as usual
                 with contextlib.suppress(Exception):  # the first failure is the one reported
-                    self._take(entries, first, pending, spans)
+                    self._take_at(entries, nxt, pending, spans)
             if isinstance(exc, SnapshotRestoreError) and self.seg.start == 0:
                 # the log's own init snapshot names what the machine lacks: bad input, raised
                 # (the CLI exits 2). A later segment's (a version bridge) is a replay result
@@ -391,6 +389,15 @@ class _SegmentPass:
             detail, err = engine_failure(idx, entries, self.seg, m, at_i, exc)
             idx.add_problem(at_i, "engine-error", detail, err)
         idx.replayed_upto[self.seg.number] = self.last + 1
+
+    def _take_at(self, entries: Sequence[Mapping[str, Any]], first: int, snaps: list[Snapshot],
+                 spans: Mapping[str, tuple[int, int]]) -> int:
+        """Make ``snaps`` (after entries ``first ..``) the fold's latest, judge them, and return
+        the position after them."""
+        after = first + len(snaps)
+        self.last, self.snap = after - 1, snaps[-1]
+        self._take(entries, first, snaps, spans)
+        return after
 
     def _take(self, entries: Sequence[Mapping[str, Any]], first: int, snaps: list[Snapshot],
               spans: Mapping[str, tuple[int, int]]) -> None:
