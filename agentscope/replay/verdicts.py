@@ -427,22 +427,22 @@ class _SegmentPass:
         ps: list[Mapping[str, Any]] = [m.persist(sn) for sn in snaps]
         prev = self.prev
         eq: list[bool] = []
-        for p in ps:
-            eq.append(prev is not None and p == prev)
-            prev = p
-        n = len(ps)
-        hashes = np.zeros(n, np.uint32)
+        same_add = eq.append
+        hashes = np.zeros(len(ps), np.uint32)
         todo: list[int] = []
-        for j in range(n):
-            if eq[j]:
-                continue
-            sent = snaps[j].state_hash  # the engine's own (JS) hash when it sent one
-            if sent is not None:
-                hashes[j] = int(sent, 16)
+        for j, p in enumerate(ps):
+            if prev is not None and p == prev:
+                same_add(True)
             else:
-                todo.append(j)
+                same_add(False)
+                sent = snaps[j].state_hash  # the engine's own (JS) hash when it sent one
+                if sent is None:
+                    todo.append(j)
+                else:
+                    hashes[j] = int(sent, 16)
+            prev = p
         if todo:
-            hashes[todo] = state_hashes([ps[j] for j in todo])
+            hashes[todo] = state_hashes(ps if len(todo) == len(ps) else [ps[j] for j in todo])
         return ps, eq, hashes
 
     def _record(self, entries: Sequence[Mapping[str, Any]], first: int, ps: list[Mapping[str, Any]],
@@ -501,7 +501,7 @@ class _SegmentPass:
         known, appeared = self.known_starts, self.appeared
         for j, p in enumerate(ps):
             timers = p.get("timers")
-            if not timers and not known and not appeared and j not in wrong:
+            if not timers and not known and not appeared and (not wrong or j not in wrong):
                 continue
             timers = timers if type(timers) is dict or isinstance(timers, Mapping) else {}
             i = first + j
