@@ -447,3 +447,28 @@ def test_plain_envelope_implies_no_problem() -> None:
         e = entry(**changes)
         if _plain_envelope(e) and is_recorded_at(e["recordedAt"]):
             assert entry_problem(e) is None, changes
+
+
+def test_problems_table_columns_dtypes_and_values() -> None:
+    """The one problems table: fixed columns in order, nullable Int64 index/line, object text
+    (a lone surrogate kept), kind as its string code, and empty tables that do not share data."""
+    from agentscope.log.problems import PROBLEM_COLUMNS, ProblemKind, problems_frame
+
+    rows = [
+        {"index": 3, "id": "e3", "field": "recordedAt", "kind": ProblemKind("invalid-entry"),
+         "message": "bad \ud800", "source": "<memory>", "line": 4},
+        {"kind": "bridge-link", "message": "log-level", "expected": "a", "actual": "b"},
+    ]
+    df = problems_frame(rows)
+    assert tuple(df.columns) == PROBLEM_COLUMNS
+    assert str(df["index"].dtype) == "Int64" and str(df["line"].dtype) == "Int64"
+    assert all(df[c].dtype == object for c in PROBLEM_COLUMNS if c not in ("index", "line"))
+    assert df["index"].tolist()[0] == 3 and df["index"].isna().tolist() == [False, True]
+    assert df["kind"].tolist() == ["invalid-entry", "bridge-link"]
+    assert type(df["kind"].iloc[0]) is str and df["message"].iloc[0] == "bad \ud800"
+    assert df["expected"].tolist() == [None, "a"] and df["line"].tolist()[0] == 4
+    first = problems_frame([])
+    assert tuple(first.columns) == PROBLEM_COLUMNS and len(first) == 0
+    assert str(first["index"].dtype) == "Int64" and first["message"].dtype == object
+    first["extra"] = []  # a caller's change to one empty table is not seen by the next
+    assert tuple(problems_frame([]).columns) == PROBLEM_COLUMNS

@@ -84,16 +84,37 @@ def problems_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     surrogate, which Arrow-backed strings refuse). An empty ``rows`` gives an empty table with
     the same columns and dtypes.
     """
+    global _EMPTY
+    rows = list(rows)
+    n = len(rows)
+    if n == 0:  # the usual case (a log without problems): a copy of the one empty table
+        if _EMPTY is None:
+            _EMPTY = _frame([], 0)
+        return _EMPTY.copy()
+    return _frame(rows, n)
+
+
+_EMPTY: pd.DataFrame | None = None
+
+
+def _frame(rows: list[Mapping[str, Any]], n: int) -> pd.DataFrame:
+    import numpy as np
     import pandas as pd
 
-    rows = list(rows)
-    data: dict[str, Any] = {}
-    for col in PROBLEM_COLUMNS:
+    # the object columns as one block (one frame, no per-column Series), then the two integers
+    texts = [c for c in PROBLEM_COLUMNS if c not in _INT_COLUMNS]
+    block = np.empty((n, len(texts)), dtype=object)
+    for j, col in enumerate(texts):
         values = [r.get(col) for r in rows]
-        if col in ("index", "line"):
-            data[col] = pd.array(values, dtype="Int64")
-        elif col == "kind":
-            data[col] = pd.Series([None if v is None else str(v) for v in values], dtype=object)
-        else:
-            data[col] = pd.Series(values, dtype=object)
-    return pd.DataFrame(data, columns=list(PROBLEM_COLUMNS))
+        if col == "kind":
+            values = [None if v is None else str(v) for v in values]
+        block[:, j] = np.fromiter(values, dtype=object, count=n)
+    df = pd.DataFrame(block, columns=texts, dtype=object, copy=False)
+    ints: Any = pd.array([r.get("index") for r in rows], dtype="Int64")
+    df.insert(0, "index", ints)  # the first column
+    df["line"] = pd.array([r.get("line") for r in rows], dtype="Int64")  # the last column
+    return df
+
+
+_INT_COLUMNS = ("index", "line")
+assert PROBLEM_COLUMNS[0] == "index" and PROBLEM_COLUMNS[-1] == "line"
