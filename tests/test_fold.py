@@ -261,19 +261,26 @@ def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch)
 
     log = read_log(FIXTURES / "a_counter.log.json")
     assert validate.is_validated(log) and not validate.is_validated(list(log.entries))
-    quick: list[int] = []  # the plain-case test of an entry
+    quick: list[int] = []  # the plain-case test of an entry (alone or in a chunk)
     exact: list[int] = []  # the rule-by-rule path (when the plain case does not hold)
     real_quick, real_exact = validate._plain_envelope, validate.entry_problem
+
+    real_chunk = validate._plain_envelopes
 
     def counting_quick(entry: Any) -> bool:
         quick.append(id(entry))
         return real_quick(entry)
+
+    def counting_chunk(chunk: Any, events: Any) -> bool:
+        quick.extend(id(e) for e in chunk)
+        return real_chunk(chunk, events)
 
     def counting_exact(entry: Any, **kw: Any) -> Any:
         exact.append(id(entry))
         return real_exact(entry, **kw)
 
     monkeypatch.setattr(validate, "_plain_envelope", counting_quick)
+    monkeypatch.setattr(validate, "_plain_envelopes", counting_chunk)
     monkeypatch.setattr(validate, "entry_problem", counting_exact)
     m = pm.counter_machine()
     assert verify(m, log).ok and replay(m, log).length == len(log)
@@ -284,7 +291,9 @@ def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch)
     quick.clear()
     bad = dict(log.entries[-1], index=len(log), id="new", schemaVersion=2)
     tl.extend([bad])
-    assert quick == exact == [id(bad)] and tl.report.df.loc[len(log), "kind"] == "invalid-entry"
+    # a chunk that is not plainly right is tried as a chunk, then entry by entry
+    assert set(quick) == {id(bad)} and exact == [id(bad)]
+    assert tl.report.df.loc[len(log), "kind"] == "invalid-entry"
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import itertools
 import json
 from typing import Any
 
@@ -472,3 +473,69 @@ def test_problems_table_columns_dtypes_and_values() -> None:
     assert str(first["index"].dtype) == "Int64" and first["message"].dtype == object
     first["extra"] = []  # a caller's change to one empty table is not seen by the next
     assert tuple(problems_frame([]).columns) == PROBLEM_COLUMNS
+
+
+def _problems(entries: list[Any], start: int = 0, pieces: tuple[int, ...] = ()) -> list[tuple[Any, ...]]:
+    from agentscope.log.validate import SegmentChecker
+
+    checker = SegmentChecker(start)
+    found: list[tuple[Any, ...]] = []
+    bounds = [start, *pieces, len(entries)]
+    stops = []
+    for lo, hi in itertools.pairwise(bounds):
+        got, stop = checker.check(entries, lo, hi)
+        found += [(kind, err.index, err.field, str(err)) for kind, err in got]
+        stops.append(stop)
+    return [*found, ("stops", tuple(stops), checker.prev_index, len(checker.seen))]
+
+
+@pytest.mark.parametrize("case", ["plain", "gap", "dup-across", "dup-within", "bad-late", "negative",
+                                  "bridge", "pieces", "no-init", "str-subclass", "null-hash"])
+def test_chunked_checker_equals_entry_by_entry(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logs spanning several 1024-entry chunks give the same problems, stops and state whether
+    chunks are taken column by column or every entry one by one."""
+    from agentscope.log.validate import SegmentChecker
+
+    class Text(str):
+        pass
+
+    log = _long_log(2600)
+    start, pieces = 0, ()
+    if case == "gap":
+        del log[1500]
+    elif case == "dup-across":
+        log[2000]["id"] = log[10]["id"]
+    elif case == "dup-within":
+        log[2001]["id"] = log[2000]["id"]
+    elif case == "bad-late":
+        log[2500]["recordedAt"] = "2026-02-30T25:00:00Z"
+    elif case == "negative":
+        for i, e in enumerate(log):
+            e["index"] = i - 5
+    elif case == "bridge":
+        start = 1100
+        log[1100]["index"] = 0
+        log[1100]["event"] = {"type": "@agent.init", "snapshot": {"status": "active", "value": "a"}}
+        log[1100]["metadata"] = {"migratedFrom": {"machineVersion": "v0", "logIndex": 1100}}
+        for i in range(1101, len(log)):
+            log[i]["index"] = i - 1100
+    elif case == "pieces":
+        pieces = (1, 700, 2049)
+    elif case == "no-init":
+        log[0]["event"] = {"type": "ADD"}
+    elif case == "str-subclass":
+        log[1300]["machineId"] = Text("counter")
+    elif case == "null-hash":
+        log[1800]["verification"] = None
+    real = SegmentChecker._plain_chunk
+    taken: list[bool] = []
+
+    def spy(self: Any, *args: Any) -> bool:
+        taken.append(real(self, *args))
+        return taken[-1]
+
+    monkeypatch.setattr(SegmentChecker, "_plain_chunk", spy)
+    chunked = _problems(log, start, pieces)
+    assert any(taken)  # some chunk was taken column by column
+    monkeypatch.setattr(SegmentChecker, "_plain_chunk", lambda *a, **k: False)
+    assert chunked == _problems(log, start, pieces)

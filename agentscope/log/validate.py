@@ -447,6 +447,44 @@ def _plain_envelope(entry: dict[str, Any]) -> bool:
     return True
 
 
+_CHUNK = 1024
+"""Entries the segment checker takes column by column at once (see ``SegmentChecker._plain_chunk``)."""
+_ABSENT: Any = object()
+
+
+def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
+    """:func:`_plain_envelope` for every entry of ``chunk`` (``events`` their events, already
+    known to be ``dict`` with a non-empty ``str`` type), checked field by field over the whole
+    chunk: the same rules, without a call per entry."""
+    n = len(chunk)
+    if not all(map(_ENVELOPE_KEYS.issuperset, chunk)):
+        return False
+    sv = [e.get("schemaVersion") for e in chunk]
+    if set(map(type, sv)) != {int} or sv.count(1) != n:
+        return False
+    for name in ("machineId", "machineVersion", "recordedAt"):
+        col = [e.get(name) for e in chunk]
+        if set(map(type, col)) != {str} or not all(col):
+            return False
+    if not all(_plainly_safe(ev, 1) for ev in events):
+        return False
+    for name in ("causationId", "metadata", "verification"):
+        given: list[Any] = [v for v in (e.get(name, _ABSENT) for e in chunk) if v is not _ABSENT]
+        if not given:
+            continue
+        if name == "causationId":
+            if set(map(type, given)) != {str} or not all(given):
+                return False
+            continue
+        if set(map(type, given)) != {dict} or not all(_plainly_safe(v, 1) for v in given):
+            return False
+        if name == "verification":
+            hashes = [v.get("stateHash") for v in given]
+            if set(map(type, hashes)) != {str} or not all(hashes):
+                return False
+    return True
+
+
 _BULK_TIMES = 64
 """From this many ``recordedAt`` values on, the pattern is matched over all of them at once."""
 
@@ -763,11 +801,77 @@ class SegmentChecker:
     ) -> tuple[list[tuple[str, LogFormatError]], int]:
         """Check ``entries[lo:hi]``; return ``(problems, fold_stop)`` (``fold_stop`` <= ``hi``)."""
         out: list[tuple[str, LogFormatError]] = []
-        source, start = self.source, self.start
+        source = self.source
         fold_stop = hi if self.stopped_at is None else min(hi, self.stopped_at)
         # entries plainly right but for the recordedAt pattern wait for one bulk match of it
         times_at: list[int] = []
         times: list[str] = []
+        a = lo
+        while a < hi:
+            b = min(hi, a + _CHUNK)
+            if not self._plain_chunk(entries, a, b, times_at, times):
+                fold_stop = self._check_each(entries, a, b, out, times_at, times, fold_stop)
+            a = b
+        late = _unmatched_recorded_at(times) if times else []
+        for j in late:
+            problem = entry_problem(entries[times_at[j]], index=times_at[j], source=source)
+            if problem is not None:
+                out.append(("invalid-entry", problem))
+        if late:  # in log order, an entry's own problem before those of the log around it
+            out.sort(key=lambda item: (item[1].index, item[0] != "invalid-entry"))
+        if fold_stop < hi and self.stopped_at is None:
+            self.stopped_at = fold_stop
+        return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop
+
+    def _plain_chunk(self, entries: Sequence[Any], a: int, b: int, times_at: list[int],
+                     times: list[str]) -> bool:
+        """Check ``entries[a:b]`` column by column when every rule plainly holds for all of them
+        (then record their ids and ``recordedAt`` values and return ``True``); ``False`` (nothing
+        recorded) means "check them one by one"."""
+        chunk = entries[a:b] if isinstance(entries, list) else [entries[i] for i in range(a, b)]
+        n = len(chunk)
+        if not chunk or set(map(type, chunk)) != {dict}:
+            return False
+        ix = [e.get("index") for e in chunk]
+        prev = self.prev_index
+        if a == self.start:
+            if a > 0:  # a later segment's init may restart the numbering (a bridge): one by one
+                return False
+            first = a
+        elif prev is None:
+            return False
+        else:
+            first = prev + 1
+        if first < 0 or set(map(type, ix)) != {int} or ix != list(range(first, first + n)):
+            return False
+        ids = [e.get("id") for e in chunk]
+        seen = self.seen
+        if set(map(type, ids)) != {str} or not all(ids) or len(set(ids)) != n \
+                or not seen.keys().isdisjoint(ids):
+            return False
+        evs = [e.get("event") for e in chunk]
+        if set(map(type, evs)) != {dict}:
+            return False
+        types = [ev.get("type") for ev in evs]
+        if set(map(type, types)) != {str} or not all(types):
+            return False
+        if a == self.start and types[0] != AGENT_INIT_EVENT_TYPE:
+            return False
+        if self.envelope and not _plain_envelopes(chunk, evs):
+            return False
+        seen.update(zip(ids, range(a, b), strict=True))
+        self.prev_index = ix[-1]
+        if self.envelope:
+            times_at.extend(range(a, b))
+            times.extend(e["recordedAt"] for e in chunk)
+        return True
+
+    def _check_each(self, entries: Sequence[Any], lo: int, hi: int,
+                    out: list[tuple[str, LogFormatError]], times_at: list[int], times: list[str],
+                    fold_stop: int) -> int:
+        """The rules entry by entry over ``entries[lo:hi]`` (problems into ``out``); return the
+        new ``fold_stop``."""
+        source, start = self.source, self.start
         envelope, seen, prev = self.envelope, self.seen, self.prev_index
         for i in range(lo, hi):
             e = entries[i]
@@ -818,16 +922,7 @@ class SegmentChecker:
                 )))
                 fold_stop = min(fold_stop, i)
         self.prev_index = prev
-        late = _unmatched_recorded_at(times) if times else []
-        for j in late:
-            problem = entry_problem(entries[times_at[j]], index=times_at[j], source=source)
-            if problem is not None:
-                out.append(("invalid-entry", problem))
-        if late:  # in log order, an entry's own problem before those of the log around it
-            out.sort(key=lambda item: (item[1].index, item[0] != "invalid-entry"))
-        if fold_stop < hi and self.stopped_at is None:
-            self.stopped_at = fold_stop
-        return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop
+        return fold_stop
 
 
 def segment_problems(
