@@ -887,3 +887,34 @@ def test_snapshot_store_truncated_continues_as_the_store_that_stopped_there() ->
     assert small.full and 0 < stored < 60
     again = small.truncated(stored - 1)
     assert not again.full and again.add(snaps[stored - 1]) and not again.add(snaps[stored])
+
+
+def test_the_pass_holds_few_large_states_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks are budgeted by bytes: with ~600 KB states the pass judges at most a handful at a
+    time (not 512), and still verifies every entry."""
+    import sys
+
+    import agentscope.replay.verdicts  # noqa: F401 - the module, not the replay function
+    from agentscope.engines.statechart import StatechartMachine
+    verdicts = sys.modules["agentscope.replay.verdicts"]
+    m = StatechartMachine({"id": "big", "initial": "a", "context": {"blob": "x" * 600_000, "n": 0},
+                           "states": {"a": {"on": {"BUMP": lambda c, e: {"context": {"n": c["n"] + 1}}}}}})
+    s = m.initial(None)
+    log = []
+    for i in range(120):
+        if i:
+            s = m.transition(s, {"type": "BUMP"})
+        log.append({"schemaVersion": 1, "id": f"e{i}", "index": i, "recordedAt": iso(i), "machineId": "big",
+                    "machineVersion": m.version, "event": {"type": "@agent.init" if i == 0 else "BUMP"},
+                    "verification": {"stateHash": state_hash(m.persist(s))}})
+    sizes: list[int] = []
+    real = verdicts._SegmentPass._take
+
+    def spy(self: Any, entries: Any, first: int, snaps: list[Any], spans: Any) -> None:
+        sizes.append(len(snaps))
+        real(self, entries, first, snaps, spans)
+
+    monkeypatch.setattr(verdicts._SegmentPass, "_take", spy)
+    rep = verify(m, log)
+    assert rep.ok and rep.counts()["verified"] == 120
+    assert sum(sizes) == 120 and max(sizes) <= 16 and sizes[-2] <= 8

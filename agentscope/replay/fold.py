@@ -44,6 +44,7 @@ __all__ = [
     "ReplayResult",
     "VerifyMode",
     "apply_entry",
+    "batch_for",
     "fold_segment",
     "replay",
     "seed_snapshot",
@@ -73,16 +74,18 @@ _FIRST_STEP = 64
 """The first batch of a fold: snapshot sizes are measured before batches grow."""
 
 
-def _batch_for(batch: int, snapshot: Snapshot) -> int:
-    """``batch`` halved until ``batch x size(snapshot)`` fits :data:`BATCH_BYTES` (at least 1).
-    Halving keeps a power-of-two batch a divisor of itself, so batches still end on checkpoints."""
+def batch_for(batch: int, snapshot: Snapshot, budget: int = BATCH_BYTES) -> int:
+    """``batch`` halved until ``batch x size(snapshot)`` fits ``budget`` bytes (at least 1).
+    Halving keeps a power-of-two batch a divisor of itself, so batches still end on checkpoints.
+    The one rule for how many snapshots of a size may be held at once (fold batches, the pass's
+    chunks)."""
     persisted = getattr(snapshot, "persisted", None)
     if not isinstance(persisted, Mapping) or batch <= 1:
         return max(1, batch)
     size = max(1, _json_size(persisted))
     b = batch
-    while b > 1 and b * size > BATCH_BYTES:
-        b = b // 2 if b % 2 == 0 else max(1, BATCH_BYTES // size)
+    while b > 1 and b * size > budget:
+        b = b // 2 if b % 2 == 0 else max(1, budget // size)
     return max(1, b)
 
 VerifyMode = bool | Literal["strict"]
@@ -178,12 +181,12 @@ def fold_segment(
         i = start + 1
     else:
         s = seed
-    step = max(1, batch) if exact_batches else min(_batch_for(batch, s), _FIRST_STEP)
+    step = max(1, batch) if exact_batches else min(batch_for(batch, s), _FIRST_STEP)
     # the Node engine streams: two requests in flight, replies capped by bytes (the runner's
     # parts), so the batch size only sets the request granularity, not what is held at once
     stream = None if exact_batches else getattr(machine, "fold_iter", None)
     if stream is not None and i < stop:
-        step = _batch_for(batch, s)
+        step = batch_for(batch, s)
         k = i - 1
         try:
             events_all = events_of(entries, i, stop)
@@ -234,7 +237,7 @@ def fold_segment(
         # grow the batch (doubling) while batch x snapshot size stays within BATCH_BYTES; shrink
         # it as soon as the snapshots get larger (a growing context)
         if not exact_batches:
-            step = min(_batch_for(batch, s), 2 * step)
+            step = min(batch_for(batch, s), 2 * step)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from agentscope.log.entry import (
 )
 from agentscope.log.validate import SegmentChecker, identity_problem
 from agentscope.replay.explain import explain_mismatch
-from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
+from agentscope.replay.fold import DEFAULT_BATCH, batch_for, fold_segment
 from agentscope.replay.segments import Segment, segments_of
 from agentscope.replay.snapshots import SnapshotStore
 
@@ -57,7 +57,11 @@ _CODE = {v: i for i, v in enumerate(VERDICTS)}
 _HEX8 = re.compile(r"[0-9a-f]{8}")  # used with fullmatch: exactly the hash text, no newline
 _VERIFIED, _MISMATCH, _EXPLAINED = _CODE[Verdict.VERIFIED], _CODE[Verdict.MISMATCH], _CODE[Verdict.EXPLAINED]
 _CHUNK = 512
-"""Snapshots hashed and judged together (one vectorised hash call, one verdict comparison)."""
+"""Most snapshots hashed and judged together (one vectorised hash call, one verdict comparison)."""
+_CHUNK_BYTES = 1024 * 1024
+"""Most bytes of persisted snapshots (as JSON) one chunk holds: large states come in short chunks."""
+_FIRST_CHUNK = 16
+"""The first chunk of a run, before the snapshots' size is known."""
 _OVERFLOW_EVERY = 256
 """Checkpoint interval past a full snapshot store (a seek there folds at most this many entries)."""
 
@@ -364,7 +368,7 @@ class _SegmentPass:
                               exact_batches=bool(k and spans))
             # the snapshots are taken in chunks (hashed and judged together); one at a time while
             # a checkpoint must see the rebinding cache as it was right after its entry
-            chunk = 1 if spans else _CHUNK
+            chunk = 1 if spans else _FIRST_CHUNK
             add = pending.append
             for _i, snap in it:
                 add(snap)
@@ -372,6 +376,8 @@ class _SegmentPass:
                     taken, pending = pending, []  # a failure inside _take is not taken again
                     add = pending.append
                     nxt = self._take_at(entries, nxt, taken, spans)
+                    if not spans:  # as many as fit the byte budget at the latest size
+                        chunk = batch_for(_CHUNK, taken[-1], budget=_CHUNK_BYTES)
             if pending:
                 taken, pending = pending, []
                 nxt = self._take_at(entries, nxt, taken, spans)
