@@ -278,14 +278,21 @@ class CompiledMachine:
     value_cache: dict[tuple[Node, ...], Any] = field(default_factory=dict)
     # does any node of a configuration have a transition for an event type (exact or wildcard)?
     handles_cache: dict[tuple[tuple[Node, ...], str], bool] = field(default_factory=dict)
-    # the candidates of a non-parallel configuration, leaf to root, by (nodes or value, type, legacy)
-    plan_cache: dict[tuple[Any, str, str | None], tuple[Transition, ...] | None] = field(default_factory=dict)
+    # the selection walk (candidates in order, per region) of a configuration, by (nodes or value,
+    # type, legacy type): a SelectionPlan of the algorithm module
+    plan_cache: dict[tuple[Any, str, str | None], Any] = field(default_factory=dict)
     # resolved targets of function transitions by (source, target strings)
     target_cache: dict[tuple[Node, tuple[str, ...]], tuple[Node, ...]] = field(default_factory=dict)
     has_history: bool = True  # some state is a history state (set by the compiler)
-    # exit and entry sets (document order) by (configuration, transitions as resolved); only
-    # for machines without history states, where nothing else decides them
+    # exit and entry sets (document order) by (configuration, transitions as resolved, history
+    # value when the machine has history states): nothing else decides them
     step_cache: dict[Any, tuple[tuple[Node, ...], tuple[Node, ...]]] = field(default_factory=dict)
+    # per (nodes or value, event type): (selection plan, settled, empty), a QuickPlan
+    quick_cache: dict[tuple[Any, str], Any] = field(default_factory=dict)
+    # whether no node of a configuration has an eventless transition
+    settled_cache: dict[tuple[Node, ...], bool] = field(default_factory=dict)
+    # the configuration a step_cache key leads to when its exit/entry sets have no effect, else None
+    plain_cache: dict[Any, tuple[Node, ...] | None] = field(default_factory=dict)
 
 
 def _err(where: str, msg: str) -> StatechartConfigError:
