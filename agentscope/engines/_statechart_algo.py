@@ -1619,6 +1619,25 @@ def quick_macrostep(cx: Ctx, s: State, event: Mapping[str, Any], plan: QuickPlan
                 res = c.to(s.context, event)
                 selection[c] = res
                 if res is not None:
+                    if settled and type(res) is dict and len(res) == 1 and "context" in res:
+                        # resolved (resolve()) as no target, no reenter, no actions: only the
+                        # context patch applies (_plain_step), and nothing can follow
+                        step = cx.steps
+                        cx.steps = step + 1
+                        cx.taken.append((step, event["type"], c, (), False))
+                        patch = res["context"]
+                        if patch is None or patch is UNDEFINED:
+                            return s
+                        context = _merge(s.context, patch, f"transition of '{c.source.id}'")
+                        if context is None or context is s.context:
+                            return s
+                        out = object.__new__(State)  # clone(s, context=context)
+                        d = out.__dict__
+                        d.update(s.__dict__)
+                        d["context"] = context
+                        d["persisted_form"] = None
+                        cx.context_only = True
+                        return out
                     ts = [c]
                     break
             elif evaluate_candidate(c, event, s, selection):
@@ -1676,7 +1695,7 @@ def _plain_step(
     steps, in the same order, as the general path takes for this case)."""
     step = cx.steps
     cx.steps += 1
-    cx.taken.append((step, str(event.get("type", "")), t, r.targets or (), bool(r.reenter)))
+    cx.taken.append((step, event["type"], t, r.targets or (), bool(r.reenter)))
     context = cur.context
     if r.context is not UNDEFINED:
         context = _merge(context, r.context, f"transition of '{t.source.id}'")
