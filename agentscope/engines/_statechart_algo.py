@@ -386,11 +386,15 @@ def session_matches(event: Mapping[str, Any], s: State, actor_id: Any) -> bool:
     return bool(child.session == event["sessionId"])
 
 
+CONTEXT_ONLY = 1
+NODES_AND_CONTEXT = 2
+
+
 class Ctx:
     """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
     machine object holds no per-call state and is safe to share between threads."""
 
-    __slots__ = ("actions", "context_only", "explicit_ids", "m", "machine_id", "root_address", "steps",
+    __slots__ = ("actions", "explicit_ids", "m", "machine_id", "plain", "root_address", "steps",
                  "stopped_ids", "taken", "working_children")
 
     def __init__(self, m: CompiledMachine, machine_id: str, address: str | None = None) -> None:
@@ -404,8 +408,9 @@ class Ctx:
         self.taken: list[tuple[int, str, Transition, tuple[Node, ...], bool]] = []
         self.actions: list[Action] = []
         # set by quick_macrostep: the result differs from the state it started from in its
-        # context only (a new context, every other member shared)
-        self.context_only = False
+        # context only (CONTEXT_ONLY: every other member shared), or in its context and
+        # configuration only (NODES_AND_CONTEXT: a new node tuple, no value; the rest shared)
+        self.plain = 0
 
     def begin(self, working: State | None) -> None:
         """Start one transition's child-id transaction (XState's spawn allocation)."""
@@ -1628,7 +1633,9 @@ def quick_macrostep(cx: Ctx, s: State, event: Mapping[str, Any], plan: QuickPlan
                         patch = res["context"]
                         if patch is None or patch is UNDEFINED:
                             return s
-                        context = _merge(s.context, patch, f"transition of '{c.source.id}'")
+                        # (the place is named only in the error a non-dict patch raises)
+                        where = "" if type(patch) is dict else f"transition of '{c.source.id}'"
+                        context = _merge(s.context, patch, where)
                         if context is None or context is s.context:
                             return s
                         out = object.__new__(State)  # clone(s, context=context)
@@ -1636,7 +1643,7 @@ def quick_macrostep(cx: Ctx, s: State, event: Mapping[str, Any], plan: QuickPlan
                         d.update(s.__dict__)
                         d["context"] = context
                         d["persisted_form"] = None
-                        cx.context_only = True
+                        cx.plain = CONTEXT_ONLY
                         return out
                     ts = [c]
                     break
@@ -1658,9 +1665,9 @@ def quick_macrostep(cx: Ctx, s: State, event: Mapping[str, Any], plan: QuickPlan
         if not r.targets and not r.reenter:
             nodes = s.nodes
         else:
-            nodes = m.plain_cache.get(_single_key(m, s, t, r))
-            if nodes is not None:
-                settled = is_settled(m, nodes)
+            found = m.plain_cache.get(_single_key(m, s, t, r))
+            if found is not None:
+                nodes, settled = found
     if nodes is None:
         rv = Resolver(m, s, event, selection)
         if len(ts) == 1:
@@ -1674,7 +1681,8 @@ def quick_macrostep(cx: Ctx, s: State, event: Mapping[str, Any], plan: QuickPlan
         return settle(cx, nxt, event, queue)
     nxt = _plain_step(cx, t, r, s, event, queue, nodes)
     if not queue and settled:
-        cx.context_only = nodes is s.nodes and not r.actions and nxt is not s
+        if not r.actions and nxt is not s:
+            cx.plain = CONTEXT_ONLY if nodes is s.nodes else NODES_AND_CONTEXT
         return nxt
     cx.begin(s)
     return settle(cx, nxt, event, queue)
@@ -1737,7 +1745,8 @@ def _learn_plain(m: CompiledMachine, s: State, ts: list[Transition], rv: Resolve
         if n not in mut:
             mut.append(n)
     same = len(s.nodes) == len(mut) and set(s.nodes).issubset(mut)
-    m.plain_cache[key] = s.nodes if same else tuple(mut)
+    nodes = s.nodes if same else tuple(mut)
+    m.plain_cache[key] = (nodes, is_settled(m, nodes))
 
 
 def _plain_nodes(exited: tuple[Node, ...], entered: tuple[Node, ...]) -> bool:

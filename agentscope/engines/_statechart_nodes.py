@@ -14,6 +14,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from inspect import CO_VARARGS
+from types import FunctionType
 from typing import Any
 
 from agentscope.errors import StatechartConfigError
@@ -144,6 +146,10 @@ def parse_duration(text: str) -> int | float | None:
 
 def takes_value(fn: Any) -> bool:
     """True when ``fn`` accepts a third positional argument (the state value, as XState passes it)."""
+    if type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        # what inspect.signature reports for a plain function, read from its code object
+        code = fn.__code__
+        return code.co_argcount >= 3 or bool(code.co_flags & CO_VARARGS)
     import inspect
 
     try:
@@ -291,8 +297,9 @@ class CompiledMachine:
     quick_cache: dict[tuple[Any, str], Any] = field(default_factory=dict)
     # whether no node of a configuration has an eventless transition
     settled_cache: dict[tuple[Node, ...], bool] = field(default_factory=dict)
-    # the configuration a step_cache key leads to when its exit/entry sets have no effect, else None
-    plain_cache: dict[Any, tuple[Node, ...] | None] = field(default_factory=dict)
+    # the configuration a step_cache key leads to when its exit/entry sets have no effect, and
+    # whether it is settled (no eventless transition), else None
+    plain_cache: dict[Any, tuple[tuple[Node, ...], bool] | None] = field(default_factory=dict)
 
 
 def _err(where: str, msg: str) -> StatechartConfigError:

@@ -364,7 +364,10 @@ class StatechartMachine(MachineBase):
         plan = None
         if _algo.FAST_PATHS and not etype.startswith(("xstate.", "@xstate.")):
             if state.status != "done":
-                plan = quick_plan(compiled, state, etype)
+                v = state.value
+                plan = compiled.quick_cache.get((state.nodes, etype)) if v is None else None
+                if plan is None:
+                    plan = quick_plan(compiled, state, etype)
                 if plan is not None and plan[1] and plan[2]:
                     # no active state takes this type and nothing eventless can follow: the
                     # macrostep selects nothing and returns the same state (what the general
@@ -390,9 +393,12 @@ class StatechartMachine(MachineBase):
             taken, actions = self._trace(cx)
             return _snapshot(snapshot.persisted, state, taken, actions)
         pf = state.persisted_form
-        if cx.context_only and pf is not None:
-            # what _persisted_of builds for a context-only step, known without comparing members
+        if cx.plain and pf is not None:
+            # what _persisted_of builds when only the context (and the configuration) changed,
+            # known without comparing members
             p = dict(pf)
+            if cx.plain == _algo.NODES_AND_CONTEXT:
+                p["value"] = get_value(compiled, nxt)
             ctx = nxt.context
             p["context"] = strip_undefined(ctx) if isinstance(ctx, UndefinedDict) else ctx
             nxt.__dict__["persisted_form"] = p
