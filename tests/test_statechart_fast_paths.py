@@ -200,3 +200,36 @@ def test_quick_steps_agree_with_the_general_path(monkeypatch: pytest.MonkeyPatch
     assert n.persisted["context"] == {"n": 1} and list(n.persisted) == list(s.persisted)
     assert n.persisted["children"] is s.persisted["children"] and n.transitions and n.transitions[0].event == "N"
     assert m.transition(n, {"type": "HOLE"}).persisted["context"] == {"n": 2}  # UNDEFINED dropped
+
+
+def test_patches_with_big_integers_and_holes_merge_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context patch walked once for JS ``undefined`` and for integers beyond 2**53 (nested in
+    lists, tuples and dicts) merges as the general path's two walks do: the integer becomes the
+    double JS holds, an ``undefined`` object member vanishes and an array one is ``null``."""
+    from agentscope.engines.statechart import UNDEFINED, StatechartMachine
+
+    big = 2**53 + 1
+    config: dict[str, Any] = {
+        "id": "b",
+        "initial": "a",
+        "context": {"n": 0},
+        "states": {
+            "a": {
+                "on": {
+                    "DEEP": {"context": lambda c, e: {"x": {"list": [1, (2, [big])], "ok": "s"}}},
+                    "TOP": {"context": lambda c, e: {"y": [big, -big, 3.5]}},
+                    "HOLE": {"context": lambda c, e: {"z": [UNDEFINED, {"k": UNDEFINED, "j": big}]}},
+                    "SAFE": {"context": lambda c, e: {"w": [2**53, {"v": [True, None, "t"]}]}},
+                    "GO": lambda c, e: {"target": "b", "context": {"q": {"r": [big]}}},
+                }
+            },
+            "b": {"on": {"GO": {"target": "a", "context": lambda c, e: {"u": UNDEFINED}}}},
+        },
+    }
+    events = [{"type": t} for t in ["DEEP", "TOP", "SAFE", "HOLE", "DEEP", "GO", "GO", "TOP"]]
+    steps = _both(monkeypatch, lambda: StatechartMachine(config), lambda m: m.initial(), events)
+    ctx = json.loads(steps[-1][0])["context"]
+    assert ctx["x"] == {"list": [1, [2, [9007199254740992.0]]], "ok": "s"}
+    assert ctx["y"] == [9007199254740992.0, -9007199254740992.0, 3.5] and ctx["w"] == [2**53, {"v": [True, None, "t"]}]
+    assert ctx["z"] == [None, {"j": 9007199254740992.0}] and ctx["q"] == {"r": [9007199254740992.0]}
+    assert "u" not in ctx

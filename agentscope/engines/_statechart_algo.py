@@ -963,11 +963,55 @@ def _merge(ctx: Any, patch: Any, where: str) -> Any:
             return flat
     elif not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
-    undefined = type(ctx) is UndefinedDict or has_undefined(patch)
+    if FAST_PATHS:
+        holes, unsafe = _scan_patch(patch)
+    else:
+        holes, unsafe = has_undefined(patch), True
+    undefined = type(ctx) is UndefinedDict or holes
     base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
     out: dict[str, Any] = (UndefinedDict if undefined else dict)(base)
-    out.update(js_values(patch))  # numbers are IEEE doubles, as in XState
+    # numbers are IEEE doubles, as in XState (js_values returns the patch itself when no integer
+    # in it is beyond +-2**53)
+    out.update(js_values(patch) if unsafe else patch)
     return out
+
+
+def _scan_patch(v: Any) -> tuple[bool, bool]:
+    """``(has_undefined(v), maybe_unsafe)`` in one walk: ``maybe_unsafe`` is true when ``v`` holds
+    an integer beyond +-2**53 where :func:`~agentscope.hashing.js_values` looks for one (it looks
+    in fewer containers than this walks), or :data:`UNDEFINED` anywhere (the walk stops there)."""
+    unsafe = False
+    stack = [v]
+    leaves = _LEAVES
+    while stack:
+        x = stack.pop()
+        if x is UNDEFINED:
+            return True, True
+        t = type(x)
+        if t in leaves:
+            if t is int and not -_SAFE_INT <= x <= _SAFE_INT:
+                unsafe = True
+            continue
+        if t is dict or t is UndefinedDict:
+            items: Any = x.values()
+        elif t is list or t is tuple:
+            items = x
+        elif isinstance(x, Mapping):
+            items = x.values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        for y in items:
+            if y is UNDEFINED:
+                return True, True
+            ty = type(y)
+            if ty is int:
+                if not -_SAFE_INT <= y <= _SAFE_INT:
+                    unsafe = True
+            elif ty not in leaves:
+                stack.append(y)
+    return False, unsafe
 
 
 def _call_hook(
@@ -1439,6 +1483,8 @@ def _machine_output(
 
 
 def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transition]:
+    if FAST_PATHS:
+        return _select_eventless_cached(cx, s, event)
     enabled: list[Transition] = []
     for atomic in (n for n in s.nodes if _is_atomic(n)):
         node: Node | None = atomic
@@ -1453,6 +1499,47 @@ def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transi
                         break
             node = node.parent
     rv = Resolver(cx.m, s, event, {})
+    return remove_conflicts(enabled, list(s.nodes), s, rv)
+
+
+def _select_eventless_cached(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transition]:
+    """:func:`select_eventless` from the configuration's eventless lists, kept per configuration
+    (for each atomic node in order, the ``always`` lists of it and its ancestors that have one,
+    nearest first); the same guards evaluated in the same order. One enabled transition or none
+    has no conflict to remove."""
+    m = cx.m
+    chains = m.eventless_cache.get(s.nodes)
+    if chains is None:
+        found: list[tuple[list[Transition], ...]] = []
+        for atomic in s.nodes:
+            if not _is_atomic(atomic):
+                continue
+            lists: list[list[Transition]] = []
+            node: Node | None = atomic
+            while node is not None:
+                if node.always:
+                    lists.append(node.always)
+                node = node.parent
+            if lists:
+                found.append(tuple(lists))
+        chains = tuple(found)
+        if len(m.eventless_cache) < _CANDIDATE_CACHE_MAX:
+            m.eventless_cache[s.nodes] = chains
+    enabled: list[Transition] = []
+    for chain in chains:
+        for lst in chain:
+            hit = False
+            for t in lst:
+                if evaluate_candidate(t, event, s, None):
+                    if t not in enabled:
+                        enabled.append(t)
+                    hit = True
+                    break
+            if hit:
+                break
+    if len(enabled) < 2:
+        return enabled
+    rv = Resolver(m, s, event, {})
     return remove_conflicts(enabled, list(s.nodes), s, rv)
 
 

@@ -295,6 +295,10 @@ class CompiledMachine:
     step_cache: dict[Any, tuple[tuple[Node, ...], tuple[Node, ...]]] = field(default_factory=dict)
     # per (nodes or value, event type): (selection plan, settled, empty), a QuickPlan
     quick_cache: dict[tuple[Any, str], Any] = field(default_factory=dict)
+    # per configuration: for each atomic node, the `always` lists of it and its ancestors
+    eventless_cache: dict[tuple[Node, ...], tuple[tuple[list[Transition], ...], ...]] = field(
+        default_factory=dict
+    )
     # whether no node of a configuration has an eventless transition
     settled_cache: dict[tuple[Node, ...], bool] = field(default_factory=dict)
     # the configuration a step_cache key leads to when its exit/entry sets have no effect, and
