@@ -233,3 +233,27 @@ def test_patches_with_big_integers_and_holes_merge_alike(monkeypatch: pytest.Mon
     assert ctx["y"] == [9007199254740992.0, -9007199254740992.0, 3.5] and ctx["w"] == [2**53, {"v": [True, None, "t"]}]
     assert ctx["z"] == [None, {"j": 9007199254740992.0}] and ctx["q"] == {"r": [9007199254740992.0]}
     assert "u" not in ctx
+
+
+def test_snapshots_built_without_init_equal_the_dataclass_built_ones() -> None:
+    """The engine builds its snapshots field by field (every field of ``Snapshot``), and they are
+    what the dataclass's own constructor gives."""
+    import dataclasses
+
+    from agentscope.engines import statechart
+    from agentscope.engines.base import Snapshot
+
+    assert [f.name for f in dataclasses.fields(Snapshot)] == [
+        "persisted", "handle", "transitions", "actions", "state_hash",
+    ]  # the fields statechart._snapshot sets
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    inc = m.transition(s, {"type": "INC"})
+    assert type(inc) is Snapshot and inc.state_hash is None and inc.handle is not None
+    twin = Snapshot(inc.persisted, inc.handle, inc.transitions, inc.actions)
+    fields = [f.name for f in dataclasses.fields(Snapshot)]
+    assert [getattr(twin, f) for f in fields] == [getattr(inc, f) for f in fields] and twin == inc
+    built = statechart._snapshot(inc.persisted, inc.handle, (), ())
+    assert (built.persisted, built.handle, built.transitions, built.actions, built.state_hash) == (
+        inc.persisted, inc.handle, (), (), None,
+    )
