@@ -74,9 +74,11 @@ class State:
 
 
 FAST_PATHS = True
-"""The engine's shortcuts (cached selection, exit and entry sets; the targetless microstep; an
-event nothing takes; the persisted snapshot of a context-only step) are on. Each gives exactly
-what the general path gives; tests turn them off to compare the two on the same inputs."""
+"""The engine's shortcuts are on: the selection walk, exit and entry sets and eventless lists
+kept per configuration; the targetless microstep; an event nothing takes; the quick macrostep
+of an external event (:func:`quick_macrostep`); one walk of a context patch; the persisted
+snapshot rebuilt from the previous one member by member. Each gives exactly what the general
+path gives; tests turn them off to compare the two on the same inputs."""
 
 _STATE_FIELDS = frozenset(f.name for f in dataclasses.fields(State))
 
