@@ -382,3 +382,27 @@ def test_unsupported_xstate_features_named_in_the_docs_are_rejected(state: dict[
     """The "Not supported" table of docs/how-to/python-machines.md, row by row."""
     with pytest.raises(StatechartConfigError, match=match):
         StatechartMachine({"id": "m", "initial": "a", "states": {"a": state}})
+
+
+def test_a_callable_takes_the_state_value_when_it_has_a_third_positional_parameter() -> None:
+    """Read from a plain function's code object, the answer is what ``inspect.signature`` gives
+    (wrapped functions, bound methods, partials and builtins are asked through it)."""
+    import functools
+
+    from agentscope.engines._statechart_nodes import takes_value
+
+    def two(c: Any, e: Any) -> None: ...
+    def three(c: Any, e: Any, v: Any) -> None: ...
+    def star(*a: Any) -> None: ...
+    def posonly(c: Any, /, e: Any, v: Any = 1) -> None: ...
+    def kwonly(c: Any, e: Any, *, v: Any) -> None: ...
+
+    @functools.wraps(three)
+    def wraps_three(c: Any, e: Any) -> None: ...
+
+    class K:
+        def method(self, c: Any, e: Any, v: Any) -> None: ...
+
+    cases = [two, three, star, posonly, kwonly, wraps_three, lambda c, e: 1, K().method,
+             functools.partial(three, 1), print]
+    assert [takes_value(f) for f in cases] == [False, True, True, True, False, True, False, True, False, True]

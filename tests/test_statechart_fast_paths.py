@@ -1,9 +1,11 @@
 """The Python engine's shortcuts give exactly what its general path gives.
 
-``agentscope.engines._statechart_algo.FAST_PATHS`` switches them off: the cached leaf-to-root
-candidate list of a non-parallel configuration, the cached exit and entry sets (machines without
-history states), the targetless microstep, the event no active state takes, and the persisted
-snapshot of a context-only step built from the previous one. Every case below runs twice, on a
+``agentscope.engines._statechart_algo.FAST_PATHS`` switches them off: the cached selection walk
+of a configuration (parallel regions included), the cached exit and entry sets (keyed by the
+history value too), the targetless microstep, the event no active state takes, the quick
+macrostep of an external event (a context-only function result applied in the selection loop,
+effect-free targeted steps, the eventless loop skipped when nothing can follow), and the persisted
+snapshot built from the previous one member by member. Every case below runs twice, on a
 fresh machine each time, and every step must agree: the persisted snapshot as JSON text (key order
 included), its state hash, the transitions taken and the actions. Generated machines (the
 differential suite's vocabulary: parallel regions, finals, choices, history, wildcards, guards,
@@ -116,3 +118,142 @@ def test_a_restored_object_value_takes_the_general_selection(monkeypatch: pytest
         return m.restore(dict(m.persist(m.initial()), value={"a": "y"}))
 
     _both(monkeypatch, lambda: StatechartMachine(config), restored, events)
+
+
+def test_quick_steps_agree_with_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick macrostep's branches, each met: a function transition returning only a context
+    patch (a dict, ``None``, ``UNDEFINED``, a patch holding ``UNDEFINED``), one returning nothing,
+    one raising an event or starting a timer (the loop runs after it), effect-free targeted steps
+    (a plain move, a re-entry of the same node), targets with entry/exit effects, a configuration
+    with an eventless transition, parallel regions (several transitions selected at once), a
+    history state, and a ``done`` state still taking events."""
+    from agentscope.engines.statechart import UNDEFINED, Raise, StatechartMachine
+
+    config: dict[str, Any] = {
+        "id": "q",
+        "initial": "a",
+        "context": {"n": 0},
+        "on": {
+            "N": lambda c, e: {"context": {"n": c["n"] + e.get("by", 1)}},
+            "BIG": lambda c, e: {"context": {"n": c["n"] + 2000}},
+            "NONE": lambda c, e: {"context": None},
+            "UNDEF": lambda c, e: {"context": UNDEFINED},
+            "HOLE": lambda c, e: {"context": {"u": UNDEFINED, "n": c["n"] + 1}},
+            "EMPTY": lambda c, e: {},
+            "DECLINE": lambda c, e: None,
+            "RAISE": lambda c, e: {"context": {"n": c["n"] + 1}, "actions": [Raise({"type": "N", "by": 10})]},
+            "LATER": lambda c, e: {"actions": [Raise({"type": "N"}, delay=100, id="t1")]},
+        },
+        "states": {
+            "a": {"on": {"GO": "b", "SELF": {"target": "a", "reenter": True}, "FN": lambda c, e: {"target": "b"}}},
+            "b": {
+                "on": {
+                    "GO": {"target": "c", "context": lambda c, e: {"n": c["n"] * 2}},
+                    "BACK": "a",
+                    "N": {"guard": lambda c, e: c["n"] > 100, "target": "a"},
+                },
+            },
+            "c": {
+                "entry": lambda c, e: {"context": {"n": c["n"] + 100}},
+                "exit": lambda c, e: {"context": {"n": c["n"] - 1}},
+                "on": {"GO": "d", "BACK": "b"},
+            },
+            "d": {
+                "always": {"guard": lambda c, e: c["n"] > 1000, "target": "p"},
+                "on": {"GO": "p", "BACK": "c"},
+            },
+            "p": {
+                "type": "parallel",
+                "states": {
+                    "r1": {
+                        "initial": "x",
+                        "states": {"x": {"on": {"T": "y", "N": lambda c, e: {"context": {"n": 0}}}}, "y": {}},
+                    },
+                    "r2": {
+                        "initial": "u",
+                        "states": {
+                            "u": {"on": {"T": "v"}},
+                            "v": {"on": {"T": "w"}},
+                            "w": {"type": "final"},
+                            "h": {"type": "history", "target": "u"},
+                        },
+                    },
+                },
+                "on": {"GO": "f", "BACK": "#q.p.r2.h"},
+            },
+            "f": {"type": "final"},
+        },
+    }
+    kinds = ["N", "NONE", "UNDEF", "HOLE", "EMPTY", "DECLINE", "RAISE", "LATER", "Z", "SELF", "FN", "BACK",
+             "GO", "N", "GO", "N", "GO", "N", "RAISE", "BACK", "GO", "BIG", "N", "T", "N", "HOLE", "T", "BACK", "T",
+             "RAISE", "N", "GO", "N", "HOLE", "Z", "GO"]
+    events = [{"type": k, **({"by": i} if k == "N" and i % 3 == 0 else {})} for i, k in enumerate(kinds)]
+    steps = _both(monkeypatch, lambda: StatechartMachine(config), lambda m: m.initial(), events)
+    assert len(steps) == len(events) + 1 and all(isinstance(s, tuple) for s in steps)
+    values = [json.loads(p)["value"] for p, _, _, _ in steps]
+    assert values[kinds.index("BIG") + 1] == {"p": {"r1": "x", "r2": "u"}}  # the eventless move ran
+    assert values[-1] == "f" and json.loads(steps[-1][0])["status"] == "done"
+    # the context-only step shares every other member of the previous persisted snapshot
+    m = StatechartMachine(config)
+    s = m.initial()
+    n = m.transition(s, {"type": "N"})
+    assert n.persisted["context"] == {"n": 1} and list(n.persisted) == list(s.persisted)
+    assert n.persisted["children"] is s.persisted["children"] and n.transitions and n.transitions[0].event == "N"
+    assert m.transition(n, {"type": "HOLE"}).persisted["context"] == {"n": 2}  # UNDEFINED dropped
+
+
+def test_patches_with_big_integers_and_holes_merge_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context patch walked once for JS ``undefined`` and for integers beyond 2**53 (nested in
+    lists, tuples and dicts) merges as the general path's two walks do: the integer becomes the
+    double JS holds, an ``undefined`` object member vanishes and an array one is ``null``."""
+    from agentscope.engines.statechart import UNDEFINED, StatechartMachine
+
+    big = 2**53 + 1
+    config: dict[str, Any] = {
+        "id": "b",
+        "initial": "a",
+        "context": {"n": 0},
+        "states": {
+            "a": {
+                "on": {
+                    "DEEP": {"context": lambda c, e: {"x": {"list": [1, (2, [big])], "ok": "s"}}},
+                    "TOP": {"context": lambda c, e: {"y": [big, -big, 3.5]}},
+                    "HOLE": {"context": lambda c, e: {"z": [UNDEFINED, {"k": UNDEFINED, "j": big}]}},
+                    "SAFE": {"context": lambda c, e: {"w": [2**53, {"v": [True, None, "t"]}]}},
+                    "GO": lambda c, e: {"target": "b", "context": {"q": {"r": [big]}}},
+                }
+            },
+            "b": {"on": {"GO": {"target": "a", "context": lambda c, e: {"u": UNDEFINED}}}},
+        },
+    }
+    events = [{"type": t} for t in ["DEEP", "TOP", "SAFE", "HOLE", "DEEP", "GO", "GO", "TOP"]]
+    steps = _both(monkeypatch, lambda: StatechartMachine(config), lambda m: m.initial(), events)
+    ctx = json.loads(steps[-1][0])["context"]
+    assert ctx["x"] == {"list": [1, [2, [9007199254740992.0]]], "ok": "s"}
+    assert ctx["y"] == [9007199254740992.0, -9007199254740992.0, 3.5] and ctx["w"] == [2**53, {"v": [True, None, "t"]}]
+    assert ctx["z"] == [None, {"j": 9007199254740992.0}] and ctx["q"] == {"r": [9007199254740992.0]}
+    assert "u" not in ctx
+
+
+def test_snapshots_built_without_init_equal_the_dataclass_built_ones() -> None:
+    """The engine builds its snapshots field by field (every field of ``Snapshot``), and they are
+    what the dataclass's own constructor gives."""
+    import dataclasses
+
+    from agentscope.engines import statechart
+    from agentscope.engines.base import Snapshot
+
+    assert [f.name for f in dataclasses.fields(Snapshot)] == [
+        "persisted", "handle", "transitions", "actions", "state_hash",
+    ]  # the fields statechart._snapshot sets
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    inc = m.transition(s, {"type": "INC"})
+    assert type(inc) is Snapshot and inc.state_hash is None and inc.handle is not None
+    twin = Snapshot(inc.persisted, inc.handle, inc.transitions, inc.actions)
+    fields = [f.name for f in dataclasses.fields(Snapshot)]
+    assert [getattr(twin, f) for f in fields] == [getattr(inc, f) for f in fields] and twin == inc
+    built = statechart._snapshot(inc.persisted, inc.handle, (), ())
+    assert (built.persisted, built.handle, built.transitions, built.actions, built.state_hash) == (
+        inc.persisted, inc.handle, (), (), None,
+    )

@@ -74,9 +74,11 @@ class State:
 
 
 FAST_PATHS = True
-"""The engine's shortcuts (cached selection, exit and entry sets; the targetless microstep; an
-event nothing takes; the persisted snapshot of a context-only step) are on. Each gives exactly
-what the general path gives; tests turn them off to compare the two on the same inputs."""
+"""The engine's shortcuts are on: the selection walk, exit and entry sets and eventless lists
+kept per configuration; the targetless microstep; an event nothing takes; the quick macrostep
+of an external event (:func:`quick_macrostep`); one walk of a context patch; the persisted
+snapshot rebuilt from the previous one member by member. Each gives exactly what the general
+path gives; tests turn them off to compare the two on the same inputs."""
 
 _STATE_FIELDS = frozenset(f.name for f in dataclasses.fields(State))
 
@@ -386,30 +388,37 @@ def session_matches(event: Mapping[str, Any], s: State, actor_id: Any) -> bool:
     return bool(child.session == event["sessionId"])
 
 
+CONTEXT_ONLY = 1
+NODES_AND_CONTEXT = 2
+
+
 class Ctx:
     """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
     machine object holds no per-call state and is safe to share between threads."""
 
-    __slots__ = ("actions", "explicit_ids", "m", "machine_id", "root_address", "steps", "stopped_ids",
-                 "taken", "working_children")
+    __slots__ = ("actions", "explicit_ids", "m", "machine_id", "plain", "root_address", "steps",
+                 "stopped_ids", "taken", "working_children")
 
     def __init__(self, m: CompiledMachine, machine_id: str, address: str | None = None) -> None:
         self.m = m
         self.machine_id = machine_id
         self.root_address = root_address(machine_id) if address is None else address
-        self.working_children: Mapping[str, Child] = {}  # what begin(None) sets
-        self.explicit_ids: set[str] = set()
-        self.stopped_ids: set[str] = set()
+        # the child-id transaction (working_children, explicit_ids, stopped_ids) is set by
+        # begin(), which every path calls before it enters or exits a state
         # what the call did, for Snapshot.transitions / Snapshot.actions
         self.steps = 0
         self.taken: list[tuple[int, str, Transition, tuple[Node, ...], bool]] = []
         self.actions: list[Action] = []
+        # set by quick_macrostep: the result differs from the state it started from in its
+        # context only (CONTEXT_ONLY: every other member shared), or in its context and
+        # configuration only (NODES_AND_CONTEXT: a new node tuple, no value; the rest shared)
+        self.plain = 0
 
     def begin(self, working: State | None) -> None:
         """Start one transition's child-id transaction (XState's spawn allocation)."""
-        self.working_children = working.children if working is not None else {}
-        self.explicit_ids = set()
-        self.stopped_ids = set()
+        self.working_children: Mapping[str, Child] = working.children if working is not None else {}
+        self.explicit_ids: set[str] = set()
+        self.stopped_ids: set[str] = set()
 
     def stopped(self, child_id: str) -> None:
         self.stopped_ids.add(child_id)
@@ -575,21 +584,18 @@ def transition_node(
     return inner
 
 
-_NO_PLAN: Any = object()
-
-
 def select_transitions(
     m: CompiledMachine, s: State, event: Mapping[str, Any], results: dict[Transition, Any] | None
 ) -> list[Transition]:
     """``transition_node(root, value)`` of ``s`` for ``event``, or ``[]``.
 
-    A configuration without parallel regions is a chain of nodes from the active leaf up to the
-    root, and ``transition_node`` takes the first enabled candidate of the first node (leaf
-    first) that has one: that is the first enabled candidate of the chain's candidates listed
-    leaf to root. That list depends only on the configuration (its node tuple, or its value when
-    the state carries one as a string) and the event type, so it is kept; every candidate is still
-    evaluated (guards, function transitions) in the same order, stopping at the same one.
-    Parallel configurations and object values carried by the state take ``transition_node``.
+    ``transition_node`` walks the state value: in each region it takes the first enabled
+    candidate of the first node (leaf first) that has one, and a node's own candidates are tried
+    only when its regions selected nothing. Which candidates are tried, in which order, depends
+    only on the configuration (its node tuple, or its value when the state carries one as a
+    string) and the event type, so that walk is kept as a :data:`SelectionPlan`; every candidate
+    is still evaluated (guards, function transitions) in the same order, stopping at the same
+    ones. Object values carried by the state (a restored one) take ``transition_node``.
     """
     v = s.value
     if not FAST_PATHS:
@@ -604,37 +610,54 @@ def select_transitions(
     lt = (legacy_type(event) or None) if etype.startswith("xstate.") else None  # only those have one
     key = (vkey, etype, lt)
     cache = m.plan_cache
-    plan = cache.get(key, _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = _chain_plan(m, get_value(m, s), event)
+    plan = cache.get(key)
+    if plan is None:
+        plan = _selection_plan(m.root, get_value(m, s), event)
         if len(cache) < _CANDIDATE_CACHE_MAX:
             cache[key] = plan
-    if plan is None:
-        return transition_node(m.root, get_value(m, s), s, event, results) or []
-    for c in plan:
+    return run_plan(plan, event, s, results)
+
+
+SelectionPlan = tuple[Any, tuple[Transition, ...]]
+"""``(regions, candidates)``: ``regions`` is ``None`` (a chain of nodes) or the plans of a parallel
+node's regions (tried first, all of them); ``candidates`` are tried in order, only when the
+regions selected nothing (the parallel node's own, then its ancestors' up to the next parallel
+node, nearest first)."""
+
+
+def run_plan(
+    plan: SelectionPlan, event: Mapping[str, Any], s: State, results: dict[Transition, Any] | None
+) -> list[Transition]:
+    """The transitions ``plan`` selects for ``event`` in ``s`` (what ``transition_node`` returns)."""
+    regions, cands = plan
+    if regions is not None:
+        inner: list[Transition] = []
+        for sub in regions:
+            inner.extend(run_plan(sub, event, s, results))
+        if inner:
+            return inner
+    for c in cands:
         if evaluate_candidate(c, event, s, results):
             return [c]
     return []
 
 
-def _chain_plan(m: CompiledMachine, value: Any, event: Mapping[str, Any]) -> tuple[Transition, ...] | None:
-    """The candidates of the chain of nodes ``value`` names, leaf to root; ``None`` when the value
-    has a parallel (multi-key) level."""
-    node = m.root
-    chain = [node]
-    while True:
-        if isinstance(value, str):
-            chain.append(node.states[value])
-            break
-        keys = list(value)
-        if not keys:
-            break
-        if len(keys) > 1:
-            return None
-        node = node.states[keys[0]]
-        chain.append(node)
-        value = value[keys[0]]
-    return tuple(c for n in reversed(chain) for c in candidates(n, event))
+def _selection_plan(node: Node, value: Any, event: Mapping[str, Any]) -> SelectionPlan:
+    """``transition_node(node, value)`` as a :data:`SelectionPlan` (the same candidates, the same
+    order, the same fallbacks)."""
+    if isinstance(value, str):
+        return None, (*candidates(node.states[value], event), *candidates(node, event))
+    keys = list(value)
+    if len(keys) == 1:
+        regions, cands = _selection_plan(node.states[keys[0]], value[keys[0]], event)
+        return regions, (*cands, *candidates(node, event))
+    subs = []
+    for k in keys:
+        sv = value[k]
+        if sv is None or sv is False or (isinstance(sv, (str, int, float)) and not sv):
+            continue  # JS falsiness: an empty object {} is truthy
+        subs.append(_selection_plan(node.states[k], sv, event))
+    return tuple(subs), candidates(node, event)
 
 
 _VALUE_CACHE_MAX = 4096
@@ -692,49 +715,57 @@ class Resolver:
         return r
 
     def _compute(self, t: Transition) -> Result:
-        if t.to is not None:
-            if t in self.selection:
-                res = self.selection[t]
-            else:
-                res = call_to(t, self.s, self.event)
-                self.selection[t] = res
-            if res is not None and type(res) is not dict and not isinstance(res, Mapping):
-                raise EngineError(
-                    f"function transition of '{t.source.id}' must return a dict or None, "
-                    f"got {type(res).__name__}"
-                )
-            res = res or {}
-            if not _RESULT_KEYS.issuperset(res):
-                extra = [k for k in res if k not in _RESULT_KEYS]
-                raise EngineError(
-                    f"function transition of '{t.source.id}' returned unsupported key(s) {extra!r} "
-                    f"(supported: target, context, reenter, actions)"
-                )
-            tgt = res.get("target")
-            targets = None
-            if tgt:
-                tl = (tgt,) if isinstance(tgt, str) else tuple(tgt)
-                tkey = (t.source, tl)
-                targets = self.m.target_cache.get(tkey)
-                if targets is None:  # resolving is a pure function of the structure: kept
-                    targets = resolve_target(self.m, t.source, tl)
-                    if len(self.m.target_cache) < _CANDIDATE_CACHE_MAX:
-                        self.m.target_cache[tkey] = targets
-            ctx = res.get("context", UNDEFINED)
-            if ctx is None:
-                ctx = UNDEFINED
-            acts = (
-                _actions_of(res, f"function transition of '{t.source.id}'")
-                if res.get("actions") is not None
-                else ()
+        return resolve(self.m, t, self.s, self.event, self.selection)
+
+
+def resolve(
+    m: CompiledMachine, t: Transition, s: State, event: Mapping[str, Any], selection: dict[Transition, Any]
+) -> Result:
+    """A transition's result in ``s`` for ``event``: its targets, context patch, reenter and
+    actions (a function transition's result is taken from ``selection`` when selection ran it)."""
+    if t.to is not None:
+        if t in selection:
+            res = selection[t]
+        else:
+            res = call_to(t, s, event)
+            selection[t] = res
+        if res is not None and type(res) is not dict and not isinstance(res, Mapping):
+            raise EngineError(
+                f"function transition of '{t.source.id}' must return a dict or None, "
+                f"got {type(res).__name__}"
             )
-            return Result(targets, ctx, bool(res.get("reenter", False)), acts)
-        ctx = t.context
-        if callable(ctx):
-            ctx = ctx(self.s.context, self.event)
-            if ctx is None:
-                ctx = UNDEFINED
-        return Result(t.targets, ctx, t.reenter, t.action_data)
+        res = res or {}
+        if not _RESULT_KEYS.issuperset(res):
+            extra = [k for k in res if k not in _RESULT_KEYS]
+            raise EngineError(
+                f"function transition of '{t.source.id}' returned unsupported key(s) {extra!r} "
+                f"(supported: target, context, reenter, actions)"
+            )
+        tgt = res.get("target")
+        targets = None
+        if tgt:
+            tl = (tgt,) if isinstance(tgt, str) else tuple(tgt)
+            tkey = (t.source, tl)
+            targets = m.target_cache.get(tkey)
+            if targets is None:  # resolving is a pure function of the structure: kept
+                targets = resolve_target(m, t.source, tl)
+                if len(m.target_cache) < _CANDIDATE_CACHE_MAX:
+                    m.target_cache[tkey] = targets
+        ctx = res.get("context", UNDEFINED)
+        if ctx is None:
+            ctx = UNDEFINED
+        acts = (
+            _actions_of(res, f"function transition of '{t.source.id}'")
+            if res.get("actions") is not None
+            else ()
+        )
+        return Result(targets, ctx, bool(res.get("reenter", False)), acts)
+    ctx = t.context
+    if callable(ctx):
+        ctx = ctx(s.context, event)
+        if ctx is None:
+            ctx = UNDEFINED
+    return Result(t.targets, ctx, t.reenter, t.action_data)
 
 
 _RESULT_KEYS = frozenset({"target", "context", "reenter", "actions"})
@@ -934,11 +965,55 @@ def _merge(ctx: Any, patch: Any, where: str) -> Any:
             return flat
     elif not isinstance(patch, Mapping):
         raise EngineError(f"{where}: a context patch must be a dict, got {type(patch).__name__}")
-    undefined = type(ctx) is UndefinedDict or has_undefined(patch)
+    if FAST_PATHS:
+        holes, unsafe = _scan_patch(patch)
+    else:
+        holes, unsafe = has_undefined(patch), True
+    undefined = type(ctx) is UndefinedDict or holes
     base = ctx if type(ctx) is dict or isinstance(ctx, Mapping) else {}
     out: dict[str, Any] = (UndefinedDict if undefined else dict)(base)
-    out.update(js_values(patch))  # numbers are IEEE doubles, as in XState
+    # numbers are IEEE doubles, as in XState (js_values returns the patch itself when no integer
+    # in it is beyond +-2**53)
+    out.update(js_values(patch) if unsafe else patch)
     return out
+
+
+def _scan_patch(v: Any) -> tuple[bool, bool]:
+    """``(has_undefined(v), maybe_unsafe)`` in one walk: ``maybe_unsafe`` is true when ``v`` holds
+    an integer beyond +-2**53 where :func:`~agentscope.hashing.js_values` looks for one (it looks
+    in fewer containers than this walks), or :data:`UNDEFINED` anywhere (the walk stops there)."""
+    unsafe = False
+    stack = [v]
+    leaves = _LEAVES
+    while stack:
+        x = stack.pop()
+        if x is UNDEFINED:
+            return True, True
+        t = type(x)
+        if t in leaves:
+            if t is int and not -_SAFE_INT <= x <= _SAFE_INT:
+                unsafe = True
+            continue
+        if t is dict or t is UndefinedDict:
+            items: Any = x.values()
+        elif t is list or t is tuple:
+            items = x
+        elif isinstance(x, Mapping):
+            items = x.values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        for y in items:
+            if y is UNDEFINED:
+                return True, True
+            ty = type(y)
+            if ty is int:
+                if not -_SAFE_INT <= y <= _SAFE_INT:
+                    unsafe = True
+            elif ty not in leaves:
+                stack.append(y)
+    return False, unsafe
 
 
 def _call_hook(
@@ -1044,6 +1119,26 @@ def _targetless_step(
     return nxt
 
 
+def step_key(m: CompiledMachine, cur: State, filtered: list[Transition], rv: Resolver) -> Any:
+    """The key of the exit and entry sets of ``filtered`` taken from ``cur`` in ``m.step_cache``."""
+    if len(filtered) == 1:
+        return _single_key(m, cur, filtered[0], rv(filtered[0]))
+    trans = tuple((t, rv(t).targets, bool(rv(t).reenter)) for t in filtered)
+    if not m.has_history:
+        return cur.nodes, trans
+    hv = cur.history
+    return cur.nodes, trans, tuple(hv.items()) if hv else ()
+
+
+def _single_key(m: CompiledMachine, cur: State, t: Transition, r: Result) -> Any:
+    """:func:`step_key` of the one transition ``t`` resolved as ``r``."""
+    trans = ((t, r.targets, bool(r.reenter)),)
+    if not m.has_history:
+        return cur.nodes, trans
+    hv = cur.history
+    return cur.nodes, trans, tuple(hv.items()) if hv else ()
+
+
 def microstep(
     cx: Ctx,
     ts: list[Transition],
@@ -1052,11 +1147,13 @@ def microstep(
     is_initial: bool,
     queue: list[Mapping[str, Any]],
     selection: dict[Transition, Any],
+    rv: Resolver | None = None,
 ) -> State:
     if not ts:
         return cur
     m = cx.m
-    rv = Resolver(m, cur, event, selection)
+    if rv is None:
+        rv = Resolver(m, cur, event, selection)
     if len(ts) == 1:
         filtered = ts
         r0 = rv(ts[0])
@@ -1071,17 +1168,13 @@ def microstep(
     original_context = cur.context
     nxt = cur
 
-    # Without history states, the exit and entry sets depend only on the configuration and on
-    # the transitions as resolved (targets, reenter): kept per machine; every effect (exit and
-    # entry callables, timers, invokes, done events) still runs each time
+    # The exit and entry sets depend only on the configuration, the transitions as resolved
+    # (targets, reenter) and the history value: kept per machine; every effect (exit and entry
+    # callables, history recorded on exit, timers, invokes, done events) still runs each time
     plan_key: Any = None
     plan: tuple[tuple[Node, ...], tuple[Node, ...]] | None = None
-    if changes_state and not is_initial and not m.has_history and FAST_PATHS:
-        if len(filtered) == 1:
-            r1 = rv(filtered[0])
-            plan_key = (cur.nodes, ((filtered[0], r1.targets, bool(r1.reenter)),))
-        else:
-            plan_key = (cur.nodes, tuple((t, rv(t).targets, bool(rv(t).reenter)) for t in filtered))
+    if changes_state and not is_initial and FAST_PATHS:
+        plan_key = step_key(m, cur, filtered, rv)
         plan = m.step_cache.get(plan_key)
     exited: tuple[Node, ...] = ()
     entered: tuple[Node, ...] = ()
@@ -1392,6 +1485,8 @@ def _machine_output(
 
 
 def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transition]:
+    if FAST_PATHS:
+        return _select_eventless_cached(cx, s, event)
     enabled: list[Transition] = []
     for atomic in (n for n in s.nodes if _is_atomic(n)):
         node: Node | None = atomic
@@ -1406,6 +1501,47 @@ def select_eventless(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transi
                         break
             node = node.parent
     rv = Resolver(cx.m, s, event, {})
+    return remove_conflicts(enabled, list(s.nodes), s, rv)
+
+
+def _select_eventless_cached(cx: Ctx, s: State, event: Mapping[str, Any]) -> list[Transition]:
+    """:func:`select_eventless` from the configuration's eventless lists, kept per configuration
+    (for each atomic node in order, the ``always`` lists of it and its ancestors that have one,
+    nearest first); the same guards evaluated in the same order. One enabled transition or none
+    has no conflict to remove."""
+    m = cx.m
+    chains = m.eventless_cache.get(s.nodes)
+    if chains is None:
+        found: list[tuple[list[Transition], ...]] = []
+        for atomic in s.nodes:
+            if not _is_atomic(atomic):
+                continue
+            lists: list[list[Transition]] = []
+            node: Node | None = atomic
+            while node is not None:
+                if node.always:
+                    lists.append(node.always)
+                node = node.parent
+            if lists:
+                found.append(tuple(lists))
+        chains = tuple(found)
+        if len(m.eventless_cache) < _CANDIDATE_CACHE_MAX:
+            m.eventless_cache[s.nodes] = chains
+    enabled: list[Transition] = []
+    for chain in chains:
+        for lst in chain:
+            hit = False
+            for t in lst:
+                if evaluate_candidate(t, event, s, None):
+                    if t not in enabled:
+                        enabled.append(t)
+                    hit = True
+                    break
+            if hit:
+                break
+    if len(enabled) < 2:
+        return enabled
+    rv = Resolver(m, s, event, {})
     return remove_conflicts(enabled, list(s.nodes), s, rv)
 
 
@@ -1473,13 +1609,20 @@ def macrostep(
             nxt = _remove_terminated(nxt, cur_ev)
     if not queue and not m.has_eventless:
         return nxt
+    return settle(cx, nxt, next_event, queue)
+
+
+def settle(cx: Ctx, nxt: State, next_event: Mapping[str, Any], queue: list[Mapping[str, Any]]) -> State:
+    """The rest of a macrostep after its first microstep: eventless transitions and the raised
+    events of ``queue`` (and theirs) until the state is stable (XState's loop)."""
+    m = cx.m
     should_select = True
     count = 0
     while nxt.status == "active":
         count += 1
         if count > MAX_MICROSTEPS:
             raise EngineError("Microstep count exceeded 1000 (an eventless loop?)")
-        selection = {}
+        selection: dict[Transition, Any] = {}
         enabled = select_eventless(cx, nxt, next_event) if should_select else []
         previous = nxt if enabled else None
         if not enabled:
@@ -1491,6 +1634,220 @@ def macrostep(
         should_select = step is not previous
         nxt = _remove_terminated(step, next_event)
     return nxt
+
+
+QuickPlan = tuple[SelectionPlan, bool, bool, tuple[bool, ...]]
+"""``(selection plan, settled, empty, direct)`` of a configuration for an event type: ``settled``
+when nothing eventless can be enabled in it (the machine has no eventless transition, or no
+active node has one), ``empty`` when no active node has a candidate for the type, ``direct``
+(a chain's candidates) which candidates are function transitions with nothing else to check
+(no guard, no event match, no state value argument, not a choice)."""
+
+
+def quick_plan(m: CompiledMachine, s: State, etype: str) -> QuickPlan | None:
+    """The :data:`QuickPlan` of ``s`` for events of type ``etype`` (a type outside ``xstate.*``
+    and ``@xstate.*``, which have no legacy form), or ``None`` when ``s`` carries an object
+    value. A pure function of the configuration and the type, kept per machine."""
+    v = s.value
+    if v is None:
+        vkey: Any = s.nodes
+    elif type(v) is str:
+        vkey = v
+    else:
+        return None
+    key = (vkey, etype)
+    cache = m.quick_cache
+    found = cache.get(key)
+    if found is None:
+        plan = _selection_plan(m.root, get_value(m, s), {"type": etype})
+        direct = tuple(
+            c.to is not None
+            and not c.to_value
+            and c.guard is None
+            and not c.matches
+            and c.invoke_id is None
+            and c.choice_of is None
+            for c in (plan[1] if plan[0] is None else ())
+        )
+        found = (plan, is_settled(m, s.nodes), not _plan_has_candidates(plan), direct)
+        if len(cache) < _CANDIDATE_CACHE_MAX:
+            cache[key] = found
+    return found
+
+
+def _plan_has_candidates(plan: SelectionPlan) -> bool:
+    regions, cands = plan
+    return bool(cands) or any(_plan_has_candidates(r) for r in regions or ())
+
+
+def is_settled(m: CompiledMachine, nodes: tuple[Node, ...]) -> bool:
+    """True when no eventless transition can be enabled in the configuration ``nodes`` (then the
+    macrostep loop, with no raised event queued, stops at once)."""
+    if not m.has_eventless:
+        return True
+    found = m.settled_cache.get(nodes)
+    if found is None:
+        found = not any(n.always for n in nodes)
+        if len(m.settled_cache) < _CANDIDATE_CACHE_MAX:
+            m.settled_cache[nodes] = found
+    return found
+
+
+def quick_macrostep(cx: Ctx, s: State, event: Mapping[str, Any], plan: QuickPlan) -> State:
+    """:func:`macrostep` for an event whose type is outside ``xstate.*`` and ``@xstate.*`` (no
+    stop, timer, error or legacy form) on a state that is not ``done``, from its
+    :func:`quick_plan`: the same candidates evaluated in the same order, then, for one selected
+    transition that exits and enters only nodes without effects (:func:`_plain_nodes`) or none,
+    its context patch and actions applied directly; anything else takes :func:`microstep`. The
+    eventless/raised-event loop runs only when something can follow (a raised event queued, or
+    an eventless transition in the configuration)."""
+    m = cx.m
+    selection: dict[Transition, Any] = {}
+    sel_plan, settled, _empty, direct = plan
+    regions, cands = sel_plan
+    ts: list[Transition] = []
+    if regions is None:
+        for c, call in zip(cands, direct, strict=True):
+            if call:  # what evaluate_candidate does for it
+                assert c.to is not None
+                res = c.to(s.context, event)
+                selection[c] = res
+                if res is not None:
+                    if settled and type(res) is dict and len(res) == 1 and "context" in res:
+                        # resolved (resolve()) as no target, no reenter, no actions: only the
+                        # context patch applies (_plain_step), and nothing can follow
+                        step = cx.steps
+                        cx.steps = step + 1
+                        cx.taken.append((step, event["type"], c, (), False))
+                        patch = res["context"]
+                        if patch is None or patch is UNDEFINED:
+                            return s
+                        # (the place is named only in the error a non-dict patch raises)
+                        where = "" if type(patch) is dict else f"transition of '{c.source.id}'"
+                        context = _merge(s.context, patch, where)
+                        if context is None or context is s.context:
+                            return s
+                        out = object.__new__(State)  # clone(s, context=context)
+                        d = out.__dict__
+                        d.update(s.__dict__)
+                        d["context"] = context
+                        d["persisted_form"] = None
+                        cx.plain = CONTEXT_ONLY
+                        return out
+                    ts = [c]
+                    break
+            elif evaluate_candidate(c, event, s, selection):
+                ts = [c]
+                break
+    else:
+        ts = run_plan(sel_plan, event, s, selection)
+    queue: list[Mapping[str, Any]] = []
+    if not ts:
+        if settled:
+            return s
+        cx.begin(s)
+        return settle(cx, s, event, queue)
+    nodes: tuple[Node, ...] | None = None
+    if len(ts) == 1:
+        t = ts[0]
+        r = resolve(m, t, s, event, selection)
+        if not r.targets and not r.reenter:
+            nodes = s.nodes
+        else:
+            found = m.plain_cache.get(_single_key(m, s, t, r))
+            if found is not None:
+                nodes, settled = found
+    if nodes is None:
+        rv = Resolver(m, s, event, selection)
+        if len(ts) == 1:
+            rv.cache[t] = r
+        cx.begin(s)
+        nxt = microstep(cx, ts, s, event, False, queue, selection, rv)
+        if len(ts) == 1:
+            _learn_plain(m, s, ts, rv)
+        if not queue and is_settled(m, nxt.nodes):
+            return nxt
+        return settle(cx, nxt, event, queue)
+    nxt = _plain_step(cx, t, r, s, event, queue, nodes)
+    if not queue and settled:
+        if not r.actions and nxt is not s:
+            cx.plain = CONTEXT_ONLY if nodes is s.nodes else NODES_AND_CONTEXT
+        return nxt
+    cx.begin(s)
+    return settle(cx, nxt, event, queue)
+
+
+def _plain_step(
+    cx: Ctx,
+    t: Transition,
+    r: Result,
+    cur: State,
+    event: Mapping[str, Any],
+    queue: list[Mapping[str, Any]],
+    nodes: tuple[Node, ...],
+) -> State:
+    """:func:`microstep` for one transition whose exit and entry sets hold only nodes without
+    effects (or are empty: a targetless transition), from ``cur`` (not ``done``) to the
+    configuration ``nodes``: the transition's context patch and actions, the new nodes (the same
+    steps, in the same order, as the general path takes for this case)."""
+    step = cx.steps
+    cx.steps += 1
+    cx.taken.append((step, event["type"], t, r.targets or (), bool(r.reenter)))
+    context = cur.context
+    if r.context is not UNDEFINED:
+        context = _merge(context, r.context, f"transition of '{t.source.id}'")
+    nxt = cur
+    if r.actions:
+        nxt = apply_actions(cx, nxt, r.actions, queue)
+    new_context = context is not None and context is not cur.context
+    if nodes is cur.nodes and not new_context:
+        return nxt
+    out = object.__new__(State)  # what clone() makes, without its checks of the field names
+    d = out.__dict__
+    d.update(nxt.__dict__)
+    if new_context:
+        d["context"] = context
+    if nodes is not cur.nodes:
+        d["nodes"] = nodes
+        d["history"] = cur.history
+        d["value"] = None
+    d["persisted_form"] = None
+    return out
+
+
+def _learn_plain(m: CompiledMachine, s: State, ts: list[Transition], rv: Resolver) -> None:
+    """Record in ``m.plain_cache`` the configuration one transition from ``s`` leads to when its
+    exit and entry sets (just kept in ``m.step_cache``) are :func:`_plain_nodes`; ``None``
+    otherwise."""
+    key = step_key(m, s, ts, rv)
+    if key in m.plain_cache or len(m.plain_cache) >= _CANDIDATE_CACHE_MAX:
+        return
+    sets = m.step_cache.get(key)
+    if sets is None:
+        return
+    exited, entered = sets
+    if not _plain_nodes(exited, entered):
+        m.plain_cache[key] = None
+        return
+    mut = [n for n in s.nodes if n not in exited]  # Node equality is identity
+    for n in entered:
+        if n not in mut:
+            mut.append(n)
+    same = len(s.nodes) == len(mut) and set(s.nodes).issubset(mut)
+    nodes = s.nodes if same else tuple(mut)
+    m.plain_cache[key] = (nodes, is_settled(m, nodes))
+
+
+def _plain_nodes(exited: tuple[Node, ...], entered: tuple[Node, ...]) -> bool:
+    """True when exiting ``exited`` and entering ``entered`` has no effect beyond the change of
+    configuration: no exit or entry callable, ``after`` timer, invoke, history state to record
+    or final state to complete."""
+    for n in exited:
+        if n.exit is not None or n.afters or n.invoke or any(h.type == "history" for h in n.states.values()):
+            return False
+    return all(
+        n.entry is None and not n.afters and not n.invoke and n.type != "final" for n in entered
+    )
 
 
 def initial_state(cx: Ctx, context: Any, input_event: Mapping[str, Any]) -> State:

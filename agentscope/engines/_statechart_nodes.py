@@ -14,6 +14,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from inspect import CO_VARARGS
+from types import FunctionType
 from typing import Any
 
 from agentscope.errors import StatechartConfigError
@@ -144,6 +146,10 @@ def parse_duration(text: str) -> int | float | None:
 
 def takes_value(fn: Any) -> bool:
     """True when ``fn`` accepts a third positional argument (the state value, as XState passes it)."""
+    if type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        # what inspect.signature reports for a plain function, read from its code object
+        code = fn.__code__
+        return code.co_argcount >= 3 or bool(code.co_flags & CO_VARARGS)
     import inspect
 
     try:
@@ -278,14 +284,26 @@ class CompiledMachine:
     value_cache: dict[tuple[Node, ...], Any] = field(default_factory=dict)
     # does any node of a configuration have a transition for an event type (exact or wildcard)?
     handles_cache: dict[tuple[tuple[Node, ...], str], bool] = field(default_factory=dict)
-    # the candidates of a non-parallel configuration, leaf to root, by (nodes or value, type, legacy)
-    plan_cache: dict[tuple[Any, str, str | None], tuple[Transition, ...] | None] = field(default_factory=dict)
+    # the selection walk (candidates in order, per region) of a configuration, by (nodes or value,
+    # type, legacy type): a SelectionPlan of the algorithm module
+    plan_cache: dict[tuple[Any, str, str | None], Any] = field(default_factory=dict)
     # resolved targets of function transitions by (source, target strings)
     target_cache: dict[tuple[Node, tuple[str, ...]], tuple[Node, ...]] = field(default_factory=dict)
     has_history: bool = True  # some state is a history state (set by the compiler)
-    # exit and entry sets (document order) by (configuration, transitions as resolved); only
-    # for machines without history states, where nothing else decides them
+    # exit and entry sets (document order) by (configuration, transitions as resolved, history
+    # value when the machine has history states): nothing else decides them
     step_cache: dict[Any, tuple[tuple[Node, ...], tuple[Node, ...]]] = field(default_factory=dict)
+    # per (nodes or value, event type): (selection plan, settled, empty), a QuickPlan
+    quick_cache: dict[tuple[Any, str], Any] = field(default_factory=dict)
+    # per configuration: for each atomic node, the `always` lists of it and its ancestors
+    eventless_cache: dict[tuple[Node, ...], tuple[tuple[list[Transition], ...], ...]] = field(
+        default_factory=dict
+    )
+    # whether no node of a configuration has an eventless transition
+    settled_cache: dict[tuple[Node, ...], bool] = field(default_factory=dict)
+    # the configuration a step_cache key leads to when its exit/entry sets have no effect, and
+    # whether it is settled (no eventless transition), else None
+    plain_cache: dict[Any, tuple[tuple[Node, ...], bool] | None] = field(default_factory=dict)
 
 
 def _err(where: str, msg: str) -> StatechartConfigError:

@@ -63,6 +63,8 @@ from agentscope.engines._statechart_algo import (
     initial_state,
     macrostep,
     nodes_for_value,
+    quick_macrostep,
+    quick_plan,
     root_address,
     strip_undefined,
 )
@@ -358,26 +360,33 @@ class StatechartMachine(MachineBase):
 
     def transition(self, snapshot: Snapshot, event: Mapping[str, Any]) -> Snapshot:
         """Return the snapshot after one macrostep on ``event`` (pure, XState ``transition``)."""
-        state = self._state(snapshot)
+        compiled = self._compiled
+        state = snapshot.handle
+        if type(state) is not State or compiled.root not in state.nodes:  # Node equality is identity
+            state = self._state(snapshot)
         if type(event) is not dict and not isinstance(event, Mapping):
             raise EngineError("an event must be a dict with a non-empty string 'type'")
         etype = event.get("type")
         if not isinstance(etype, str) or not etype:
             raise EngineError("an event must be a dict with a non-empty string 'type'")
         event = js_values(event)  # JS number semantics at the fold boundary (spec §2.2)
-        compiled = self._compiled
-        if (
-            _algo.FAST_PATHS
-            and not compiled.has_eventless
-            and not etype.startswith(("xstate.", "@xstate."))
-            and not handles(compiled, state.nodes, etype)
-        ):
-            # no active state takes this type and nothing is eventless: the macrostep selects
-            # nothing and returns the same state (what the general path below concludes)
-            return Snapshot(snapshot.persisted, state, (), ())
+        plan = None
+        if _algo.FAST_PATHS and not etype.startswith(("xstate.", "@xstate.")):
+            if state.status != "done":
+                v = state.value
+                plan = compiled.quick_cache.get((state.nodes, etype)) if v is None else None
+                if plan is None:
+                    plan = quick_plan(compiled, state, etype)
+                if plan is not None and plan[1] and plan[2]:
+                    # no active state takes this type and nothing eventless can follow: the
+                    # macrostep selects nothing and returns the same state (what the general
+                    # path concludes)
+                    return _snapshot(snapshot.persisted, state, (), ())
+            elif not compiled.has_eventless and not handles(compiled, state.nodes, etype):
+                return _snapshot(snapshot.persisted, state, (), ())
         cx = Ctx(compiled, self.machine_id, self._root_address)
         try:
-            nxt = macrostep(cx, state, event, [])
+            nxt = macrostep(cx, state, event, []) if plan is None else quick_macrostep(cx, state, event, plan)
         except AgentscopeError:
             raise
         except Exception as exc:  # a user callable (guard, context function, ...) raised
@@ -389,9 +398,23 @@ class StatechartMachine(MachineBase):
             ) from exc
         if nxt is state:
             if not cx.taken and not cx.actions:
-                return Snapshot(snapshot.persisted, state, (), ())
-            return Snapshot(snapshot.persisted, state, *self._trace(cx))
-        return self._wrap(nxt, cx, state)
+                return _snapshot(snapshot.persisted, state, (), ())
+            taken, actions = self._trace(cx)
+            return _snapshot(snapshot.persisted, state, taken, actions)
+        pf = state.persisted_form
+        if cx.plain and pf is not None:
+            # what _persisted_of builds when only the context (and the configuration) changed,
+            # known without comparing members
+            p = dict(pf)
+            if cx.plain == _algo.NODES_AND_CONTEXT:
+                p["value"] = get_value(compiled, nxt)
+            ctx = nxt.context
+            p["context"] = strip_undefined(ctx) if isinstance(ctx, UndefinedDict) else ctx
+            nxt.__dict__["persisted_form"] = p
+        else:
+            p = self._persisted_of(nxt, state)
+        taken, actions = self._trace(cx)
+        return _snapshot(p, nxt, taken, actions)
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
@@ -482,29 +505,39 @@ class StatechartMachine(MachineBase):
         return Snapshot(p, state, *self._trace(cx))
 
     def _persisted_of(self, s: State, prev: State | None) -> dict[str, Any]:
-        """The persisted snapshot of ``s``, kept on it. When ``s`` differs from ``prev`` (the state
-        it was computed from) only in its context, ``prev``'s persisted snapshot with the new
-        context is exactly what :meth:`_persist_state` builds (same keys, same order; the other
-        members are shared, as unchanged context values already are)."""
+        """The persisted snapshot of ``s``, kept on it. From ``prev`` (the state ``s`` was computed
+        from), when ``s`` has an ``output`` and an ``error`` exactly where ``prev`` has them (so
+        both have the same keys in the same order), it is ``prev``'s persisted snapshot with the
+        members whose source differs rebuilt, each as :meth:`_persist_state` builds it; the other
+        members are shared, as unchanged context values already are."""
         pf = prev.persisted_form if prev is not None else None
         if (
-            pf is not None
-            and prev is not None
-            and _algo.FAST_PATHS
-            and s.nodes is prev.nodes
-            and s.value is prev.value
-            and s.history is prev.history
-            and s.children is prev.children
-            and s.timers is prev.timers
-            and s.status == prev.status
-            and s.output is prev.output
-            and s.error is prev.error
-            and s.next_timer_id == prev.next_timer_id
+            pf is None
+            or prev is None
+            or not _algo.FAST_PATHS
+            or (s.output is UNDEFINED) is not (prev.output is UNDEFINED)
+            or (s.error is UNDEFINED) is not (prev.error is UNDEFINED)
         ):
-            out = dict(pf)
-            out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
-        else:
             out = self._persist_state(s)
+        else:
+            out = dict(pf)
+            if s.status != prev.status:
+                out["status"] = s.status
+            if s.output is not prev.output:
+                out["output"] = strip_undefined(s.output)
+            if s.error is not prev.error:
+                out["error"] = strip_undefined(s.error)
+            if s.nodes is not prev.nodes or s.value is not prev.value:
+                out["value"] = get_value(self._compiled, s)
+            if s.history is not prev.history:
+                out["historyValue"] = _history_json(s.history)
+            if s.next_timer_id != prev.next_timer_id:
+                out["_nextTimerId"] = s.next_timer_id
+            out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
+            if s.children is not prev.children:
+                out["children"] = _children_json(s.children)
+            if s.timers is not prev.timers:
+                out["timers"] = _timers_json(s.timers)
         object.__setattr__(s, "persisted_form", out)
         return out
 
@@ -547,22 +580,11 @@ class StatechartMachine(MachineBase):
         if s.error is not UNDEFINED:
             out["error"] = strip_undefined(s.error)
         out["value"] = get_value(self._compiled, s)
-        hv = s.history
-        out["historyValue"] = {k: [{"id": n.id} for n in v] for k, v in hv.items()} if hv else {}
+        out["historyValue"] = _history_json(s.history)
         out["_nextTimerId"] = s.next_timer_id
         out["context"] = strip_undefined(s.context) if isinstance(s.context, UndefinedDict) else s.context
-        children: dict[str, Any] = {}
-        for cid, c in s.children.items() if s.children else ():
-            if c.snapshot is not UNDEFINED:
-                snap = c.snapshot
-            else:
-                snap = {"status": "active"}
-                if c.input is not UNDEFINED:
-                    snap["input"] = strip_undefined(c.input)
-                snap["effects"] = {"async": {"status": "active"}}
-            children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
-        out["children"] = children
-        out["timers"] = {k: dict(v) for k, v in s.timers.items()} if s.timers else {}
+        out["children"] = _children_json(s.children)
+        out["timers"] = _timers_json(s.timers)
         if self.declared_version is not None:
             out["machine"] = {"id": self.machine_id, "version": self.declared_version}
             out["version"] = self.declared_version
@@ -621,6 +643,58 @@ class StatechartMachine(MachineBase):
                     )
         self._edges = edges
         return Graph(self.machine_id, self._compiled.root.id, nodes, tuple(transitions))
+
+
+def _history_json(hv: Mapping[str, tuple[Node, ...]]) -> dict[str, Any]:
+    """The persisted ``historyValue``: ``{history state id: [{"id": node id}, ...]}``."""
+    return {k: [{"id": n.id} for n in v] for k, v in hv.items()} if hv else {}
+
+
+def _children_json(kids: Mapping[str, Child]) -> dict[str, Any]:
+    """The persisted ``children``: ``{id: {address, snapshot, src, syncSnapshot}}``; a child
+    started here shows XState's promise actor snapshot (``status``, ``input``, ``effects``)."""
+    children: dict[str, Any] = {}
+    for cid, c in kids.items() if kids else ():
+        if c.snapshot is not UNDEFINED:
+            snap = c.snapshot
+        else:
+            snap = {"status": "active"}
+            if c.input is not UNDEFINED:
+                snap["input"] = strip_undefined(c.input)
+            snap["effects"] = {"async": {"status": "active"}}
+        children[cid] = {"address": c.address, "snapshot": snap, "src": c.src, "syncSnapshot": False}
+    return children
+
+
+def _timers_json(timers: Mapping[str, Any]) -> dict[str, Any]:
+    """The persisted ``timers`` (each entry a fresh dict)."""
+    return {k: dict(v) for k, v in timers.items()} if timers else {}
+
+
+_new = object.__new__
+_set_persisted = Snapshot.__dict__["persisted"].__set__
+_set_handle = Snapshot.__dict__["handle"].__set__
+_set_transitions = Snapshot.__dict__["transitions"].__set__
+_set_actions = Snapshot.__dict__["actions"].__set__
+_set_state_hash = Snapshot.__dict__["state_hash"].__set__
+
+
+def _snapshot(
+    persisted: Mapping[str, Any],
+    handle: State,
+    transitions: tuple[TakenTransition, ...],
+    actions: tuple[Any, ...],
+) -> Snapshot:
+    """``Snapshot(persisted, handle, transitions, actions)`` (no ``state_hash``), built without the
+    frozen dataclass's ``__init__``, which sets each field through ``object.__setattr__``; this
+    is on the path of every transition."""
+    out: Snapshot = _new(Snapshot)
+    _set_persisted(out, persisted)
+    _set_handle(out, handle)
+    _set_transitions(out, transitions)
+    _set_actions(out, actions)
+    _set_state_hash(out, None)
+    return out
 
 
 def _opaque(*_: Any) -> None:
