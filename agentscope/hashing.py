@@ -714,61 +714,110 @@ def _djb2_ascii(data: bytes) -> str:
 
 _MANY_BYTES = 1 << 18
 """Most bytes of canonical JSON one vectorised djb2 call takes (its temporaries: ~24 bytes per byte)."""
-_pow_table: np.ndarray[Any, np.dtype[np.uint64]] = np.ones(1, dtype=np.uint64)
-_inv_table: np.ndarray[Any, np.dtype[np.uint64]] = np.ones(1, dtype=np.uint64)
+_down_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
+_up_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
+_inv_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
 _INV33 = pow(33, -1, 1 << 32)  # 33 is odd, so it has an inverse modulo 2**32
+_U32Array = np.ndarray[Any, np.dtype[np.uint32]]
 
 
-_U64Array = np.ndarray[Any, np.dtype[np.uint64]]
-
-
-def _power_tables(n: int) -> tuple[_U64Array, _U64Array]:
-    """``(33**k, 33**-k) mod 2**32`` for ``k`` in ``[0, n]`` (ascending; cached, grown by doubling)."""
-    global _pow_table, _inv_table
-    if len(_pow_table) <= n:
+def _power_tables(n: int) -> tuple[_U32Array, _U32Array, _U32Array]:
+    """``(down, up, inv)``, each longer than ``n``: ``up[k] = 33**k``, ``inv[k] = 33**-k`` and
+    ``down`` = ``up`` reversed (contiguous), all modulo 2**32 (cached, grown by doubling)."""
+    global _down_table, _up_table, _inv_table
+    if len(_up_table) <= n:
         size = max(4096, 1 << n.bit_length())
 
-        def powers(base: int) -> _U64Array:
+        def powers(base: int) -> _U32Array:
             up = np.cumprod(np.full(size - 1, base, dtype=np.uint32), dtype=np.uint32)  # wraps mod 2**32
-            return np.concatenate([np.ones(1, dtype=np.uint32), up]).astype(np.uint64)
+            out: _U32Array = np.concatenate([np.ones(1, dtype=np.uint32), up])
+            return out
 
-        _pow_table, _inv_table = powers(33), powers(_INV33)
-    return _pow_table, _inv_table
+        _up_table, _inv_table = powers(33), powers(_INV33)
+        _down_table = np.ascontiguousarray(_up_table[::-1])
+    return _down_table, _up_table, _inv_table
 
 
 def _djb2_ascii_many(
     data: bytes | bytearray,
-    starts: Sequence[int],
-    lens: Sequence[int],
-    braced: Sequence[bool] | None = None,
+    starts: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
+    lens: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
+    braced: Sequence[bool] | bool | None = None,
 ) -> np.ndarray[Any, np.dtype[np.uint32]]:
     """djb2 of each ASCII chunk ``data[starts[i] : starts[i] + lens[i]]`` (one UTF-16 unit per
     byte), as ``uint32``, in a few array operations over all of them. Chunks are in order and
-    none is empty; ``braced[i]``: chunk ``i`` starts with a ``,`` to be read as ``{``.
+    none is empty; ``braced[i]`` (or ``braced`` itself, for all): chunk ``i`` starts with a ``,``
+    to be read as ``{``.
 
     With ``L = len(data)`` and ``W = cumsum(b_j * 33**(L-1-j))``, a chunk ending at ``e`` has
     ``W[e] - W[start] = sum(b_j * 33**(e-1-j)) * 33**(L-e)``; multiplying by the inverse power
     (33 is odd, so invertible modulo 2**32) leaves the chunk's own sum, to which the seed's share
     ``5381 * 33**n`` is added (spec §2.3); a braced chunk adds ``("{" - ",") * 33**(n-1)``. All
-    arithmetic is exact modulo 2**32 in wrapping ``uint64``.
+    arithmetic is exact modulo 2**32 in wrapping ``uint32``.
     """
     ln = np.asarray(lens, dtype=np.int64)
     st = np.asarray(starts, dtype=np.int64)
     arr = np.frombuffer(data, dtype=np.uint8)
     total = len(arr)
-    pw, inv = _power_tables(total)
-    running = np.zeros(total + 1, dtype=np.uint64)
-    np.cumsum(arr * pw[total - 1 :: -1], dtype=np.uint64, out=running[1:])
+    down, up, inv = _power_tables(total)
+    # uint32 arithmetic wraps modulo 2**32, which is all djb2 keeps: two passes over the bytes
+    running = np.empty(total + 1, dtype=np.uint32)
+    running[0] = 0
+    np.cumsum(np.multiply(arr, down[len(down) - total :], dtype=np.uint32), dtype=np.uint32, out=running[1:])
     ends = st + ln
-    sums = (running[ends] - running[st]) & _MASK
-    hashed = ((sums * inv[total - ends]) & _MASK) + ((pw[ln] * 5381) & _MASK)
-    if braced is not None:
-        hashed += np.asarray(braced, dtype=np.uint64) * ((pw[ln - 1] * (ord("{") - ord(","))) & _MASK)
-    out: np.ndarray[Any, np.dtype[np.uint32]] = (hashed & _MASK).astype(np.uint32)
+    hashed = (running[ends] - running[st]) * inv[total - ends] + up[ln] * np.uint32(5381)
+    if braced is True:
+        hashed += up[ln - 1] * np.uint32(ord("{") - ord(","))
+    elif braced:
+        hashed += np.asarray(braced, dtype=np.uint32) * (up[ln - 1] * np.uint32(ord("{") - ord(",")))
+    out: np.ndarray[Any, np.dtype[np.uint32]] = hashed.astype(np.uint32, copy=False)
     return out
 
 
 _TIMER_ID_MEMBER = b'{"_nextTimerId":'
+_STRIPPED_TOP = frozenset({"sessionId", "_nextActorIds", "agentMeta"})
+_ALIKE_LIMIT = _MANY_BYTES // 512
+"""A snapshot this large or larger makes a chunk take the one-by-one way (bounded buffers)."""
+
+
+def _alike_snapshots(
+    snapshots: Sequence[Any],
+) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.int64]], bool] | None:
+    """The common case of :func:`state_hashes`, without per-snapshot branches: plain ``dict``
+    snapshots with no child actors and no top-level ``sessionId``/``_nextActorIds``/``agentMeta``,
+    each either without ``_nextTimerId`` or with an ``int`` one that sorts first (no other key
+    sorts before it) and is not the only member. Returns ``(data, starts, lens, braced)`` for
+    :func:`_djb2_ascii_many`: the orjson bytes joined by NUL, where each snapshot's hashed text
+    starts (past a ``_nextTimerId`` member, at the comma read as ``{``), its length, and whether
+    it is braced; ``None`` when the chunk is not that case."""
+    if not snapshots or set(map(type, snapshots)) != {dict}:
+        return None
+    keys: set[Any] = set().union(*snapshots)
+    if set(map(type, keys)) != {str} or keys & _STRIPPED_TOP or any(p.get("children") for p in snapshots):
+        return None
+    timed = "_nextTimerId" in keys
+    ids: list[Any] = []
+    if timed:
+        if min(keys - {"_nextTimerId"}, default="\uffff") < "_nextTimerId" or min(map(len, snapshots)) < 2:
+            return None
+        ids = [p.get("_nextTimerId") for p in snapshots]
+        if set(map(type, ids)) != {int}:
+            return None
+    try:
+        parts = [orjson.dumps(p, option=_FAST_OPTIONS) for p in snapshots]
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    lens = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    if int(lens.max()) >= _ALIKE_LIMIT:
+        return None
+    starts = np.zeros(len(parts), dtype=np.int64)
+    np.cumsum(lens[:-1] + 1, out=starts[1:])
+    if timed:
+        # '{"_nextTimerId":' + the int's decimal text: the comma after it is where the text starts
+        skip = np.fromiter(map(len, map(str, ids)), dtype=np.int64, count=len(ids)) + len(_TIMER_ID_MEMBER)
+        starts += skip
+        lens -= skip
+    return b"\x00".join(parts), starts, lens, timed
 
 
 def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32]]:
@@ -782,6 +831,12 @@ def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32
     """
     n = len(snapshots)
     out = np.empty(n, dtype=np.uint32)
+    alike = _alike_snapshots(snapshots)
+    if alike is not None:
+        data, first, sizes, timed = alike
+        if not _guard_hit(data) and data.isascii():
+            out[:] = _djb2_ascii_many(data, first, sizes, timed)
+            return out
     buf = bytearray()
     starts: list[int] = []
     lens: list[int] = []

@@ -175,3 +175,32 @@ def test_the_guard_tests_catch_every_alternative() -> None:
         assert _guard_hit(out) and _FAST_GUARD.search(out) is not None, out
     for out in misses:
         assert not _guard_hit(out) and _FAST_GUARD.search(out) is None, out
+
+
+def test_bulk_hashes_of_alike_chunks_and_near_misses() -> None:
+    """Chunks of alike snapshots take the branch-free way; every near miss of its conditions
+    (a key sorting before the timer id, a timer id that is the only member, not an int, absent in
+    one snapshot, a child actor, a session id, a non-string key, a guard hit) still hashes as
+    state_hash does."""
+    from agentscope.hashing import _alike_snapshots
+
+    m = counter_machine()
+    s = m.initial({"start": 1})
+    base: list[Any] = []
+    for i in range(40):
+        s = m.transition(s, {"type": ("INC", "TOGGLE", "DEC")[i % 3], "by": i})
+        base.append(s.persisted)
+    assert _alike_snapshots(base) is not None
+    misses: list[Any] = [
+        {"A": 1}, {"_nextTimerId": 3}, {"_nextTimerId": True, "x": 1}, {"_nextTimerId": 2**70, "x": 1},
+        {"x": 1}, {"children": {"c": {"sessionId": "s", "snapshot": {"x": 1}}}, "x": 1},
+        {"sessionId": "s", "x": 1}, {1: "x"}, {"x": 1.0}, {"x": "é"}, {"_nextTimerId": -12, "x": [1e21]},
+        {"_nextTimerId": 1234567890123, "x": 1}, {"agentMeta": {"logIndex": 1}, "x": 2},
+    ]
+    for odd in misses:
+        for where in (0, 20, len(base)):
+            ps = [*base[:where], odd, *base[where:]]
+            assert [f"{int(h):08x}" for h in state_hashes(ps)] == [state_hash(p) for p in ps], odd
+    no_timer = [{k: v for k, v in p.items() if k != "_nextTimerId"} for p in base]
+    assert _alike_snapshots(no_timer) is not None
+    assert [f"{int(h):08x}" for h in state_hashes(no_timer)] == [state_hash(p) for p in no_timer]
