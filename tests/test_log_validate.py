@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentscope.errors import (
     EntryValidationError,
@@ -539,3 +541,19 @@ def test_chunked_checker_equals_entry_by_entry(case: str, monkeypatch: pytest.Mo
     assert any(taken)  # some chunk was taken column by column
     monkeypatch.setattr(SegmentChecker, "_plain_chunk", lambda *a, **k: False)
     assert chunked == _problems(log, start, pieces)
+
+
+_MEMBER = st.one_of(st.none(), st.booleans(), st.text(max_size=3),
+                    st.integers(min_value=-(2**1024), max_value=2**1024),
+                    st.sampled_from([2**1023 - 1, 2**1023, -(2**1023), -(2**1023) + 1, 1.5, -0.0, float("nan")]),
+                    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(objects=st.lists(st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 3)), _MEMBER, max_size=4),
+                        max_size=6))
+def test_objects_judged_together_as_one_by_one(objects: list[dict[Any, Any]]) -> None:
+    """The chunked JSON-safety test of flat objects says what the per-object test says."""
+    from agentscope.log.validate import _all_plainly_safe, _plainly_safe
+
+    assert _all_plainly_safe(objects) == all(_plainly_safe(o, 1) for o in objects)

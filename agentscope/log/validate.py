@@ -466,7 +466,7 @@ def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) 
         col = [e.get(name) for e in chunk]
         if set(map(type, col)) != {str} or not all(col):
             return False
-    if not all(_plainly_safe(ev, 1) for ev in events):
+    if not _all_plainly_safe(events):
         return False
     for name in ("causationId", "metadata", "verification"):
         given: list[Any] = [v for v in (e.get(name, _ABSENT) for e in chunk) if v is not _ABSENT]
@@ -476,13 +476,31 @@ def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) 
             if set(map(type, given)) != {str} or not all(given):
                 return False
             continue
-        if set(map(type, given)) != {dict} or not all(_plainly_safe(v, 1) for v in given):
+        if set(map(type, given)) != {dict} or not _all_plainly_safe(given):
             return False
         if name == "verification":
             hashes = [v.get("stateHash") for v in given]
             if set(map(type, hashes)) != {str} or not all(hashes):
                 return False
     return True
+
+
+_FLAT_TYPES = frozenset({str, bool, type(None), int})
+_INT_LIMIT = 1 << 1023
+
+
+def _all_plainly_safe(objects: list[dict[str, Any]]) -> bool:
+    """``all(_plainly_safe(o, 1) for o in objects)`` (each a ``dict``): flat objects (string
+    keys; string, boolean, null or in-range integer members) are judged all together, anything
+    nested one by one."""
+    members = [v for o in objects for v in o.values()]
+    kinds = set(map(type, members))
+    if kinds <= _FLAT_TYPES and set(map(type, [k for o in objects for k in o])) <= {str}:
+        if int not in kinds:
+            return True
+        ints = [v for v in members if type(v) is int]
+        return min(ints) > -_INT_LIMIT and max(ints) < _INT_LIMIT
+    return all(_plainly_safe(o, 1) for o in objects)
 
 
 _BULK_TIMES = 64

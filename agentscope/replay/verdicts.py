@@ -589,8 +589,13 @@ def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int,
         at, joined = keep_at, "".join(keep)
         if not at:
             return
-    idx.recorded[at] = np.frombuffer(bytes.fromhex(joined), dtype=">u4")
-    idx.has_recorded[at] = True
+    values = np.frombuffer(bytes.fromhex(joined), dtype=">u4")
+    if len(at) == hi - lo:  # every entry has one: the positions are lo .. hi - 1
+        idx.recorded[lo:hi] = values
+        idx.has_recorded[lo:hi] = True
+    else:
+        idx.recorded[at] = values
+        idx.has_recorded[at] = True
 
 
 def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
