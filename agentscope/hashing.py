@@ -604,21 +604,23 @@ _FAST_GUARD = re.compile(
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
+_INTEGRAL_FLOAT = re.compile(rb"\.0[,\]}]")
+_QUOTED_ZERO = re.compile(rb'"0')
+_ZERO_EXPONENT = re.compile(rb"0e[+-]0")
+
+
 def _guard_hit(out: bytes | bytearray) -> bool:
-    """Exactly ``_FAST_GUARD.search(out) is not None``, by substring tests (about twice as fast
-    as the regex). With every digit written as ``0`` the digit classes of the pattern become the
-    literal ``0``; the integral-float test reads the original bytes (its ``0`` is literal). Each
-    pair of tests is behind a test of their common part, which is usually absent."""
-    if b'"__proto__"' in out:
-        return True
-    if b".0" in out and (b".0," in out or b".0]" in out or b".0}" in out):
+    """Exactly ``_FAST_GUARD.search(out) is not None``, by simpler searches (several times as
+    fast as the one pattern on long text). With every digit written as ``0`` the digit classes of
+    the pattern become the literal ``0``; the integral-float test reads the original bytes (its
+    ``0`` is literal). A key test is behind a search for its common part, which is usually absent.
+    Each search is the form measured fastest for it (a literal-led pattern or a substring)."""
+    if b'"__proto__"' in out or _INTEGRAL_FLOAT.search(out) is not None:
         return True
     z = out.translate(_DIGITS_AS_ZERO)
-    if b'"0' in z and (b'{"0' in z or b',"0' in z):
+    if _QUOTED_ZERO.search(z) is not None and (b'{"0' in z or b',"0' in z):
         return True
-    if b"0e" in z and (b"0e+0" in z or b"0e-0" in z):
-        return True
-    return b"0000000000000000" in z
+    return _ZERO_EXPONENT.search(z) is not None or b"0000000000000000" in z
 
 
 # A non-ASCII key (UTF-8 order is not UTF-16 order past U+E000); run only on non-ASCII output.
