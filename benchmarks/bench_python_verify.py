@@ -4,8 +4,9 @@ Usage: ``python -m benchmarks.bench_python_verify [--quick] [--n N]``.
 
 The log: the counter machine (``agentscope.examples.python_machines.counter_machine``), N entries
 (default 20,000; ``--quick`` 5,000) of ``INC``/``DEC``/``TOGGLE``/``@agent.usage``, hashes stamped
-by a first fold. Measured in this run, best of 3, in CPU time of this process (single-threaded
-work; steadier than wall time on a loaded machine):
+by a first fold. Measured in this run in CPU time of this process (single-threaded work; steadier
+than wall time on a loaded machine): the naive loop, verify and the transitions best of 5, run in
+turn so that a slow spell of a shared machine falls on all three alike; the hashes best of 3:
 
 - **naive loop**: per entry ``machine.transition`` + ``json.dumps(persisted, sort_keys=True)`` +
   the plain per-code-unit djb2 loop (``djb2_hex_reference``), the baseline the issue names;
@@ -64,6 +65,18 @@ def best(fn: Callable[[], Any], repeat: int = 3) -> float:
     return min(times)
 
 
+def best_interleaved(*fns: Callable[[], Any], repeat: int = 5) -> list[float]:
+    """Best-of-``repeat`` CPU time of each of ``fns``, run in turn (A B C A B C ...), so a slow
+    spell of a shared machine falls on all of them alike rather than on one."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            t0 = time.process_time()
+            fn()
+            times[k].append(time.process_time() - t0)
+    return [min(t) for t in times]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -100,9 +113,7 @@ def main() -> None:
         s = m.transition(s, ev)
         snaps.append(m.persist(s))
 
-    t_naive = best(naive)
-    t_verify = best(run_verify)
-    t_trans = best(transitions)
+    t_naive, t_verify, t_trans = best_interleaved(naive, run_verify, transitions)
     t_hash = best(lambda: [state_hash(p) for p in snaps])
     t_exact = best(lambda: [djb2_hex(canonical_snapshot_json(p)) for p in snaps])
     t_naive_hash = best(lambda: [djb2_hex_reference(json.dumps(p, sort_keys=True, separators=(",", ":")))
@@ -161,9 +172,7 @@ def triage_line(repeat: int) -> None:
             for ev in events:
                 s = m.transition(s, rebind_session(m, s, ev, cache))
 
-    t_naive = best(naive)
-    t_verify = best(run_verify)
-    t_trans = best(transitions)
+    t_naive, t_verify, t_trans = best_interleaved(naive, run_verify, transitions)
     print(f"triage log (real fixture, {len(entries)} entries x {repeat}): naive {n / t_naive:9,.0f} entries/s, "
           f"verify {n / t_verify:9,.0f} entries/s  ratio {t_naive / t_verify:.2f}x")
     print(f"triage transition only (a fresh machine per pass): {n / t_trans:9,.0f} entries/s  "

@@ -430,7 +430,12 @@ class _SegmentPass:
         that differs from the one before it (engine-sent hashes as they are; the rest in one
         :func:`~agentscope.hashing.state_hashes` call). Records nothing."""
         m = self.m
-        ps: list[Mapping[str, Any]] = [m.persist(sn) for sn in snaps]
+        if self.store is None and not self.k:
+            # nothing keeps them past the chunk and nothing changes them: the snapshots' own
+            # persisted form, which is what ``persist`` copies (spec §7.4's shape)
+            ps: list[Mapping[str, Any]] = [sn.persisted for sn in snaps]
+        else:
+            ps = [m.persist(sn) for sn in snaps]
         prev = self.prev
         eq: list[bool] = []
         same_add = eq.append
