@@ -9,6 +9,7 @@ branch on data rather than on message text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -246,9 +247,14 @@ class MachineVersionMismatchError(AgentscopeError, ValueError):
         prefix = f"{source}: " if source else ""
         super().__init__(
             f"{prefix}Event log entry '{event_id}' at index {index} targets machine "
-            f"'{actual.get('machineId')}'@'{actual.get('machineVersion')}', expected "
-            f"'{expected.get('machineId')}'@'{expected.get('machineVersion')}'."
+            f"{self.identity(actual)}, expected {self.identity(expected)}."
         )
+
+    @staticmethod
+    def identity(ident: Mapping[str, Any]) -> str:
+        """A machine identity ``{"machineId", "machineVersion"}`` as this error words it:
+        ``'id'@'version'``."""
+        return f"'{ident.get('machineId')}'@'{ident.get('machineVersion')}'"
 
 
 class ReplayDivergenceError(AgentscopeError):

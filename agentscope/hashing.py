@@ -715,7 +715,7 @@ def _djb2_ascii(data: bytes) -> str:
 
 
 _MANY_BYTES = 1 << 18
-"""Most bytes of canonical JSON one vectorised djb2 call takes (its temporaries: ~24 bytes per byte)."""
+"""Most bytes of canonical JSON one vectorised djb2 call takes (its temporaries: ~12 bytes per byte)."""
 _down_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
 _up_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
 _inv_table: np.ndarray[Any, np.dtype[np.uint32]] = np.ones(1, dtype=np.uint32)
@@ -744,12 +744,11 @@ def _djb2_ascii_many(
     data: bytes | bytearray,
     starts: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
     lens: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
-    braced: Sequence[bool] | bool | None = None,
+    braced: bool = False,
 ) -> np.ndarray[Any, np.dtype[np.uint32]]:
     """djb2 of each ASCII chunk ``data[starts[i] : starts[i] + lens[i]]`` (one UTF-16 unit per
     byte), as ``uint32``, in a few array operations over all of them. Chunks are in order and
-    none is empty; ``braced[i]`` (or ``braced`` itself, for all): chunk ``i`` starts with a ``,``
-    to be read as ``{``.
+    none is empty; ``braced``: every chunk starts with a ``,`` to be read as ``{``.
 
     With ``L = len(data)`` and ``W = cumsum(b_j * 33**(L-1-j))``, a chunk ending at ``e`` has
     ``W[e] - W[start] = sum(b_j * 33**(e-1-j)) * 33**(L-e)``; multiplying by the inverse power
@@ -768,18 +767,18 @@ def _djb2_ascii_many(
     np.cumsum(np.multiply(arr, down[len(down) - total :], dtype=np.uint32), dtype=np.uint32, out=running[1:])
     ends = st + ln
     hashed = (running[ends] - running[st]) * inv[total - ends] + up[ln] * np.uint32(5381)
-    if braced is True:
+    if braced:
         hashed += up[ln - 1] * np.uint32(ord("{") - ord(","))
-    elif braced:
-        hashed += np.asarray(braced, dtype=np.uint32) * (up[ln - 1] * np.uint32(ord("{") - ord(",")))
     out: np.ndarray[Any, np.dtype[np.uint32]] = hashed.astype(np.uint32, copy=False)
     return out
 
 
 _TIMER_ID_MEMBER = b'{"_nextTimerId":'
 _STRIPPED_TOP = frozenset({"sessionId", "_nextActorIds", "agentMeta"})
-_ALIKE_LIMIT = _MANY_BYTES // 512
-"""A snapshot this large or larger makes a chunk take the one-by-one way (bounded buffers)."""
+_ALIKE_COUNT = 512
+"""Snapshots :func:`state_hashes` takes at a time."""
+_ALIKE_LIMIT = _MANY_BYTES // _ALIKE_COUNT
+"""A snapshot this large or larger makes its chunk take the one-by-one way (bounded buffers)."""
 
 
 def _alike_snapshots(
@@ -825,14 +824,23 @@ def _alike_snapshots(
 def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32]]:
     """``state_hash`` of every persisted snapshot in ``snapshots``, as ``uint32`` (spec §2).
 
-    The same values as ``[int(state_hash(p), 16) for p in snapshots]``, computed in bulk: each
-    snapshot's unguarded fast canonical bytes (see :func:`fast_canonical_snapshot_bytes`) go into
-    one buffer, NUL-separated; the guard runs once over the buffer (per snapshot only when it
-    fires), and djb2 runs vectorised over up to :data:`_MANY_BYTES` of ASCII text at a time. A
-    snapshot the fast path refuses is hashed exactly; a large one alone.
+    The same values as ``[int(state_hash(p), 16) for p in snapshots]``, computed in bulk, up to
+    :data:`_ALIKE_COUNT` snapshots at a time: each snapshot's fast canonical bytes (see
+    :func:`fast_canonical_snapshot_bytes`) go into one NUL-separated buffer, the guard runs once
+    over the buffer, and djb2 runs vectorised over it (:func:`_djb2_ascii_many`). Alike snapshots
+    (:func:`_alike_snapshots`) skip the per-snapshot stripping. A buffer the guard fires on, a
+    snapshot the fast path refuses and a large one are hashed exactly, one by one.
     """
-    n = len(snapshots)
-    out = np.empty(n, dtype=np.uint32)
+    out = np.empty(len(snapshots), dtype=np.uint32)
+    for lo in range(0, len(snapshots), _ALIKE_COUNT):
+        part = snapshots[lo : lo + _ALIKE_COUNT]
+        out[lo : lo + len(part)] = _state_hashes_of(part)
+    return out
+
+
+def _state_hashes_of(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """:func:`state_hashes` of at most :data:`_ALIKE_COUNT` snapshots."""
+    out = np.empty(len(snapshots), dtype=np.uint32)
     alike = _alike_snapshots(snapshots)
     if alike is not None:
         data, first, sizes, timed = alike
@@ -841,59 +849,31 @@ def state_hashes(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.uint32
             return out
     buf = bytearray()
     starts: list[int] = []
-    lens: list[int] = []
-    braced: list[bool] = []
     where: list[int] = []
-    dumps, opts = orjson.dumps, _FAST_OPTIONS
 
     def flush() -> None:
-        # NUL is in no guard pattern and JSON text never holds a raw one: no guard match spans two
-        # snapshots, and a match inside one (or in a skipped member) sends the buffer to the
-        # exact path
-        if where:
-            if not _guard_hit(buf) and buf.isascii():
-                out[where] = _djb2_ascii_many(buf, starts, lens, braced)
-            else:
-                for j in where:
-                    out[j] = int(state_hash(snapshots[j]), 16)
+        if not where:
+            return
+        if not _guard_hit(buf) and buf.isascii():
+            ends = [*starts[1:], len(buf)]
+            out[where] = _djb2_ascii_many(buf, starts, [e - s - 1 for s, e in zip(starts, ends, strict=True)])
+        else:
+            for k in where:
+                out[k] = int(state_hash(snapshots[k]), 16)
         buf.clear()
         starts.clear()
-        lens.clear()
-        braced.clear()
         where.clear()
 
     for j, p in enumerate(snapshots):
-        if type(p) is not dict:
-            out[j] = int(state_hash(p), 16)
-            continue
-        ch = p.get("children")
-        # a leading "_nextTimerId" member (the key sorts first) is skipped in place: the hashed
-        # text starts at the "," after it, read as "{"
-        cut = 0
-        if (type(ch) is dict and ch) or "sessionId" in p or "_nextActorIds" in p or "agentMeta" in p:
-            b = _fast_unguarded(p)
-        else:
-            try:
-                b = dumps(p, option=opts)
-            except (orjson.JSONEncodeError, TypeError):
-                b = None
-            if b is not None and "_nextTimerId" in p:
-                # an int's text holds no ",": the member ends at the first one after it
-                if type(p["_nextTimerId"]) is int and b.startswith(_TIMER_ID_MEMBER):
-                    cut = b.find(b",", 16)
-                if cut <= 0:  # not that shape, or the only member: stripped the plain way
-                    cut = 0
-                    b = _fast_unguarded(p)
+        b = _fast_unguarded(p)
         if b is None or len(b) > _MANY_BYTES:
             out[j] = int(state_hash(p), 16)
             continue
         if len(buf) + len(b) >= _MANY_BYTES:
             flush()
-        starts.append(len(buf) + cut)
-        lens.append(len(b) - cut)
-        braced.append(cut > 0)
+        starts.append(len(buf))
         buf += b
-        buf.append(0)
+        buf.append(0)  # NUL: in no guard pattern and never raw in JSON text, so no match spans two
         where.append(j)
     flush()
     return out

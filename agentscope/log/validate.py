@@ -403,48 +403,20 @@ def entry_problem(
 
 _ENVELOPE_KEYS = frozenset({"schemaVersion", "index", "id", "machineId", "machineVersion", "recordedAt",
                             "event", "causationId", "metadata", "verification"})
-_TEXT_KEYS = ("id", "machineId", "machineVersion", "recordedAt")
 
 
 def _plain_envelope(entry: dict[str, Any]) -> bool:
     """True when ``entry`` passes every Era-C rule of :func:`entry_problem` except the
-    ``recordedAt`` pattern (it is a ``str``; the caller matches the pattern, in bulk): each
-    value plainly JSON-safe (as :func:`_plainly_safe`) and each envelope field plainly right.
-    ``False`` only means "ask :func:`entry_problem`", which names the problem."""
-    if not entry.keys() <= _ENVELOPE_KEYS:  # other members: each must be JSON-safe
-        for key, v in entry.items():
-            if type(key) is not str or (key not in _ENVELOPE_KEYS and not _plainly_safe(v, 1)):
-                return False
-    sv = entry.get("schemaVersion")
-    ix = entry.get("index")
-    if type(sv) is not int or sv != 1 or type(ix) is not int or ix < 0 or ix.bit_length() > 1023:
+    ``recordedAt`` pattern (it is a ``str``; the caller matches the pattern, in bulk): the index,
+    id and event type here, the rest by :func:`_plain_envelopes` (the one statement of the plain
+    case). ``False`` only means "ask :func:`entry_problem`", which names the problem."""
+    ix, eid, ev = entry.get("index"), entry.get("id"), entry.get("event")
+    if type(ix) is not int or not 0 <= ix < _INT_LIMIT or type(eid) is not str or not eid:
         return False
-    for name in _TEXT_KEYS:
-        v = entry.get(name)
-        if type(v) is not str or not v:
-            return False
-    ev = entry.get("event")
     if type(ev) is not dict:
         return False
-    v = ev.get("type")
-    if type(v) is not str or not v or not _plainly_safe(ev, 1):
-        return False
-    if "causationId" in entry:
-        v = entry["causationId"]
-        if type(v) is not str or not v:
-            return False
-    if "metadata" in entry:
-        meta = entry["metadata"]
-        if type(meta) is not dict or not _plainly_safe(meta, 1):
-            return False
-    if "verification" in entry:
-        ver = entry["verification"]
-        if type(ver) is not dict:
-            return False
-        v = ver.get("stateHash")
-        if type(v) is not str or not v or (len(ver) > 1 and not _plainly_safe(ver, 1)):
-            return False
-    return True
+    et = ev.get("type")
+    return type(et) is str and bool(et) and _plain_envelopes([entry], [ev])
 
 
 _CHUNK = 1024
@@ -453,9 +425,13 @@ _ABSENT: Any = object()
 
 
 def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
-    """:func:`_plain_envelope` for every entry of ``chunk`` (``events`` their events, already
-    known to be ``dict`` with a non-empty ``str`` type), checked field by field over the whole
-    chunk: the same rules, without a call per entry."""
+    """The plain case of :func:`entry_problem` for every entry of ``chunk``, field by field over
+    the whole chunk (no call per entry): only envelope members, ``schemaVersion`` the int ``1``,
+    non-empty ``str`` machine id, version and ``recordedAt`` (its pattern is the caller's), plainly
+    JSON-safe events, an optional non-empty ``str`` ``causationId``, optional ``metadata`` and
+    ``verification`` objects, the latter with a non-empty ``str`` ``stateHash``. The caller has
+    checked the rest: ``index`` an int in range, ``id`` a non-empty ``str``, ``events`` their
+    events, ``dict`` with a non-empty ``str`` type."""
     n = len(chunk)
     if not all(map(_ENVELOPE_KEYS.issuperset, chunk)):
         return False
@@ -513,13 +489,14 @@ def _unmatched_recorded_at(values: list[str]) -> list[int]:
     text Arrow cannot hold (a lone surrogate) is matched one by one."""
     if len(values) >= _BULK_TIMES:
         try:
+            import numpy as np
             import pyarrow as pa
             import pyarrow.compute as pc
 
             found = pc.match_substring_regex(pa.array(values, type=pa.string()),
                                              pattern=f"^(?:{RECORDED_AT_PATTERN})$")
             ok = found.to_numpy(zero_copy_only=False)
-            return [i for i in range(len(values)) if not ok[i]] if not ok.all() else []
+            return list(np.flatnonzero(~ok).tolist())
         except (UnicodeEncodeError, ImportError):
             pass
     return [i for i, v in enumerate(values) if _RECORDED_AT_RE.fullmatch(v) is None]

@@ -134,7 +134,7 @@ class VerifyReport:
         found: dict[tuple[str, str], set[int]] = {}
         for err in self.errors:
             if isinstance(err, MachineVersionMismatchError):
-                key = (_identity(err.actual), _identity(err.expected))
+                key = (err.identity(err.actual), err.identity(err.expected))
                 found.setdefault(key, set()).add(err.index)
         if not found:
             return None
@@ -216,11 +216,6 @@ class VerifyReport:
                 out.append(f"<p>… {len(probs) - _HTML_ROWS} more rows in .mismatches</p>")
         out.append("</div>")
         return "".join(out)
-
-
-def _identity(ident: Mapping[str, Any]) -> str:
-    """``'id'@'version'``, as :class:`~agentscope.errors.MachineVersionMismatchError` words it."""
-    return f"{ident.get('machineId')!r}@{ident.get('machineVersion')!r}"
 
 
 def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[str | None]:

@@ -313,9 +313,7 @@ def engine_failure(
         None,
     )
     if mismatch is not None:
-        def ident(d: Mapping[str, Any]) -> str:
-            return f"{d.get('machineId')!r}@{d.get('machineVersion')!r}"
-
+        ident = MachineVersionMismatchError.identity
         where += (
             f": a consequence of the machine mismatch (the log's entries target "
             f"{ident(mismatch.actual)}, the machine is {ident(mismatch.expected)})"
@@ -506,9 +504,9 @@ class _SegmentPass:
         rec_ok = idx.has_recorded[first:end]
         match = rec_ok & (idx.recorded[first:end] == hashes)
         idx.verdict[first:end][match] = _VERIFIED
-        odd = [i - first for i in idx.odd_recorded if first <= i < end] if idx.odd_recorded else []
         wrong = set((np.flatnonzero(rec_ok & ~match)).tolist())
-        wrong.update(odd)
+        if idx.odd_recorded:  # a recorded text that is not 8 lowercase hex digits never matches
+            wrong.update(j for j in range(n) if first + j in idx.odd_recorded)
         known, appeared = self.known_starts, self.appeared
         for j, p in enumerate(ps):
             timers = p.get("timers")
