@@ -457,6 +457,31 @@ def test_steps_arriving_together_render_once(triage_graph: Graph) -> None:
     assert tt._jump.value == 2 and "#2<" in tt._header.value
 
 
+def test_play_and_slider_drive_one_step_through_the_kernel(triage_graph: Graph) -> None:
+    """A key press on the slider is one front-end update: no jslink ties Play to the slider (it
+    would send a second, Play's). Play's ticks move the step; every frame sets Play back to it."""
+    import ipywidgets
+    from ipywidgets.widgets.widget_link import Link
+
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
+    main = load_json("g_triage.main.log.json")
+    frames = ListTimeline(prefix_frames())
+    fv = ForkView(GraphOnly(triage_graph), main, main, names=("a", "b"), timelines=(frames, frames))
+    for view in (tt, fv):
+        ends = [
+            {id(w.source[0]), id(w.target[0])}
+            for w in list(ipywidgets.Widget.widgets.values())
+            if isinstance(w, Link)  # jslink and jsdlink both
+        ]
+        assert not any(id(view._slider) in e or id(view._play) in e for e in ends)
+        view._play.value = 2  # a tick of Play
+        assert view.step == 2 and view._slider.value == 2
+        view._slider.value = 3  # the slider (a key press)
+        assert view.step == 3 and view._play.value == 3
+        view.go(1)
+        assert view._slider.value == 1 and view._play.value == 1
+
+
 def test_entries_window_keeps_whole_timestamps_and_payload_spacing(triage_graph: Graph) -> None:
     import agentscope as asc
     from agentscope.render.html import event_html

@@ -158,11 +158,10 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             description="step",
             layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
         )
-        # slider first: a jslink copies source to target when the front end builds it, and a front
-        # end that builds the widgets after steps were set in the kernel (Voila, a re-opened
-        # notebook) would otherwise reset the step to the Play widget's stale 0
-        ipywidgets.jslink((self._slider, "value"), (self._play, "value"))
+        # the slider is the step; Play's ticks move it, each frame sets Play's value back (one
+        # kernel request per key press, as in TimeTravel)
         traitlets.link((self._slider, "value"), (self, "step"))
+        self._play.observe(lambda ch: self.go(int(ch["new"])), names="value")
         auto = ipywidgets.Layout(width="auto")
         self._prev = ipywidgets.Button(description="◀", layout=auto)
         self._next = ipywidgets.Button(description="▶", layout=auto)
@@ -411,6 +410,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             self._sides[1].value = self.side_html(1, fb)
             self._context.value = self.context_view(fa, fb)
             self._entries.value = self.entries_html()
+            if self._play.value != self.step:
+                self._play.value = self.step
 
     def static_html(self) -> str:
         """The current step as static HTML (style, summary, the one chart, both sides, context,

@@ -1,7 +1,8 @@
 """``TimeTravel``: scrub a log step by step in Jupyter (ipywidgets).
 
-The Python side holds state (``step``) and renders HTML strings; playback runs in the browser
-(``Play`` jslinked to the slider). The statechart is laid out once; each step only restyles it.
+The Python side holds state (``step``) and renders HTML strings; playback's clock runs in the
+browser (``Play``), and each of its ticks moves the step in the kernel. The statechart is laid out
+once; each step only restyles it.
 """
 
 from __future__ import annotations
@@ -221,11 +222,12 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             continuous_update=True,
             layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
         )
-        # slider first: a jslink copies source to target when the front end builds it, and a front
-        # end that builds the widgets after steps were set in the kernel (Voila, a re-opened
-        # notebook) would otherwise reset the step to the Play widget's stale 0
-        ipywidgets.jslink((self._slider, "value"), (self._play, "value"))
+        # The slider is the step; Play's ticks move it and each frame sets Play's value back (see
+        # _render_step). No jslink between the two: a key press on a jslinked slider makes the
+        # front end send two updates (slider, Play), each a kernel request with its own echo and
+        # busy/idle status, all on the wire before the new step's first byte.
         traitlets.link((self._slider, "value"), (self, "step"))
+        self._play.observe(lambda ch: self.go(int(ch["new"])), names="value")
         btn = ipywidgets.Layout(width="auto", flex="0 0 auto")
         self._first = ipywidgets.Button(description="|◀ first", layout=btn, tooltip="jump to entry 0")
         self._prev = ipywidgets.Button(description="◀", layout=btn, tooltip="previous entry")
@@ -535,6 +537,8 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             self._sync_rows(i)
             if self._jump.value != i:
                 self._jump.value = i
+            if self._play.value != i:  # last: it only keeps Play's next tick from here
+                self._play.value = i
 
     def _sync_rows(self, i: int) -> None:
         lo, hi = max(0, i - _WINDOW), min(self.n, i + _WINDOW + 1)

@@ -24,9 +24,15 @@ function render({ model, el }) {
       chosen.set(node.dataset.path, !node.open); // the click toggles it after this handler
     }
   });
+  // The reader's place in a long tree, kept from its scroll events: reading scrollTop during a
+  // step would make the browser lay out the page the step just changed, once per step.
+  let top = 0;
+  el.addEventListener('scroll', (e) => {
+    if (e.target instanceof Element && e.target.matches('.as-ctx')) top = e.target.scrollTop;
+  }, { capture: true, passive: true });
+  let queued = false;
   function show() {
-    const box = el.querySelector('.as-ctx');
-    const top = box ? box.scrollTop : 0;
+    queued = false;
     el.innerHTML = rowsOf(model).join('');
     if (chosen.size) {
       for (const node of el.querySelectorAll('details.as-node')) {
@@ -34,11 +40,14 @@ function render({ model, el }) {
         if (open !== undefined) node.open = open;
       }
     }
-    const now = el.querySelector('.as-ctx');
+    const now = top ? el.querySelector('.as-ctx') : null;
     if (now) now.scrollTop = top; // a step keeps the reader's place in a long tree
   }
-  model.on('change:base', show);
-  model.on('change:patch', show);
+  function later() { // base and patch of one message: one redraw
+    if (!queued) { queued = true; queueMicrotask(show); }
+  }
+  model.on('change:base', later);
+  model.on('change:patch', later);
   show();
 }
 export { rowsOf };
