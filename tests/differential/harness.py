@@ -28,7 +28,14 @@ class NodeDriver:
         )
 
     def run(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        """Run ``cases`` on real XState; return one result per case."""
+        self.submit(cases)
+        return self.collect()
+
+    def submit(self, cases: list[dict[str, Any]]) -> None:
+        """Send ``cases`` to the driver without waiting: the caller works while XState does (one
+        request in flight; :meth:`collect` reads its reply)."""
+        assert self.proc.stdin is not None
         payload = [
             {
                 "source": js_source(c["desc"]),
@@ -39,6 +46,10 @@ class NodeDriver:
         ]
         self.proc.stdin.write(json.dumps({"cases": payload}) + "\n")
         self.proc.stdin.flush()
+
+    def collect(self) -> list[dict[str, Any]]:
+        """The results of the request :meth:`submit` sent."""
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError("the node driver exited")

@@ -43,12 +43,13 @@ def check(driver: NodeDriver, case: dict[str, Any]) -> None:
     # (XState's restore is not neutral: a restored deep history lists its nodes in document
     # order, a live one in activation order; so each mode is compared with XState's own)
     modes = [case, {**case, "restoreEach": not case.get("restoreEach", False)}]
-    results = driver.run(modes)
-    for c, js in zip(modes, results, strict=True):
-        py = run_python(c)
-        # the Python engine must be deterministic run after run in one process (a cache keyed by
-        # object ids once made the second run differ)
-        again = run_python(c)
+    driver.submit(modes)  # XState works on them while the Python engine runs them here
+    # each mode twice: the Python engine must be deterministic run after run in one process (a
+    # cache keyed by object ids once made the second run differ); run_python reports any failure
+    # of the engine in its result, so the driver's reply is always read below
+    pys = [(run_python(c), run_python(c)) for c in modes]
+    results = driver.collect()
+    for c, js, (py, again) in zip(modes, results, pys, strict=True):
         assert difference(c, py, again) is None, "python engine not deterministic: " + json.dumps(c)
         diff = difference(c, js, py)
         assert diff is None, diff + "\ncase: " + json.dumps(c)
