@@ -365,11 +365,43 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _first_line(text: Any, limit: int = 240) -> str:
-    """The first line of a message, shortened: engine errors can carry a whole JS stack."""
+def _first_line(text: Any, limit: int | None = 240) -> str:
+    """The first line of a message, shortened to ``limit`` characters (``None``: whole): engine
+    errors can carry a whole JS stack."""
     if text is None:
         return ""
-    return _short(str(text).strip().splitlines()[0] if str(text).strip() else "", limit)
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line if limit is None else _short(line, limit)
+
+
+def _first_failure(report: Any) -> str | None:
+    """The first failing entry as the ``first failure`` line shows it: ``entry <i> (<id>, <event
+    type>): <kind>: <detail>; …``, from the report's problems at that entry (``None`` when no
+    entry failed). When the report has a :attr:`~agentscope.replay.VerifyReport.machine_mismatch`
+    (printed on its own line above), the entry's ``machine-mismatch`` problem is left out and an
+    ``engine-error`` shows what the machine raised (its ``MachineExecutionError.raised``), so the
+    line says only what is new. Each detail keeps its first line (an engine error's JS stack
+    follows it) and is never shortened."""
+    from agentscope.errors import MachineExecutionError
+
+    first = report.first_mismatch
+    if first is None:
+        return None
+    i = first["index"]
+    raised = next((e.raised for e in report.errors
+                   if isinstance(e, MachineExecutionError) and e.index == i and e.raised), None)
+    mismatch_shown = report.machine_mismatch is not None
+    probs = report.problems
+    items: list[str] = []
+    for rec in _records(probs[probs["index"] == i][["kind", "message"]]):
+        kind = rec["kind"]
+        if kind == "machine-mismatch" and mismatch_shown:
+            continue
+        detail = raised if kind == "engine-error" and raised else rec["message"]
+        items.append(f"{kind}: {_first_line(detail, limit=None).rstrip('.')}")
+    if not items:  # only the machine mismatch: said above
+        items.append("machine-mismatch (see above)")
+    return f"entry {i} ({first['id']}, {first['event_type']}): " + "; ".join(items)
 
 
 def _verify_one(log: EventLog, ms: _Machines, strict: bool) -> Any:
@@ -449,13 +481,9 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
     parts = _verdict_line(report)
     if parts:
         out.print("  " + parts, markup=False)
-    first = report.first_mismatch
+    first = _first_failure(report)
     if first is not None:
-        out.print(
-            f"  first failure: entry {first['index']} ({first['id']}, {first['event_type']}): "
-            f"{_first_line(first['reason'])}",
-            markup=False,
-        )
+        out.print(f"  first failure: {first}", markup=False)
     for kind, detail, fatal in report.log_problems:
         out.print(f"  {'error' if fatal else 'note'}: {kind}: {detail}", markup=False)
     probs = report.mismatches
@@ -666,10 +694,11 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
         status = "OK" if report.ok else "FAILED"
         line = _verdict_line(report)
         head.add_row("verification", f"{status}: {line}" if line else status)
-        first = report.first_mismatch
+        if report.machine_mismatch is not None:
+            head.add_row("machine mismatch", report.machine_mismatch)
+        first = _first_failure(report)
         if first is not None:
-            head.add_row("first failure", f"entry {first['index']} ({first['id']}, {first['event_type']}): "
-                         f"{_first_line(first['reason'])}")
+            head.add_row("first failure", first)
     out.print(head)
     types = Table(title="event types", title_justify="left")
     types.add_column("type")
