@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -907,6 +908,10 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
     problem = follower.problem
     if problem is not None:
         stopped = f"{problem.kind}: {problem}"
+    elif stopped == "idle":
+        waiting = _still_waiting(source, thread, follower.tail, seen)
+        if waiting:
+            stopped += f"; {waiting}"
     parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
     if out.as_json:
@@ -916,6 +921,27 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
     if problem is not None and problem.kind == "invalid":
         return EXIT_BAD_INPUT
     return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+
+
+def _still_waiting(source: str, thread: str | None, tail: Any, seen: int) -> str | None:
+    """What a ``watch`` that went idle was still waiting for, or ``None``: the file to appear,
+    the store's thread (when it has no such thread, naming those it has), or the rest of an
+    incomplete last line of a JSONL file (a write in progress, or a writer that stopped)."""
+    from agentscope.log import read_threads
+
+    path = Path(source)
+    if not path.exists():
+        return f"{source} does not exist yet"
+    if thread is not None and seen == 0:
+        try:
+            threads = [str(t) for t in read_threads(path)["thread_id"]]
+        except AgentscopeError:
+            return f"{source} holds no event-log table yet (spec §5.2)"
+        if thread not in threads:
+            return f"no thread {thread!r} in {source} yet (threads: {', '.join(threads) or 'none'})"
+    if getattr(tail, "pending", False):
+        return f"line {tail.line + 1} of {source} is incomplete (no newline yet): not read"
+    return None
 
 
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
@@ -1246,6 +1272,28 @@ def _count(text: str) -> int:
     return value
 
 
+def _workers(text: str) -> int:
+    """An argparse type: a positive integer (a process count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a non-negative, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``agentscope`` argument parser."""
     machine_help = (
@@ -1310,7 +1358,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
     p.add_argument("--allow-missing", action="store_true",
                    help="exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)")
-    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.add_argument("--workers", type=_workers, default=None, help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("diff", parents=[common],
@@ -1352,7 +1400,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare with this machine's replay instead of the recorded hashes")
     p.add_argument("--machines", metavar="V=M,...",
                    help="machines by machineVersion for the segments of version-bridged logs")
-    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.add_argument("--workers", type=_workers, default=None, help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_whatif)
 
     p = sub.add_parser("watch", parents=[common],
@@ -1361,9 +1409,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
-    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--idle-exit", type=_seconds, default=None, metavar="SECONDS",
                    help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
-    p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
+    p.add_argument("--interval", type=_seconds, default=0.2, metavar="SECONDS",
                    help="seconds between polls (default 0.2)")
     p.set_defaults(func=_cmd_watch)
 
@@ -1380,7 +1428,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
     p.add_argument("--column", action="append", metavar="PATH",
                    help="also show this path per match, e.g. context.queue.length (repeatable)")
-    p.add_argument("--limit", type=int, default=50, help="matches to list (default 50; 0: all)")
+    p.add_argument("--limit", type=_count, default=50, help="matches to list (default 50; 0: all)")
     p.set_defaults(func=_cmd_query)
 
     p = sub.add_parser("check", parents=[common],
@@ -1393,7 +1441,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an invariant that must hold after every entry (repeatable)")
     p.add_argument("--loop", type=int, metavar="N",
                    help="flag the same state and context recurring N times without progress")
-    p.add_argument("--stuck", type=float, metavar="SECONDS",
+    p.add_argument("--stuck", type=_seconds, metavar="SECONDS",
                    help="flag staying in one state longer than SECONDS of recorded time")
     p.set_defaults(func=_cmd_check)
     return parser

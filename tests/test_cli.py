@@ -924,3 +924,46 @@ def test_a_closed_pipe_stops_quietly_and_is_not_a_pass(monkeypatch: pytest.Monke
         code = cli.main(argv)
         assert code == cli.EXIT_BROKEN_PIPE == 141, argv
         assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["verify", STORE, "--machine", DEMO_PY, "--workers", "-1"],
+     "agentscope verify: error: argument --workers: expected a positive integer, got '-1'"),
+    (["whatif", STORE, "--machine", DEMO_PY, "--workers", "0"],
+     "agentscope whatif: error: argument --workers: expected a positive integer, got '0'"),
+    (["watch", f"{STORE}#main", "--interval", "-1", "--idle-exit", "1"],
+     "agentscope watch: error: argument --interval: expected a non-negative number of seconds, got '-1'"),
+    (["watch", f"{STORE}#main", "--idle-exit", "nan"],
+     "agentscope watch: error: argument --idle-exit: expected a non-negative number of seconds, got 'nan'"),
+    (["check", f"{STORE}#main", "--machine", DEMO_PY, "--stuck", "inf"],
+     "agentscope check: error: argument --stuck: expected a non-negative number of seconds, got 'inf'"),
+    (["query", f"{STORE}#main", "index > 85", "--machine", DEMO_PY, "--limit", "-2"],
+     "agentscope query: error: argument --limit: expected a non-negative integer, got '-2'"),
+])
+def test_bad_numbers_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    """A count or a duration out of range is refused by the parser (exit 2, one line naming the
+    option), never a traceback from the pool or ``time.sleep``, nor a silently cut listing."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == message
+
+
+def test_watch_that_went_idle_says_what_it_still_waits_for(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``watch --idle-exit`` on a path that does not exist yet, a store thread that is not there
+    (a typo) or a JSONL file whose last line has no newline: the summary says so (exit 0: a
+    follower may start before its writer)."""
+    missing = tmp_path / "run.jsonl"
+    code, out, _ = run(capsys, "watch", missing, "--idle-exit", "0")
+    assert code == 0 and out == f"0 entries (none); stopped: idle; {missing} does not exist yet\n"
+    code, out, _ = run(capsys, "watch", f"{STORE}#mian", "--idle-exit", "0")
+    assert code == 0 and out == (f"0 entries (none); stopped: idle; no thread 'mian' in {STORE} yet "
+                                 "(threads: fork, main, second)\n")
+    entries = load_json("a_counter.log.json")
+    missing.write_text("".join(json.dumps(e) + "\n" for e in entries[:3]) + json.dumps(entries[3])[:20],
+                       encoding="utf-8")
+    code, out, _ = run(capsys, "watch", missing, "--idle-exit", "0")
+    assert code == 0 and out.splitlines()[-1] == (
+        f"3 entries (3 unchecked); stopped: idle; line 4 of {missing} is incomplete (no newline yet): not read")
