@@ -1358,7 +1358,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
     p.add_argument("--allow-missing", action="store_true",
                    help="exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)")
-    p.add_argument("--workers", type=_workers, default=None, help="processes for a store (default: CPU count)")
+    p.add_argument("--workers", type=_workers, default=None,
+                   help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("diff", parents=[common],
@@ -1400,7 +1401,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare with this machine's replay instead of the recorded hashes")
     p.add_argument("--machines", metavar="V=M,...",
                    help="machines by machineVersion for the segments of version-bridged logs")
-    p.add_argument("--workers", type=_workers, default=None, help="processes for a store (default: CPU count)")
+    p.add_argument("--workers", type=_workers, default=None,
+                   help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_whatif)
 
     p = sub.add_parser("watch", parents=[common],
