@@ -337,6 +337,10 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.log import read_threads
 
     path = _existing(args.store)
+    if path.stat().st_size and not _is_sqlite(path):
+        raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a JSON, "
+                             "JSONL, CSV or Parquet log is one run (`agentscope show` summarises it)",
+                             source=str(path))
     df = read_threads(path)
     records = _records(df)
     if out.as_json:

@@ -967,3 +967,12 @@ def test_watch_that_went_idle_says_what_it_still_waits_for(
     code, out, _ = run(capsys, "watch", missing, "--idle-exit", "0")
     assert code == 0 and out.splitlines()[-1] == (
         f"3 entries (3 unchecked); stopped: idle; line 4 of {missing} is incomplete (no newline yet): not read")
+
+
+def test_threads_of_a_log_file_points_to_show(capsys: pytest.CaptureFixture[str]) -> None:
+    """``threads`` on a JSON log: one line naming the file and the command that reads it."""
+    code, out, err = run(capsys, "threads", COUNTER_LOG)
+    assert code == 2 and out == ""
+    assert err == (f"agentscope: error: {COUNTER_LOG}: not a SQLite store: `threads` lists the threads "
+                   "of a §5.2 store; a JSON, JSONL, CSV or Parquet log is one run (`agentscope show` "
+                   "summarises it)\n")
