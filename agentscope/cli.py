@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -336,6 +337,10 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.log import read_threads
 
     path = _existing(args.store)
+    if path.stat().st_size and not _is_sqlite(path):
+        raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a JSON, "
+                             "JSONL, CSV or Parquet log is one run (`agentscope show` summarises it)",
+                             source=str(path))
     df = read_threads(path)
     records = _records(df)
     if out.as_json:
@@ -365,11 +370,43 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _first_line(text: Any, limit: int = 240) -> str:
-    """The first line of a message, shortened: engine errors can carry a whole JS stack."""
+def _first_line(text: Any, limit: int | None = 240) -> str:
+    """The first line of a message, shortened to ``limit`` characters (``None``: whole): engine
+    errors can carry a whole JS stack."""
     if text is None:
         return ""
-    return _short(str(text).strip().splitlines()[0] if str(text).strip() else "", limit)
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line if limit is None else _short(line, limit)
+
+
+def _first_failure(report: Any) -> str | None:
+    """The first failing entry as the ``first failure`` line shows it: ``entry <i> (<id>, <event
+    type>): <kind>: <detail>; …``, from the report's problems at that entry (``None`` when no
+    entry failed). When the report has a :attr:`~agentscope.replay.VerifyReport.machine_mismatch`
+    (printed on its own line above), the entry's ``machine-mismatch`` problem is left out and an
+    ``engine-error`` shows what the machine raised (its ``MachineExecutionError.raised``), so the
+    line says only what is new. Each detail keeps its first line (an engine error's JS stack
+    follows it) and is never shortened."""
+    from agentscope.errors import MachineExecutionError
+
+    first = report.first_mismatch
+    if first is None:
+        return None
+    i = first["index"]
+    raised = next((e.raised for e in report.errors
+                   if isinstance(e, MachineExecutionError) and e.index == i and e.raised), None)
+    mismatch_shown = report.machine_mismatch is not None
+    probs = report.problems
+    items: list[str] = []
+    for rec in _records(probs[probs["index"] == i][["kind", "message"]]):
+        kind = rec["kind"]
+        if kind == "machine-mismatch" and mismatch_shown:
+            continue
+        detail = raised if kind == "engine-error" and raised else rec["message"]
+        items.append(f"{kind}: {_first_line(detail, limit=None).rstrip('.')}")
+    if not items:  # only the machine mismatch: said above
+        items.append("machine-mismatch (see above)")
+    return f"entry {i} ({first['id']}, {first['event_type']}): " + "; ".join(items)
 
 
 def _verify_one(log: EventLog, ms: _Machines, strict: bool) -> Any:
@@ -449,13 +486,9 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
     parts = _verdict_line(report)
     if parts:
         out.print("  " + parts, markup=False)
-    first = report.first_mismatch
+    first = _first_failure(report)
     if first is not None:
-        out.print(
-            f"  first failure: entry {first['index']} ({first['id']}, {first['event_type']}): "
-            f"{_first_line(first['reason'])}",
-            markup=False,
-        )
+        out.print(f"  first failure: {first}", markup=False)
     for kind, detail, fatal in report.log_problems:
         out.print(f"  {'error' if fatal else 'note'}: {kind}: {detail}", markup=False)
     probs = report.mismatches
@@ -666,10 +699,11 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
         status = "OK" if report.ok else "FAILED"
         line = _verdict_line(report)
         head.add_row("verification", f"{status}: {line}" if line else status)
-        first = report.first_mismatch
+        if report.machine_mismatch is not None:
+            head.add_row("machine mismatch", report.machine_mismatch)
+        first = _first_failure(report)
         if first is not None:
-            head.add_row("first failure", f"entry {first['index']} ({first['id']}, {first['event_type']}): "
-                         f"{_first_line(first['reason'])}")
+            head.add_row("first failure", first)
     out.print(head)
     types = Table(title="event types", title_justify="left")
     types.add_column("type")
@@ -878,6 +912,10 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
     problem = follower.problem
     if problem is not None:
         stopped = f"{problem.kind}: {problem}"
+    elif stopped == "idle":
+        waiting = _still_waiting(source, thread, follower.tail, seen)
+        if waiting:
+            stopped += f"; {waiting}"
     parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
     if out.as_json:
@@ -887,6 +925,27 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
     if problem is not None and problem.kind == "invalid":
         return EXIT_BAD_INPUT
     return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+
+
+def _still_waiting(source: str, thread: str | None, tail: Any, seen: int) -> str | None:
+    """What a ``watch`` that went idle was still waiting for, or ``None``: the file to appear,
+    the store's thread (when it has no such thread, naming those it has), or the rest of an
+    incomplete last line of a JSONL file (a write in progress, or a writer that stopped)."""
+    from agentscope.log import read_threads
+
+    path = Path(source)
+    if not path.exists():
+        return f"{source} does not exist yet"
+    if thread is not None and seen == 0:
+        try:
+            threads = [str(t) for t in read_threads(path)["thread_id"]]
+        except AgentscopeError:
+            return f"{source} holds no event-log table yet (spec §5.2)"
+        if thread not in threads:
+            return f"no thread {thread!r} in {source} yet (threads: {', '.join(threads) or 'none'})"
+    if getattr(tail, "pending", False):
+        return f"line {tail.line + 1} of {source} is incomplete (no newline yet): not read"
+    return None
 
 
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
@@ -1217,6 +1276,28 @@ def _count(text: str) -> int:
     return value
 
 
+def _workers(text: str) -> int:
+    """An argparse type: a positive integer (a process count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a non-negative, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``agentscope`` argument parser."""
     machine_help = (
@@ -1281,7 +1362,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
     p.add_argument("--allow-missing", action="store_true",
                    help="exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)")
-    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.add_argument("--workers", type=_workers, default=None,
+                   help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("diff", parents=[common],
@@ -1323,7 +1405,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare with this machine's replay instead of the recorded hashes")
     p.add_argument("--machines", metavar="V=M,...",
                    help="machines by machineVersion for the segments of version-bridged logs")
-    p.add_argument("--workers", type=int, default=None, help="processes for a store (default: CPU count)")
+    p.add_argument("--workers", type=_workers, default=None,
+                   help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_whatif)
 
     p = sub.add_parser("watch", parents=[common],
@@ -1332,9 +1415,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
-    p.add_argument("--idle-exit", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--idle-exit", type=_seconds, default=None, metavar="SECONDS",
                    help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
-    p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
+    p.add_argument("--interval", type=_seconds, default=0.2, metavar="SECONDS",
                    help="seconds between polls (default 0.2)")
     p.set_defaults(func=_cmd_watch)
 
@@ -1351,7 +1434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
     p.add_argument("--column", action="append", metavar="PATH",
                    help="also show this path per match, e.g. context.queue.length (repeatable)")
-    p.add_argument("--limit", type=int, default=50, help="matches to list (default 50; 0: all)")
+    p.add_argument("--limit", type=_count, default=50, help="matches to list (default 50; 0: all)")
     p.set_defaults(func=_cmd_query)
 
     p = sub.add_parser("check", parents=[common],
@@ -1364,7 +1447,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an invariant that must hold after every entry (repeatable)")
     p.add_argument("--loop", type=int, metavar="N",
                    help="flag the same state and context recurring N times without progress")
-    p.add_argument("--stuck", type=float, metavar="SECONDS",
+    p.add_argument("--stuck", type=_seconds, metavar="SECONDS",
                    help="flag staying in one state longer than SECONDS of recorded time")
     p.set_defaults(func=_cmd_check)
     return parser

@@ -360,17 +360,22 @@ class MachineExecutionError(EngineError):
     ``index`` is the position of the failing event in the batch given to ``fold`` (``None`` when
     the failure was outside a batch, e.g. in ``initial``; in a ``VerifyReport``'s ``errors``, the
     failing entry's position in the log), ``event_type`` its ``type``, ``kind`` the engine's
-    classification (``"machine-error"``, ``"not-serializable"``).
+    classification (``"machine-error"``, ``"not-serializable"``). ``raised`` is what the machine
+    raised, without the entry's place or the machine-mismatch context the message adds (e.g.
+    ``"the machine 'ticket' raised in its context function: KeyError: 'title'"``): set on the
+    error in a ``VerifyReport``'s ``errors``, ``None`` on an engine's own.
     """
 
     code = "machine-execution-error"
 
     def __init__(
-        self, message: str, *, index: int | None = None, event_type: str | None = None, kind: str = ""
+        self, message: str, *, index: int | None = None, event_type: str | None = None, kind: str = "",
+        raised: str | None = None,
     ) -> None:
         self.index = index
         self.event_type = event_type
         self.kind = kind
+        self.raised = raised
         super().__init__(message)
 
 

@@ -682,9 +682,20 @@ def test_verify_with_another_machine_puts_the_mismatch_first(capsys: pytest.Capt
     assert lines[1] == ("  machine mismatch: 91 of 91 entries target 'supportTriage'@'efe50ed5', not the "
                         "machine 'ticket'@'1'; the replay results below follow from it")
     assert lines[2] == "  91 unchecked"
-    assert lines[3].startswith("  first failure: entry 0 (evt_00000000, @agent.init): machine-mismatch: ")
-    assert "engine-error: entry 0 ('evt_00000000', '@agent.init'): a consequence of the machine mismatch" in lines[3]
-    assert "engine-error: KeyError" not in out
+    # what is new after the mismatch line: the entry and what the machine raised, whole (no "…")
+    assert lines[3] == ("  first failure: entry 0 (evt_00000000, @agent.init): engine-error: the machine "
+                        "'ticket' raised in its context function: KeyError: 'title'")
+    assert "engine-error: KeyError" not in out and "…" not in lines[3]
+    assert out.count("'supportTriage'@'efe50ed5'") == 1  # the mismatch is said once
+    code, out, _ = run(capsys, "show", f"{STORE}#main", "--limit", "0",
+                       "--machine", "py:agentscope.examples.python_machines:ticket_v1")
+    rows = {ln.split("  ", 1)[0]: ln.split(None, 2)[2].rstrip() for ln in out.splitlines()
+            if ln.startswith(("machine mismatch", "first failure"))}
+    assert code == 1 and rows == {
+        "machine mismatch": "91 of 91 entries target 'supportTriage'@'efe50ed5', not the machine 'ticket'@'1'",
+        "first failure": ("entry 0 (evt_00000000, @agent.init): engine-error: the machine 'ticket' raised "
+                          "in its context function: KeyError: 'title'"),
+    }
     code, data = run_json(capsys, "verify", f"{STORE}#main",
                           "--machine", "py:agentscope.examples.python_machines:ticket_v1")
     assert code == 1 and data["machine_mismatch"] == (
@@ -693,6 +704,24 @@ def test_verify_with_another_machine_puts_the_mismatch_first(capsys: pytest.Capt
     code, data = run_json(capsys, "verify", f"{STORE}#main", "--machine", DEMO_PY)
     assert code == 0 and data["machine_mismatch"] is None
 
+
+
+def test_verify_only_a_version_mismatch_points_up(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The right machine, the log's entries stamped with another version: every hash agrees, so
+    the first failure has nothing to add to the mismatch line and says so, without repeating it."""
+    entries = load_json("g_triage.main.log.json")
+    for e in entries:
+        e["machineVersion"] = "0ld0ld00"
+    path = tmp_path / "restamped.log.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    code, out, _ = run(capsys, "verify", path, "--machine", DEMO_PY)
+    assert code == 1
+    assert out.splitlines()[1:4] == [
+        "  machine mismatch: 91 of 91 entries target 'supportTriage'@'0ld0ld00', not the machine "
+        "'supportTriage'@'efe50ed5'; the replay results below follow from it",
+        "  91 verified",
+        "  first failure: entry 0 (evt_00000000, @agent.init): machine-mismatch (see above)",
+    ]
 
 # ---------------------------------------------------------------------------------------------
 # the console script in a subprocess: exit codes and the exact messages a person sees
@@ -812,12 +841,9 @@ def test_console_ignored_is_a_flag_beside_verdicts_that_add_up() -> None:
                         "machine 'counter'@'adb004a6'; the replay results below follow from it")
     del lines[1]
     assert lines[1] == "  91 mismatch (flag: 81 of these entries were ignored by the machine, the state did not react)"
-    # the wrong-machine reason reads as one sentence per cause: no stray ".;"
-    assert lines[2] == (
-        "  first failure: entry 0 (evt_00000000, @agent.init): machine-mismatch: Event log entry "
-        "'evt_00000000' at index 0 targets machine 'supportTriage'@'efe50ed5', expected "
-        "'counter'@'adb004a6'; state-mismatch: expected 'd9dc92dc', got 'bb67f23d'"
-    )
+    # the mismatch line says the machines; the first failure only what is new at entry 0
+    assert lines[2] == ("  first failure: entry 0 (evt_00000000, @agent.init): state-mismatch: "
+                        "expected 'd9dc92dc', got 'bb67f23d'")
     proc = console("show", TRIAGE_LOG, "--machine", MACHINES / "counter.mjs", "--limit", "0")
     assert proc.returncode == 1 and ".;" not in proc.stdout
     row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("verification"))
@@ -898,3 +924,55 @@ def test_a_closed_pipe_stops_quietly_and_is_not_a_pass(monkeypatch: pytest.Monke
         code = cli.main(argv)
         assert code == cli.EXIT_BROKEN_PIPE == 141, argv
         assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["verify", STORE, "--machine", DEMO_PY, "--workers", "-1"],
+     "agentscope verify: error: argument --workers: expected a positive integer, got '-1'"),
+    (["whatif", STORE, "--machine", DEMO_PY, "--workers", "0"],
+     "agentscope whatif: error: argument --workers: expected a positive integer, got '0'"),
+    (["watch", f"{STORE}#main", "--interval", "-1", "--idle-exit", "1"],
+     "agentscope watch: error: argument --interval: expected a non-negative number of seconds, got '-1'"),
+    (["watch", f"{STORE}#main", "--idle-exit", "nan"],
+     "agentscope watch: error: argument --idle-exit: expected a non-negative number of seconds, got 'nan'"),
+    (["check", f"{STORE}#main", "--machine", DEMO_PY, "--stuck", "inf"],
+     "agentscope check: error: argument --stuck: expected a non-negative number of seconds, got 'inf'"),
+    (["query", f"{STORE}#main", "index > 85", "--machine", DEMO_PY, "--limit", "-2"],
+     "agentscope query: error: argument --limit: expected a non-negative integer, got '-2'"),
+])
+def test_bad_numbers_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    """A count or a duration out of range is refused by the parser (exit 2, one line naming the
+    option), never a traceback from the pool or ``time.sleep``, nor a silently cut listing."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == message
+
+
+def test_watch_that_went_idle_says_what_it_still_waits_for(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``watch --idle-exit`` on a path that does not exist yet, a store thread that is not there
+    (a typo) or a JSONL file whose last line has no newline: the summary says so (exit 0: a
+    follower may start before its writer)."""
+    missing = tmp_path / "run.jsonl"
+    code, out, _ = run(capsys, "watch", missing, "--idle-exit", "0")
+    assert code == 0 and out == f"0 entries (none); stopped: idle; {missing} does not exist yet\n"
+    code, out, _ = run(capsys, "watch", f"{STORE}#mian", "--idle-exit", "0")
+    assert code == 0 and out == (f"0 entries (none); stopped: idle; no thread 'mian' in {STORE} yet "
+                                 "(threads: fork, main, second)\n")
+    entries = load_json("a_counter.log.json")
+    missing.write_text("".join(json.dumps(e) + "\n" for e in entries[:3]) + json.dumps(entries[3])[:20],
+                       encoding="utf-8")
+    code, out, _ = run(capsys, "watch", missing, "--idle-exit", "0")
+    assert code == 0 and out.splitlines()[-1] == (
+        f"3 entries (3 unchecked); stopped: idle; line 4 of {missing} is incomplete (no newline yet): not read")
+
+
+def test_threads_of_a_log_file_points_to_show(capsys: pytest.CaptureFixture[str]) -> None:
+    """``threads`` on a JSON log: one line naming the file and the command that reads it."""
+    code, out, err = run(capsys, "threads", COUNTER_LOG)
+    assert code == 2 and out == ""
+    assert err == (f"agentscope: error: {COUNTER_LOG}: not a SQLite store: `threads` lists the threads "
+                   "of a §5.2 store; a JSON, JSONL, CSV or Parquet log is one run (`agentscope show` "
+                   "summarises it)\n")

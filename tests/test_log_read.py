@@ -309,6 +309,11 @@ def test_format_forcing_and_unknown(tmp_path: Path) -> None:
     q.write_bytes(b"\x00\x01garbage")
     with pytest.raises(LogFormatError, match="unrecognised log format"):
         read_log(q)
+    b = tmp_path / "run.jsonl"
+    b.write_bytes(bytes(range(256)) * 4)  # a first "line" with tabs and commas, but binary
+    with pytest.raises(LogFormatError, match=r"^.*run\.jsonl: unrecognised log format") as info:
+        read_log(b)
+    assert "cannot read as csv" not in str(info.value)
     with pytest.raises(LogFormatError, match="no such file"):
         read_log(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="format must be one of"):

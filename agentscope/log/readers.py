@@ -59,7 +59,7 @@ def sniff(head: bytes, *, name: str | None = None) -> Format:
     SQLite and Parquet by their magic bytes; ``[`` starts a JSON array; ``{`` starts JSON or
     JSONL: JSONL when the first line is a complete JSON object and more non-blank text
     follows, or when the name ends in ``.jsonl``/``.ndjson``; otherwise CSV when the name says so
-    or the first line has commas or tabs and no brace.
+    or the first line is text (no control bytes but tab and CR) with commas or tabs and no brace.
 
     Raises
     ------
@@ -88,7 +88,8 @@ def sniff(head: bytes, *, name: str | None = None) -> Format:
     if suffix in _EXT_FORMAT:
         return _EXT_FORMAT[suffix]
     first_line = text.split(b"\n", 1)[0]
-    if first_line and b"{" not in first_line and (b"," in first_line or b"\t" in first_line):
+    binary = any(b < 0x20 and b not in b"\t\r" for b in first_line)  # NUL and such: not text
+    if first_line and not binary and b"{" not in first_line and (b"," in first_line or b"\t" in first_line):
         return "csv"
     if not text:
         raise LogFormatError("the source is empty: expected a JSON or JSONL log", source=name)

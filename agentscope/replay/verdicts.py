@@ -294,9 +294,10 @@ def engine_failure(
     consequence of that mismatch and names both identities, so a wrong machine reads as one story.
     ``error`` is typed: an exception from the machine's own code (a raw ``KeyError`` of a
     ``context`` function, a :class:`~agentscope.errors.MachineExecutionError`) becomes a
-    :class:`~agentscope.errors.MachineExecutionError` whose message is ``detail`` and whose
-    ``index`` is ``at`` (the log position); any other :class:`~agentscope.errors.AgentscopeError`
-    (a Node crash, a snapshot the machine cannot restore) is kept as raised.
+    :class:`~agentscope.errors.MachineExecutionError` whose message is ``detail``, whose
+    ``index`` is ``at`` (the log position) and whose ``raised`` is what the machine raised (the
+    sentence after the entry's place); any other :class:`~agentscope.errors.AgentscopeError` (a
+    Node crash, a snapshot the machine cannot restore) is kept as raised.
     """
     e = entries[at] if 0 <= at < len(entries) else {}
     etype = event_type(e)
@@ -322,7 +323,7 @@ def engine_failure(
     if isinstance(exc, AgentscopeError) and not isinstance(exc, MachineExecutionError):
         return detail, exc
     kind = getattr(exc, "kind", "") or "machine-error"
-    err = MachineExecutionError(detail, index=at, event_type=etype, kind=kind)
+    err = MachineExecutionError(detail, index=at, event_type=etype, kind=kind, raised=what)
     err.__cause__ = exc
     return detail, err
 
