@@ -412,14 +412,16 @@ class _SegmentPass:
         one before it (the failing entry is where the engine error is reported)."""
         try:
             ps, eq, hashes = self._prepare(snaps)
-        except Exception:
+        except Exception as exc:
             self.last = first - 1
             if len(snaps) == 1:
                 raise
             for j, sn in enumerate(snaps):
                 self._take(entries, first + j, [sn], spans)
                 self.last = first + j
-            raise AssertionError("a chunk failed to hash, but each of its snapshots hashed") from None
+            raise AssertionError(
+                f"a chunk failed to hash, but each of its snapshots hashed ({type(exc).__name__}: {exc})"
+            ) from exc
         self._record(entries, first, ps, eq, hashes, snaps, spans)
 
     def _prepare(
