@@ -775,9 +775,11 @@ class Pass:
         out._seg_pass = new
         return out
 
-    def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
+    def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None, *,
+             types: Sequence[str] | None = None) -> range:
         """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the
-        new positions. ``entries`` is the whole log so far (earlier positions are not re-read)."""
+        new positions. ``entries`` is the whole log so far (earlier positions are not re-read);
+        ``types``, when the caller has read them, is ``event_types(entries, lo)``."""
         idx = self.index
         lo = idx.n if lo is None else lo
         hi = len(entries)
@@ -794,7 +796,9 @@ class Pass:
             idx.segments[-1] = dataclasses.replace(last, stop=head.stop)
             self._run_segment(entries, idx.segments[-1], lo, head.stop, fresh=False)
             first = head.stop
-        for seg in segments_of(entries, first) if first < hi else []:
+        if types is not None and first > lo:
+            types = types[first - lo :]
+        for seg in segments_of(entries, first, types=types) if first < hi else []:
             seg = dataclasses.replace(seg, number=len(idx.segments))
             if idx.segments:
                 _check_bridge_link(idx, entries, idx.segments[-1], seg)
@@ -884,11 +888,12 @@ def build_index(
     source: str | None = None,
     store_budget: int | None = None,
     validated: bool = False,
+    types: Sequence[str] | None = None,
 ) -> LogIndex:
     """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
 
     ``cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot, §4.2) is checked against
-    the log at the end.
+    the log at the end. ``types``, when the caller has read them, is ``event_types(entries)``.
     """
     p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
              checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
@@ -906,7 +911,7 @@ def build_index(
             )
         )
         return idx
-    p.feed(entries)
+    p.feed(entries, types=types)
     if cached_snapshot is not None:
         check_cache(idx, entries, cached_snapshot)
     return idx
