@@ -56,7 +56,17 @@ def segments_of(
     """
     if types is None:
         types = event_types(entries, start)
-    starts = [i for i, t in enumerate(types, start) if i == start or t == AGENT_INIT]
+    if not types:
+        return []
+    starts = [start]
+    k = 1
+    while True:  # the next init past the last one found (a C-level search of the list)
+        try:
+            k = types.index(AGENT_INIT, k)
+        except ValueError:
+            break
+        starts.append(start + k)
+        k += 1
     return [
         _segment(entries, number, s, starts[number + 1] if number + 1 < len(starts) else len(entries))
         for number, s in enumerate(starts)

@@ -17,7 +17,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -623,16 +623,21 @@ _HEX_RUN = re.compile(r"[0-9a-f]*")
 def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
     """Store the recorded hashes of ``entries[lo:hi]``: 8 lowercase hex digits as ``uint32``
     (parsed together), any other text as is in ``odd_recorded``."""
-    at: list[int] = []
-    texts: list[str] = []
-    for i, h in enumerate(recorded_hashes(entries, lo, hi), lo):
-        if h is None:
-            continue
-        if len(h) == 8:
-            at.append(i)
-            texts.append(h)
-        else:
-            idx.odd_recorded[i] = h
+    hashes = recorded_hashes(entries, lo, hi)
+    if set(map(type, hashes)) == {str} and set(map(len, cast(list[str], hashes))) == {8}:
+        # every entry has one of 8 characters
+        at: list[int] = list(range(lo, hi))
+        texts = cast(list[str], hashes)
+    else:
+        at, texts = [], []
+        for i, h in enumerate(hashes, lo):
+            if h is None:
+                continue
+            if len(h) == 8:
+                at.append(i)
+                texts.append(h)
+            else:
+                idx.odd_recorded[i] = h
     if not at:
         return
     joined = "".join(texts)
