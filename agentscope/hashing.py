@@ -819,7 +819,12 @@ def _alike_snapshots(
     np.cumsum(lens[:-1] + 1, out=starts[1:])
     if timed:
         # '{"_nextTimerId":' + the int's decimal text: the comma after it is where the text starts
-        skip = np.fromiter(map(len, map(str, ids)), dtype=np.int64, count=len(ids)) + len(_TIMER_ID_MEMBER)
+        distinct = set(ids)
+        if len(distinct) == 1:  # the usual chunk: no timer created in it, one id throughout
+            skip = np.full(len(ids), len(str(distinct.pop())) + len(_TIMER_ID_MEMBER), dtype=np.int64)
+        else:
+            skip = np.fromiter(map(len, map(str, ids)), dtype=np.int64, count=len(ids))
+            skip += len(_TIMER_ID_MEMBER)
         starts += skip
         lens -= skip
     return b"\x00".join(parts), starts, lens, timed
