@@ -14,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, cast
 
 import numpy as np
@@ -54,6 +56,7 @@ __all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
 
 VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
+_TIMERS_OF = operator.methodcaller("get", "timers")
 _HEX8 = re.compile(r"[0-9a-f]{8}")  # used with fullmatch: exactly the hash text, no newline
 _VERIFIED, _MISMATCH, _EXPLAINED = _CODE[Verdict.VERIFIED], _CODE[Verdict.MISMATCH], _CODE[Verdict.EXPLAINED]
 _CHUNK = 256
@@ -489,22 +492,24 @@ class _SegmentPass:
             # nothing keeps them past the chunk and nothing changes them: the snapshots' own
             # persisted form, which is what ``persist`` copies (spec §7.4's shape)
             ps, sent = chunk.persisted, chunk.sent
+        n = len(ps)
         prev = self.prev
-        eq: list[bool] = []
-        same_add = eq.append
-        hashes = np.zeros(len(ps), np.uint32)
-        todo: list[int] = []
-        for j, p in enumerate(ps):
-            if prev is not None and p == prev:
-                same_add(True)
-            else:
-                same_add(False)
+        # each persisted snapshot against the one before it (the first against the last taken)
+        eq: list[bool] = list(map(operator.eq, ps, [prev, *ps[:-1]]))
+        if prev is None:
+            eq[0] = False
+        hashes = np.zeros(n, np.uint32)
+        differ = compress(range(n), map(operator.not_, eq))
+        if sent.count(None) == n:  # the engine sent no hash: hash every snapshot that differs
+            todo = list(differ)
+        else:
+            todo = []
+            for j in differ:
                 h = sent[j]
                 if h is None:
                     todo.append(j)
                 else:
                     hashes[j] = int(h, 16)
-            prev = p
         if todo:
             hashes[todo] = state_hashes(ps if len(todo) == len(ps) else [ps[j] for j in todo])
         return ps, eq, hashes
@@ -564,7 +569,9 @@ class _SegmentPass:
         if idx.odd_recorded:  # a recorded text that is not 8 lowercase hex digits never matches
             wrong.update(j for j in range(n) if first + j in idx.odd_recorded)
         known, appeared = self.known_starts, self.appeared
-        for j, p in enumerate(ps):
+        # one entry at a time only where something is pending or wrong (no timer, no mismatch: none)
+        visit = bool(wrong or known or appeared) or any(map(_TIMERS_OF, ps))
+        for j, p in enumerate(ps if visit else ()):
             timers = p.get("timers")
             if not timers and not known and not appeared and (not wrong or j not in wrong):
                 continue
