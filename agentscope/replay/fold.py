@@ -188,7 +188,7 @@ def fold_segment(
     stream = None if exact_batches else getattr(machine, "fold_iter", None)
     if stream is not None and i < stop:
         step = batch_for(batch, s)
-        positions = count(i)  # zip draws the position before the snapshot: the next one is k + 1
+        positions = count(i)  # zip draws each position before it asks the stream for that step
         try:
             events_all = events_of(entries, i, stop)
             yield from zip(positions, stream(s, events_all, sessions=cache, chunk=step), strict=False)
