@@ -614,13 +614,17 @@ def _guard_hit(out: bytes | bytearray) -> bool:
     fast as the one pattern on long text). With every digit written as ``0`` the digit classes of
     the pattern become the literal ``0``; the integral-float test reads the original bytes (its
     ``0`` is literal). A key test is behind a search for its common part, which is usually absent.
-    Each search is the form measured fastest for it (a literal-led pattern or a substring)."""
-    if b'"__proto__"' in out or _INTEGRAL_FLOAT.search(out) is not None:
+    Each search is the form measured fastest for it (a literal-led pattern or a substring); the
+    integral-float and exponent tests run only when a byte each of them needs is there at all (a
+    ``.``; a ``+`` or ``-``), which one scan for a single byte tells."""
+    if b'"__proto__"' in out or (b"." in out and _INTEGRAL_FLOAT.search(out) is not None):
         return True
     z = out.translate(_DIGITS_AS_ZERO)
     if _QUOTED_ZERO.search(z) is not None and (b'{"0' in z or b',"0' in z):
         return True
-    return _ZERO_EXPONENT.search(z) is not None or b"0000000000000000" in z
+    if (b"+" in out or b"-" in out) and _ZERO_EXPONENT.search(z) is not None:
+        return True
+    return b"0000000000000000" in z
 
 
 # A non-ASCII key (UTF-8 order is not UTF-16 order past U+E000); run only on non-ASCII output.
@@ -815,7 +819,12 @@ def _alike_snapshots(
     np.cumsum(lens[:-1] + 1, out=starts[1:])
     if timed:
         # '{"_nextTimerId":' + the int's decimal text: the comma after it is where the text starts
-        skip = np.fromiter(map(len, map(str, ids)), dtype=np.int64, count=len(ids)) + len(_TIMER_ID_MEMBER)
+        distinct = set(ids)
+        if len(distinct) == 1:  # the usual chunk: no timer created in it, one id throughout
+            skip = np.full(len(ids), len(str(distinct.pop())) + len(_TIMER_ID_MEMBER), dtype=np.int64)
+        else:
+            skip = np.fromiter(map(len, map(str, ids)), dtype=np.int64, count=len(ids))
+            skip += len(_TIMER_ID_MEMBER)
         starts += skip
         lens -= skip
     return b"\x00".join(parts), starts, lens, timed

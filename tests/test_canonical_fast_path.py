@@ -201,6 +201,10 @@ def test_bulk_hashes_of_alike_chunks_and_near_misses() -> None:
         for where in (0, 20, len(base)):
             ps = [*base[:where], odd, *base[where:]]
             assert [f"{int(h):08x}" for h in state_hashes(ps)] == [state_hash(p) for p in ps], odd
+    for tid in (12, -3):  # one timer id throughout the chunk, of more than one character
+        same_id = [{**p, "_nextTimerId": tid} for p in base]
+        assert _alike_snapshots(same_id) is not None
+        assert [f"{int(h):08x}" for h in state_hashes(same_id)] == [state_hash(p) for p in same_id]
     no_timer = [{k: v for k, v in p.items() if k != "_nextTimerId"} for p in base]
     assert _alike_snapshots(no_timer) is not None
     assert [f"{int(h):08x}" for h in state_hashes(no_timer)] == [state_hash(p) for p in no_timer]

@@ -339,3 +339,44 @@ def test_cli_diff_html_folds_the_shared_prefix_once(
     plain = json.loads(capsys.readouterr().out)
     assert plain["state_changes"] == data["state_changes"] and plain["state_changes"]
     assert plain["reconverged_at"] == data["reconverged_at"]
+
+
+class _BreakingStream(Counting):
+    """A streaming engine whose fold raises, without naming the event, after ``ok`` steps."""
+
+    def __init__(self, inner: Any, ok: int) -> None:
+        super().__init__(inner)
+        self.ok = ok
+
+    def fold_iter(self, seed: Snapshot, events: Sequence[Mapping[str, Any]], **kw: Any) -> Any:
+        for k, snap in enumerate(self.inner.fold_iter(seed, events, **kw)):
+            if k == self.ok:
+                raise RuntimeError("the stream broke")
+            yield snap
+
+
+@pytest.mark.parametrize("ok", [0, 2])
+def test_a_streamed_fold_that_raises_names_the_failing_entry(ok: int) -> None:
+    """``fold_segment`` over a streaming engine yields every entry before the failing one, and the
+    exception's note names the entry whose step raised (the engine gave no index), from a seed
+    too (positions count from the segment's start, not the stream's)."""
+    from agentscope.examples.python_machines import counter_machine
+    from agentscope.replay.fold import fold_segment
+    from benchmarks.bench_python_verify import make_log
+
+    entries = make_log(12)
+    m = _BreakingStream(counter_machine(), ok)
+    got: list[int] = []
+    with pytest.raises(RuntimeError) as ei:
+        for i, _snap in fold_segment(m, entries, 0, len(entries)):
+            got.append(i)
+    assert got == list(range(ok + 1))
+    assert ei.value.__notes__ == [f"while replaying entry {ok + 1} (id {entries[ok + 1]['id']!r}, "
+                                  f"event {entries[ok + 1]['event']['type']!r})"]
+    seed = counter_machine().initial({"start": 1})
+    got = []
+    with pytest.raises(RuntimeError) as ei:
+        for i, _snap in fold_segment(m, entries, 1, len(entries), seed=seed):
+            got.append(i)
+    assert got == list(range(1, ok + 1))
+    assert "while replaying entry " + str(ok + 1) in ei.value.__notes__[0]

@@ -910,9 +910,9 @@ def test_the_pass_holds_few_large_states_at_once(monkeypatch: pytest.MonkeyPatch
     sizes: list[int] = []
     real = verdicts._SegmentPass._take
 
-    def spy(self: Any, entries: Any, first: int, snaps: list[Any], spans: Any) -> None:
-        sizes.append(len(snaps))
-        real(self, entries, first, snaps, spans)
+    def spy(self: Any, entries: Any, first: int, chunk: Any, spans: Any) -> None:
+        sizes.append(len(chunk))
+        real(self, entries, first, chunk, spans)
 
     monkeypatch.setattr(verdicts._SegmentPass, "_take", spy)
     rep = verify(m, log)

@@ -22,6 +22,8 @@ import math
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any, Literal, TypeVar
 
 from agentscope._deep import MAX_DEPTH, DepthLimitError, call_deep, call_deep_checked, short_pointer
@@ -422,6 +424,12 @@ def _plain_envelope(entry: dict[str, Any]) -> bool:
 _CHUNK = 1024
 """Entries the segment checker takes column by column at once (see ``SegmentChecker._plain_chunk``)."""
 _ABSENT: Any = object()
+_RECORDED_AT_OF = itemgetter("recordedAt")
+
+
+def _column(objects: list[dict[str, Any]], name: str) -> list[Any]:
+    """``[o.get(name) for o in objects]`` (each a ``dict``), without a bytecode loop."""
+    return list(map(dict.get, objects, repeat(name)))
 
 
 def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
@@ -435,17 +443,18 @@ def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) 
     n = len(chunk)
     if not all(map(_ENVELOPE_KEYS.issuperset, chunk)):
         return False
-    sv = [e.get("schemaVersion") for e in chunk]
+    sv = _column(chunk, "schemaVersion")
     if set(map(type, sv)) != {int} or sv.count(1) != n:
         return False
     for name in ("machineId", "machineVersion", "recordedAt"):
-        col = [e.get(name) for e in chunk]
+        col = _column(chunk, name)
         if set(map(type, col)) != {str} or not all(col):
             return False
     if not _all_plainly_safe(events):
         return False
     for name in ("causationId", "metadata", "verification"):
-        given: list[Any] = [v for v in (e.get(name, _ABSENT) for e in chunk) if v is not _ABSENT]
+        given: list[Any] = [v for v in map(dict.get, chunk, repeat(name), repeat(_ABSENT))
+                            if v is not _ABSENT]
         if not given:
             continue
         if name == "causationId":
@@ -455,7 +464,7 @@ def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) 
         if set(map(type, given)) != {dict} or not _all_plainly_safe(given):
             return False
         if name == "verification":
-            hashes = [v.get("stateHash") for v in given]
+            hashes = _column(given, "stateHash")
             if set(map(type, hashes)) != {str} or not all(hashes):
                 return False
     return True
@@ -469,9 +478,9 @@ def _all_plainly_safe(objects: list[dict[str, Any]]) -> bool:
     """``all(_plainly_safe(o, 1) for o in objects)`` (each a ``dict``): flat objects (string
     keys; string, boolean, null or in-range integer members) are judged all together, anything
     nested one by one."""
-    members = [v for o in objects for v in o.values()]
+    members = list(chain.from_iterable(map(dict.values, objects)))
     kinds = set(map(type, members))
-    if kinds <= _FLAT_TYPES and set(map(type, [k for o in objects for k in o])) <= {str}:
+    if kinds <= _FLAT_TYPES and set(map(type, chain.from_iterable(objects))) <= {str}:
         if int not in kinds:
             return True
         ints = [v for v in members if type(v) is int]
@@ -827,7 +836,7 @@ class SegmentChecker:
         n = len(chunk)
         if not chunk or set(map(type, chunk)) != {dict}:
             return False
-        ix = [e.get("index") for e in chunk]
+        ix = _column(chunk, "index")
         prev = self.prev_index
         if a == self.start:
             if a > 0:  # a later segment's init may restart the numbering (a bridge): one by one
@@ -839,15 +848,15 @@ class SegmentChecker:
             first = prev + 1
         if first < 0 or set(map(type, ix)) != {int} or ix != list(range(first, first + n)):
             return False
-        ids = [e.get("id") for e in chunk]
+        ids = _column(chunk, "id")
         seen = self.seen
         if set(map(type, ids)) != {str} or not all(ids) or len(set(ids)) != n \
                 or not seen.keys().isdisjoint(ids):
             return False
-        evs = [e.get("event") for e in chunk]
+        evs = _column(chunk, "event")
         if set(map(type, evs)) != {dict}:
             return False
-        types = [ev.get("type") for ev in evs]
+        types = _column(evs, "type")
         if set(map(type, types)) != {str} or not all(types):
             return False
         if a == self.start and types[0] != AGENT_INIT_EVENT_TYPE:
@@ -858,7 +867,7 @@ class SegmentChecker:
         self.prev_index = ix[-1]
         if self.envelope:
             times_at.extend(range(a, b))
-            times.extend(e["recordedAt"] for e in chunk)
+            times.extend(map(_RECORDED_AT_OF, chunk))
         return True
 
     def _check_each(self, entries: Sequence[Any], lo: int, hi: int,

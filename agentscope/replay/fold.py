@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any, Literal
 
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
@@ -187,14 +188,14 @@ def fold_segment(
     stream = None if exact_batches else getattr(machine, "fold_iter", None)
     if stream is not None and i < stop:
         step = batch_for(batch, s)
-        k = i - 1
+        positions = count(i)  # zip draws each position before it asks the stream for that step
         try:
             events_all = events_of(entries, i, stop)
-            for k, sn in enumerate(stream(s, events_all, sessions=cache, chunk=step), i):
-                yield k, sn
+            yield from zip(positions, stream(s, events_all, sessions=cache, chunk=step), strict=False)
         except Exception as exc:
             bad = getattr(exc, "index", None)  # counts from ``i`` (fold_iter's contract)
-            at = i + bad if isinstance(bad, int) and not isinstance(bad, bool) else k + 1
+            failing = max(i, next(positions) - 1)  # the position drawn for the step that raised
+            at = i + bad if isinstance(bad, int) and not isinstance(bad, bool) else failing
             _note(exc, entries, at)
             raise
         return

@@ -228,7 +228,24 @@ def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[st
     return out
 
 
-def _str_column(values: list[Any]) -> pd.Series:
+def _computed_hex(idx: LogIndex, recorded: list[str | None]) -> list[str | None]:
+    """The computed hashes as :func:`_hex` writes them, taking the recorded text (``recorded``,
+    the recorded-hash column) where the two hashes are equal: a log that verifies needs no hex
+    text of its own."""
+    same = idx.has_computed & idx.has_recorded & (idx.computed == idx.recorded)
+    for i in idx.odd_recorded:
+        same[i] = False
+    differ = np.flatnonzero(~same)
+    if len(differ) * 4 > idx.n:
+        return _hex(idx.computed, idx.has_computed)
+    out = list(recorded)
+    computed, has = idx.computed, idx.has_computed
+    for i in differ.tolist():
+        out[i] = f"{int(computed[i]):08x}" if has[i] else None
+    return out
+
+
+def _str_column(values: Sequence[Any]) -> pd.Series:
     """``values`` as pandas infers them (``str``), in the ``"python"`` storage when one holds a
     lone UTF-16 surrogate (legal in a JS string; Arrow's storage holds only valid UTF-8)."""
     try:
@@ -237,8 +254,10 @@ def _str_column(values: list[Any]) -> pd.Series:
         return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
 
 
-def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> VerifyReport:
-    """Build the :class:`VerifyReport` of a :class:`LogIndex` (O(n), no replay)."""
+def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
+                      types: Sequence[str] | None = None) -> VerifyReport:
+    """Build the :class:`VerifyReport` of a :class:`LogIndex` (O(n), no replay). ``types``, when
+    the caller has read them, is ``event_types(entries)``."""
     n = idx.n
     seg_col = np.zeros(n, np.int32)
     for s in idx.segments:
@@ -257,14 +276,15 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
     failed = np.zeros(n, np.bool_)
     for i in idx.failures:
         failed[i] = True
+    ids = entry_ids(entries)
     df = pd.DataFrame(
         {
             "index": np.arange(n, dtype=np.int64),
             "segment": seg_col,
-            "id": _str_column(entry_ids(entries)),
-            "event_type": _str_column(event_types(entries)),
+            "id": _str_column(ids),
+            "event_type": _str_column(event_types(entries) if types is None else types),
             "recorded_hash": pd.Series(recorded, dtype=object),
-            "computed_hash": pd.Series(_hex(idx.computed, idx.has_computed), dtype=object),
+            "computed_hash": pd.Series(_computed_hex(idx, recorded), dtype=object),
             "verdict": pd.Categorical.from_codes(  # the codes index VERDICTS, i.e. Verdict's order
                 idx.verdict.astype(np.int8), categories=pd.Index([v.value for v in VERDICTS]),
             ),
@@ -281,7 +301,6 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]]) -> Ve
         errors.extend(idx.failures[i])
     errors.extend(idx.log_failures)
     src = idx.source or "<memory>"
-    ids = df["id"].tolist()
     rows: list[dict[str, Any]] = [
         {"index": i, "id": ids[i] if 0 <= i < n else None, "field": fld, "kind": kind,
          "message": msg, "expected": exp, "actual": act, "source": src}
@@ -389,6 +408,7 @@ def verify(
     log = as_log(log)
     ents = entries_of(log)
     cached = getattr(log, "cached_snapshot", None)
+    types = event_types(ents)  # read once: the segments and the report's column
     idx = build_index(
         ents,
         machine=machine,
@@ -401,5 +421,6 @@ def verify(
         cached_snapshot=cached if isinstance(cached, Mapping) else None,
         source=source_of(log),
         validated=is_validated(log),
+        types=types,
     )
-    return report_from_index(idx, ents)
+    return report_from_index(idx, ents, types=types)

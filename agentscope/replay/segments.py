@@ -44,15 +44,29 @@ def _segment(entries: Sequence[Mapping[str, Any]], number: int, start: int, stop
     )
 
 
-def segments_of(entries: Sequence[Mapping[str, Any]], start: int = 0) -> list[Segment]:
+def segments_of(
+    entries: Sequence[Mapping[str, Any]], start: int = 0, *, types: Sequence[str] | None = None
+) -> list[Segment]:
     """Split ``entries[start:]`` at each ``@agent.init`` entry.
 
     Position ``start`` always starts a segment, init or not (validation reports a missing init);
     segments are numbered from 0. O(n) once: :meth:`agentscope.replay.Timeline.extend` splits
     only the new entries (the first of them continues the last segment unless it is an init).
+    ``types``, when the caller has read them, is ``event_types(entries, start)``.
     """
-    types = event_types(entries, start)
-    starts = [i for i, t in enumerate(types, start) if i == start or t == AGENT_INIT]
+    if types is None:
+        types = event_types(entries, start)
+    if not types:
+        return []
+    starts = [start]
+    k = 1
+    while True:  # the next init past the last one found (a C-level search of the list)
+        try:
+            k = types.index(AGENT_INIT, k)
+        except ValueError:
+            break
+        starts.append(start + k)
+        k += 1
     return [
         _segment(entries, number, s, starts[number + 1] if number + 1 < len(starts) else len(entries))
         for number, s in enumerate(starts)

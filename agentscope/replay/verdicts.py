@@ -14,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import compress
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,10 +56,14 @@ __all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
 
 VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
+_TIMERS_OF = operator.methodcaller("get", "timers")
 _HEX8 = re.compile(r"[0-9a-f]{8}")  # used with fullmatch: exactly the hash text, no newline
 _VERIFIED, _MISMATCH, _EXPLAINED = _CODE[Verdict.VERIFIED], _CODE[Verdict.MISMATCH], _CODE[Verdict.EXPLAINED]
-_CHUNK = 512
-"""Most snapshots hashed and judged together (one vectorised hash call, one verdict comparison)."""
+_CHUNK = 256
+"""Most snapshots hashed and judged together (one vectorised hash call, one verdict comparison).
+Hashing 256 at a time is as fast per snapshot as 512, and a chunk of small states then stays
+under the collector's young-generation threshold (700 objects by default), so a pass over a long
+log of them triggers almost no garbage collection."""
 _CHUNK_BYTES = 1024 * 1024
 """Most bytes of persisted snapshots (as JSON) one chunk holds: large states come in short chunks."""
 _FIRST_CHUNK = 16
@@ -328,6 +334,39 @@ def engine_failure(
     return detail, err
 
 
+class _Chunk:
+    """Snapshots the pass takes from the fold at once: the snapshots themselves (``snaps``, when
+    the pass keeps them: checkpoints, a store), else only their persisted forms, the engine-sent
+    hashes (``None`` where the engine sent none) and the last snapshot (the fold's latest)."""
+
+    __slots__ = ("last", "persisted", "sent", "snaps")
+
+    def __init__(self, keep: bool) -> None:
+        self.snaps: list[Snapshot] | None = [] if keep else None
+        self.persisted: list[Mapping[str, Any]] = []
+        self.sent: list[str | None] = []
+        self.last: Snapshot | None = None
+
+    def __len__(self) -> int:
+        return len(self.snaps) if self.snaps is not None else len(self.persisted)
+
+    def latest(self) -> Snapshot:
+        """The snapshot after the chunk's last entry."""
+        last = self.snaps[-1] if self.snaps is not None else self.last
+        assert last is not None
+        return last
+
+    def one(self, j: int) -> _Chunk:
+        """The chunk of entry ``j`` alone, to be judged (not made the fold's latest: no ``last``)."""
+        out = _Chunk(self.snaps is not None)
+        if self.snaps is not None and out.snaps is not None:
+            out.snaps.append(self.snaps[j])
+        else:
+            out.persisted.append(self.persisted[j])
+            out.sent.append(self.sent[j])
+        return out
+
+
 class _SegmentPass:
     """The pass over one segment, resumable: :meth:`run` folds positions ``lo .. hi - 1`` and
     keeps everything the next call needs (engine snapshot, rebinding cache, explanation state)."""
@@ -354,8 +393,14 @@ class _SegmentPass:
             return
         idx, m = self.idx, self.m
         k = self.k
-        pending: list[Snapshot] = []
-        nxt = lo  # the position of pending[0]: the fold yields lo, lo + 1, ... in order
+        # the snapshots themselves are kept only when something needs them past their hash: the
+        # checkpoints (a child's session) and the store (a copy of each persisted form, ``persist``).
+        # Otherwise a chunk holds just the persisted forms and the engine-sent hashes, so the
+        # engine's own per-step objects are freed at once (fewer live objects: less GC work)
+        keep = self.store is not None or bool(k)
+        pending = _Chunk(keep)
+        nxt = lo  # the position of pending's first entry: the fold yields lo, lo + 1, ... in order
+        snap: Snapshot | None = None  # the fold's latest
         try:
             spans = _recurring_session_keys(entries, self.seg.start, hi) if k else {}
             # when rebinding keys span checkpoints, every batch ends exactly on a checkpoint so the
@@ -367,21 +412,33 @@ class _SegmentPass:
                               exact_batches=bool(k and spans))
             # the snapshots are taken in chunks (hashed and judged together); one at a time while
             # a checkpoint must see the rebinding cache as it was right after its entry
-            chunk = 1 if spans else _FIRST_CHUNK
-            add = pending.append
-            for _i, snap in it:
-                add(snap)
-                if len(pending) >= chunk:
-                    taken, pending = pending, []  # a failure inside _take is not taken again
-                    add = pending.append
-                    nxt = self._take_at(entries, nxt, taken, spans)
-                    if not spans:  # as many as fit the byte budget at the latest size
-                        chunk = batch_for(_CHUNK, taken[-1], budget=_CHUNK_BYTES)
-            if pending:
-                taken, pending = pending, []
+            size = 1 if spans else _FIRST_CHUNK
+            while True:
+                if pending.snaps is not None:
+                    held: list[Any] = pending.snaps
+                    add = held.append
+                    for _i, snap in it:
+                        add(snap)
+                        if len(held) >= size:
+                            break
+                else:
+                    held = pending.persisted
+                    add, add_sent = held.append, pending.sent.append
+                    for _i, snap in it:
+                        add(snap.persisted)
+                        add_sent(snap.state_hash)  # the engine's own (JS) hash when it sent one
+                        if len(held) >= size:
+                            break
+                if not held:
+                    break
+                pending.last = snap
+                taken, pending = pending, _Chunk(keep)  # a failure inside _take is not taken again
                 nxt = self._take_at(entries, nxt, taken, spans)
+                if not spans:  # as many as fit the byte budget at the latest size
+                    size = batch_for(_CHUNK, taken.latest(), budget=_CHUNK_BYTES)
         except Exception as exc:  # an engine failure: report it and stop this segment
-            if pending:  # the fold failed: the entries folded before it are judged as usual
+            if len(pending):  # the fold failed: the entries folded before it are judged as usual
+                pending.last = snap
                 with contextlib.suppress(Exception):  # the first failure is the one reported
                     self._take_at(entries, nxt, pending, spans)
             if isinstance(exc, SnapshotRestoreError) and self.seg.start == 0:
@@ -395,70 +452,73 @@ class _SegmentPass:
             idx.add_problem(at_i, "engine-error", detail, err)
         idx.replayed_upto[self.seg.number] = self.last + 1
 
-    def _take_at(self, entries: Sequence[Mapping[str, Any]], first: int, snaps: list[Snapshot],
+    def _take_at(self, entries: Sequence[Mapping[str, Any]], first: int, chunk: _Chunk,
                  spans: Mapping[str, tuple[int, int]]) -> int:
-        """Make ``snaps`` (after entries ``first ..``) the fold's latest, judge them, and return
-        the position after them."""
-        after = first + len(snaps)
-        self.last, self.snap = after - 1, snaps[-1]
-        self._take(entries, first, snaps, spans)
+        """Make ``chunk`` (the snapshots after entries ``first ..``) the fold's latest, judge it,
+        and return the position after it."""
+        after = first + len(chunk)
+        self.last, self.snap = after - 1, chunk.latest()
+        self._take(entries, first, chunk, spans)
         return after
 
-    def _take(self, entries: Sequence[Mapping[str, Any]], first: int, snaps: list[Snapshot],
+    def _take(self, entries: Sequence[Mapping[str, Any]], first: int, chunk: _Chunk,
               spans: Mapping[str, tuple[int, int]]) -> None:
-        """Judge the snapshots after entries ``first .. first + len(snaps) - 1``. What can fail
+        """Judge the snapshots after entries ``first .. first + len(chunk) - 1``. What can fail
         (persisting, hashing) runs before anything is recorded; when it fails, the entries are
         taken one at a time so those before the failing one are recorded, and ``last`` is the
         one before it (the failing entry is where the engine error is reported)."""
         try:
-            ps, eq, hashes = self._prepare(snaps)
+            ps, eq, hashes = self._prepare(chunk)
         except Exception as exc:
             self.last = first - 1
-            if len(snaps) == 1:
+            if len(chunk) == 1:
                 raise
-            for j, sn in enumerate(snaps):
-                self._take(entries, first + j, [sn], spans)
+            for j in range(len(chunk)):
+                self._take(entries, first + j, chunk.one(j), spans)
                 self.last = first + j
             raise AssertionError(
                 f"a chunk failed to hash, but each of its snapshots hashed ({type(exc).__name__}: {exc})"
             ) from exc
-        self._record(entries, first, ps, eq, hashes, snaps, spans)
+        self._record(entries, first, ps, eq, hashes, chunk.snaps, spans)
 
     def _prepare(
-        self, snaps: list[Snapshot]
+        self, chunk: _Chunk
     ) -> tuple[list[Mapping[str, Any]], list[bool], np.ndarray[Any, np.dtype[np.uint32]]]:
         """Persisted snapshots, "equal to the one before" flags, and the hash of every snapshot
         that differs from the one before it (engine-sent hashes as they are; the rest in one
         :func:`~agentscope.hashing.state_hashes` call). Records nothing."""
-        m = self.m
-        if self.store is None and not self.k:
+        if chunk.snaps is not None:
+            m = self.m
+            ps: list[Mapping[str, Any]] = [m.persist(sn) for sn in chunk.snaps]
+            sent = [sn.state_hash for sn in chunk.snaps]
+        else:
             # nothing keeps them past the chunk and nothing changes them: the snapshots' own
             # persisted form, which is what ``persist`` copies (spec §7.4's shape)
-            ps: list[Mapping[str, Any]] = [sn.persisted for sn in snaps]
-        else:
-            ps = [m.persist(sn) for sn in snaps]
+            ps, sent = chunk.persisted, chunk.sent
+        n = len(ps)
         prev = self.prev
-        eq: list[bool] = []
-        same_add = eq.append
-        hashes = np.zeros(len(ps), np.uint32)
-        todo: list[int] = []
-        for j, p in enumerate(ps):
-            if prev is not None and p == prev:
-                same_add(True)
-            else:
-                same_add(False)
-                sent = snaps[j].state_hash  # the engine's own (JS) hash when it sent one
-                if sent is None:
+        # each persisted snapshot against the one before it (the first against the last taken)
+        eq: list[bool] = list(map(operator.eq, ps, [prev, *ps[:-1]]))
+        if prev is None:
+            eq[0] = False
+        hashes = np.zeros(n, np.uint32)
+        differ = compress(range(n), map(operator.not_, eq))
+        if sent.count(None) == n:  # the engine sent no hash: hash every snapshot that differs
+            todo = list(differ)
+        else:
+            todo = []
+            for j in differ:
+                h = sent[j]
+                if h is None:
                     todo.append(j)
                 else:
-                    hashes[j] = int(sent, 16)
-            prev = p
+                    hashes[j] = int(h, 16)
         if todo:
             hashes[todo] = state_hashes(ps if len(todo) == len(ps) else [ps[j] for j in todo])
         return ps, eq, hashes
 
     def _record(self, entries: Sequence[Mapping[str, Any]], first: int, ps: list[Mapping[str, Any]],
-                eq: list[bool], hashes: np.ndarray[Any, np.dtype[np.uint32]], snaps: list[Snapshot],
+                eq: list[bool], hashes: np.ndarray[Any, np.dtype[np.uint32]], snaps: list[Snapshot] | None,
                 spans: Mapping[str, tuple[int, int]]) -> None:
         idx, m = self.idx, self.m
         n = len(ps)
@@ -484,6 +544,7 @@ class _SegmentPass:
                 same_at.append(same)
                 if k and (i - self.k_base) % k == 0 and not (store is not None and store.covers(i)):
                     idx.checkpoints[i] = p
+                    assert snaps is not None  # kept whenever there are checkpoints
                     snap = snaps[j]
                     kept = [
                         (key, self.cache[key],
@@ -511,7 +572,9 @@ class _SegmentPass:
         if idx.odd_recorded:  # a recorded text that is not 8 lowercase hex digits never matches
             wrong.update(j for j in range(n) if first + j in idx.odd_recorded)
         known, appeared = self.known_starts, self.appeared
-        for j, p in enumerate(ps):
+        # one entry at a time only where something is pending or wrong (no timer, no mismatch: none)
+        visit = bool(wrong or known or appeared) or any(map(_TIMERS_OF, ps))
+        for j, p in enumerate(ps if visit else ()):
             timers = p.get("timers")
             if not timers and not known and not appeared and (not wrong or j not in wrong):
                 continue
@@ -570,16 +633,21 @@ _HEX_RUN = re.compile(r"[0-9a-f]*")
 def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
     """Store the recorded hashes of ``entries[lo:hi]``: 8 lowercase hex digits as ``uint32``
     (parsed together), any other text as is in ``odd_recorded``."""
-    at: list[int] = []
-    texts: list[str] = []
-    for i, h in enumerate(recorded_hashes(entries, lo, hi), lo):
-        if h is None:
-            continue
-        if len(h) == 8:
-            at.append(i)
-            texts.append(h)
-        else:
-            idx.odd_recorded[i] = h
+    hashes = recorded_hashes(entries, lo, hi)
+    if set(map(type, hashes)) == {str} and set(map(len, cast(list[str], hashes))) == {8}:
+        # every entry has one of 8 characters
+        at: list[int] = list(range(lo, hi))
+        texts = cast(list[str], hashes)
+    else:
+        at, texts = [], []
+        for i, h in enumerate(hashes, lo):
+            if h is None:
+                continue
+            if len(h) == 8:
+                at.append(i)
+                texts.append(h)
+            else:
+                idx.odd_recorded[i] = h
     if not at:
         return
     joined = "".join(texts)
@@ -722,9 +790,11 @@ class Pass:
         out._seg_pass = new
         return out
 
-    def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None) -> range:
+    def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None, *,
+             types: Sequence[str] | None = None) -> range:
         """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the
-        new positions. ``entries`` is the whole log so far (earlier positions are not re-read)."""
+        new positions. ``entries`` is the whole log so far (earlier positions are not re-read);
+        ``types``, when the caller has read them, is ``event_types(entries, lo)``."""
         idx = self.index
         lo = idx.n if lo is None else lo
         hi = len(entries)
@@ -741,7 +811,9 @@ class Pass:
             idx.segments[-1] = dataclasses.replace(last, stop=head.stop)
             self._run_segment(entries, idx.segments[-1], lo, head.stop, fresh=False)
             first = head.stop
-        for seg in segments_of(entries, first) if first < hi else []:
+        if types is not None and first > lo:
+            types = types[first - lo :]
+        for seg in segments_of(entries, first, types=types) if first < hi else []:
             seg = dataclasses.replace(seg, number=len(idx.segments))
             if idx.segments:
                 _check_bridge_link(idx, entries, idx.segments[-1], seg)
@@ -831,11 +903,12 @@ def build_index(
     source: str | None = None,
     store_budget: int | None = None,
     validated: bool = False,
+    types: Sequence[str] | None = None,
 ) -> LogIndex:
     """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
 
     ``cached_snapshot`` (an ``agentMeta``-stamped persisted snapshot, §4.2) is checked against
-    the log at the end.
+    the log at the end. ``types``, when the caller has read them, is ``event_types(entries)``.
     """
     p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
              checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
@@ -853,7 +926,7 @@ def build_index(
             )
         )
         return idx
-    p.feed(entries)
+    p.feed(entries, types=types)
     if cached_snapshot is not None:
         check_cache(idx, entries, cached_snapshot)
     return idx
