@@ -861,6 +861,7 @@ def _state_hashes_of(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.ui
     where: list[int] = []
 
     def flush() -> None:
+        nonlocal buf
         if not where:
             return
         if not _guard_hit(buf) and buf.isascii():
@@ -869,7 +870,10 @@ def _state_hashes_of(snapshots: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.ui
         else:
             for k in where:
                 out[k] = int(state_hash(snapshots[k]), 16)
-        buf.clear()
+        # A new buffer, never the old one resized: numpy read the old one through an export that
+        # lives as long as anything holds that frame (a traceback, a sampling profiler's stack
+        # walk, e.g. a Dask worker's), and a bytearray with a live export cannot be resized.
+        buf = bytearray()
         starts.clear()
         where.clear()
 

@@ -117,6 +117,28 @@ def test_bulk_hashes_across_buffer_limits() -> None:
     assert [f"{int(h):08x}" for h in state_hashes(ps)] == [state_hash(p) for p in ps]
 
 
+def test_bulk_hashes_while_something_holds_the_buffer(monkeypatch: Any) -> None:
+    """A frame that outlives its call (a traceback, a sampling profiler's stack walk such as a
+    Dask worker's) keeps numpy's view of a hash buffer alive: the next buffer is a new one, since
+    a bytearray with a live export cannot be resized (it raised ``BufferError`` in a worker)."""
+    import agentscope.hashing as hashing
+
+    held: list[memoryview] = []
+    real = hashing._djb2_ascii_many
+
+    def holding(data: Any, *args: Any, **kwargs: Any) -> Any:
+        held.append(memoryview(data))  # what the lingering frame's array keeps
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(hashing, "_djb2_ascii_many", holding)
+    # not all alike (a non-object snapshot), so the one-buffer-after-another way; > 2 buffers
+    ps: list[Any] = [["not", "an", "object"]]
+    ps += [{"value": "a", "context": {"i": i, "s": "x" * 2000}} for i in range(300)]
+    assert sum(len(canonical_snapshot_json(p)) for p in ps) > 2 * 2**18
+    assert [f"{int(h):08x}" for h in hashing.state_hashes(ps)] == [state_hash(p) for p in ps]
+    assert len(held) >= 2
+
+
 def test_the_fast_path_is_taken_on_real_persisted_snapshots() -> None:
     taken = total = 0
     for name in ("a_counter.replay.json", "g_triage.main.replay.json", "c_fork_memory.parent.replay.json"):
