@@ -1000,7 +1000,26 @@ def export_table(log: EventLog) -> Any:
 
 def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
     source, thread = _split_thread(args.log)
+    if args.output == "-":  # standard output: the log's bytes only, the note on stderr
+        if out.as_json:
+            raise UsageError("-o - writes the log itself to standard output; drop --json")
+        if args.to == "parquet" and out.interactive:
+            raise UsageError("Parquet is binary: redirect standard output to a file, or pick -o FILE")
     log = _read(source, args.thread or thread)
+    if args.output == "-":
+        data = _export_bytes(log, args.to)
+        stream = getattr(sys.stdout, "buffer", None)
+        if stream is None:  # a text-only stdout (a notebook, a test): the text formats only
+            if args.to == "parquet":
+                raise UsageError("Parquet is binary and this standard output takes text; pick -o FILE")
+            sys.stdout.write(data.decode("utf-8"))
+            sys.stdout.flush()
+        else:
+            sys.stdout.flush()
+            stream.write(data)
+            stream.flush()
+        out.note(f"wrote {len(log)} entries to standard output")
+        return EXIT_OK
     src_path = Path(source).resolve()
     if args.output is None:
         thread_part = "" if log.thread is None else "." + log.thread.replace("/", "_").replace("\\", "_")
@@ -1012,23 +1031,30 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
     if target.exists() and not args.force:
         raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)
-    if args.to == "jsonl":
-        from agentscope.log.writers import js_json
-
-        lines = [js_json(e, integers="exact") + "\n" for e in log.entries]  # before the file opens
-        with target.open("w", encoding="utf-8") as fh:
-            fh.writelines(lines)
-    else:
-        table = export_table(log)
-        if args.to == "parquet":
-            table.to_parquet(target, index=False)
-        else:
-            table.to_csv(target, index=False)
+    data = _export_bytes(log, args.to)  # before the file opens
+    target.write_bytes(data)
     if out.as_json:
         out.json({"output": str(target.resolve()), "format": args.to, "entries": len(log)})
     else:
         out.print(f"wrote {len(log)} entries to {target.resolve()}", markup=False)
     return EXIT_OK
+
+
+def _export_bytes(log: Any, to: str) -> bytes:
+    """The bytes of ``log`` exported as ``to`` (``jsonl``: one entry per line, exact integers;
+    ``parquet``/``csv``: :func:`~agentscope.log.export_table`)."""
+    if to == "jsonl":
+        from agentscope.log.writers import js_json
+
+        return "".join(js_json(e, integers="exact") + "\n" for e in log.entries).encode("utf-8")
+    table = export_table(log)
+    if to == "parquet":
+        import io
+
+        buf = io.BytesIO()
+        table.to_parquet(buf, index=False)
+        return buf.getvalue()
+    return str(table.to_csv(index=False)).encode("utf-8")
 
 
 def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
@@ -1382,7 +1408,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--to", required=True, choices=sorted(_EXPORT_SUFFIX), help="output format")
     p.add_argument("-o", "--output", metavar="OUT",
-                   help="output file (default: ./<name>[.<thread>].<format>)")
+                   help="output file, - for standard output (default: ./<name>[.<thread>].<format>)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.set_defaults(func=_cmd_export)
 

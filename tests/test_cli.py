@@ -976,3 +976,21 @@ def test_threads_of_a_log_file_points_to_show(capsys: pytest.CaptureFixture[str]
     assert err == (f"agentscope: error: {COUNTER_LOG}: not a SQLite store: `threads` lists the threads "
                    "of a §5.2 store; a JSON, JSONL, CSV or Parquet log is one run (`agentscope show` "
                    "summarises it)\n")
+
+
+def test_console_export_to_standard_output(tmp_path: Path) -> None:
+    """``-o -`` writes the log itself to stdout (the note goes to stderr) and no file named ``-``;
+    the JSON lines read back as the thread's entries, the CSV as a table that verifies."""
+    from agentscope.log import read_log
+
+    proc = console("export", f"{STORE}#second", "--to", "jsonl", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "wrote 40 entries to standard output\n"
+    assert not (tmp_path / "-").exists()
+    back = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert back == read_log(STORE, thread="second").entries
+    proc = console("export", TRIAGE_LOG, "--to", "csv", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0].startswith("index,")
+    (tmp_path / "main.csv").write_text(proc.stdout, encoding="utf-8")
+    assert read_log(tmp_path / "main.csv").entries == read_log(TRIAGE_LOG).entries
+    proc = console("--json", "export", TRIAGE_LOG, "--to", "jsonl", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 2 and "drop --json" in proc.stderr and proc.stdout == ""
