@@ -273,8 +273,9 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         " f.onIOPub = (m) => { if (m.header.msg_type === 'stream') out += m.content.text; };"
         " await f.done; return out; }"
     )
-    # The bound is 100 ms as long as each core has at most two runnable processes (an idle or a
-    # busy machine: measured 88-97 ms at 2.4-2.95 per core on the 2-core dev box, under `nice`).
+    # The bound is 100 ms as long as each core has at most two runnable processes (measured in
+    # the page: 48-58 ms medians at 1.3-1.8 per core on the 2-core dev box; the driver's figure
+    # for the same steps 71-114 ms).
     # Past that the browser, server and kernel queue for a core and the wall clock stretches with
     # the run queue, so the bound does too; the figures are written next to the screenshots.
     load = os.getloadavg()[0] / (os.cpu_count() or 1)
