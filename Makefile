@@ -33,11 +33,12 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict agentscope
 
 ## Two runs: everything but the real-browser tests on $(PYTEST_WORKERS) worker processes
-## (pytest-xdist), then the browser tests alone, one at a time (they time the page's round trip).
+## (pytest-xdist; each file's tests on one worker: a notebook's cells share one kernel), then the
+## browser tests alone, one at a time (they time the page's round trip).
 ## "No tests collected" fails a run, unless PYTEST_ARGS (e.g. -k) chose the tests.
 PYTEST_WORKERS ?= 2
 pytest: setup
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) -m "not slow and not browser" --nbval-lax tests notebooks $(PYTEST_ARGS); rc=$$?; \
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not browser" --nbval-lax tests notebooks $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ] && [ -z "$(PYTEST_ARGS)" ]; then echo "pytest collected no tests: failing"; exit 1; fi; \
 	  [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
 	$(VENV)/bin/pytest -m "browser and not slow" tests $(PYTEST_ARGS); rc=$$?; \
