@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 from agentscope import __version__
 from agentscope.errors import (
@@ -1291,37 +1291,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _count(text: str) -> int:
-    """An argparse type: a non-negative integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+_N = TypeVar("_N", int, float)
 
 
-def _workers(text: str) -> int:
-    """An argparse type: a positive integer (a process count)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _argument_type(
+    convert: Callable[[str], _N], ok: Callable[[_N], bool], expected: str
+) -> Callable[[str], _N]:
+    """An argparse type: ``convert`` the text, refused unless ``ok``; the error says ``expected``."""
+
+    def parse(text: str) -> _N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _seconds(text: str) -> float:
-    """An argparse type: a non-negative, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}")
-    return value
+_count = _argument_type(int, lambda v: v >= 0, "a non-negative integer")
+_workers = _argument_type(int, lambda v: v >= 1, "a positive integer")  # a process count
+_seconds = _argument_type(float, lambda v: math.isfinite(v) and v >= 0, "a non-negative number of seconds")
 
 
 def build_parser() -> argparse.ArgumentParser:
