@@ -104,15 +104,10 @@ _DEPTH_FLAGS = ("--stack-size=4000",)
 below 10,000 levels; 4,000 writes and hashes values nested to past ``MAX_DEPTH`` (measured:
 12,000 levels) and stays well inside the 8 MiB main-thread stack."""
 
-_HEAP_FLAGS = ("--max-semi-space-size=4",)
-"""V8's young generation for the runner: semi-spaces of at most 4 MB (Node 20's default grows
-them to 16 MB). A fold makes mostly short-lived garbage (each step's persisted snapshot, its JSON
-and its hash text), which V8 otherwise lets pile up before it collects. Measured with
-``benchmarks/bench_node_verify.py``'s logs (Node verify; runner peak RSS, runner CPU-s; with the
-runner's own ``--heap-growing-percent=10`` and 1 MB output high-water mark), default -> 8 MB -> 4 MB:
-10^4-entry loop log 140 -> 122 -> 97 MB and 1.72 -> 1.61 -> 1.53 s; 2,500-entry grow log (300 KB
-snapshots) 127 -> 108 -> 98 MB and 3.8 -> 4.0 -> 4.4 s (the one cost: +12% CPU on large states).
-1 MB semi-spaces cost ~30% more CPU on the grow log."""
+# The runner's heap: V8's defaults (Node 20: young semi-spaces up to 16 MB), and the runner's
+# own policy for large states (runner.mjs, "Heap policy by state size"). A 4 MB semi-space cap
+# cost 10-15% of the runner's CPU on the loop log of benchmarks/bench_node_verify.py; the runner's
+# peak on the 300 KB-state grow log without it is 126 MB (with it 98 MB).
 
 DEFAULT_LOAD_TIMEOUT = 30.0
 """Seconds :func:`load_machine` waits for the module to finish importing (and the machine to be
@@ -1222,7 +1217,7 @@ def load_machine(
         raise MachineLoadError(f"Machine module not found: {p}")
     suffix = p.suffix.lower()
     version = _node_version(node) if suffix in TS_SUFFIXES else None
-    argv = [node, *_DEPTH_FLAGS, *_HEAP_FLAGS, *node_argv(p, node, version)]
+    argv = [node, *_DEPTH_FLAGS, *node_argv(p, node, version)]
     argv.append(str(RUNNER_PATH))
     load_req: dict[str, Any] = {"op": "load", "path": str(p)}
     if export is not None:

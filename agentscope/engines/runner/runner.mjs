@@ -43,13 +43,25 @@ protocolOut.write = (...args) => process.stderr.write(...args);
 
 const CHUNK = 1 << 20;
 
-// Heap growth: V8 grows the old generation by a factor of up to ~4 between full collections, so a
-// fold's garbage (every step's snapshot JSON and hash text, ~1 MB per step for a 300 KB snapshot)
-// pushes the heap to 100+ MB before a collection. 10% growth keeps it near the live size (with
-// --max-semi-space-size=4 from the Python side: runner peak 222 -> 102 MB on the 300 KB-snapshot
-// benchmark, and 150 -> 97 MB on the loop log, no slower). Set here, not on the command
-// line, so a Node whose V8 lacks the flag only notes it on stderr instead of refusing to start.
-v8.setFlagsFromString("--heap-growing-percent=10");
+// Heap policy by state size. V8 grows the old generation by a factor of up to ~4 between full
+// collections. Small states make young garbage only, and V8's defaults fold them fastest. Large
+// states do not: every step's snapshot JSON and canonical text (~1 MB per step for a 300 KB
+// snapshot) are old-generation objects, which pile up to several times the live size before a
+// collection. So the first time a persisted snapshot's JSON reaches LARGE_STATE characters, the
+// heap grows by 10% at a time from then on (kept near the live size). Measured on a quiet 2-core box,
+// benchmarks/bench_node_verify.py's logs, runner peak RSS / runner CPU-s:
+//   - 50k-entry loop log (small states): growth 10% from the start 121 MB / 22.3 s, V8's
+//     defaults 204 MB / 19.5 s (the pure Node fold of the same log: 16.4 s);
+//   - 2,500-entry grow log (300 KB states): defaults 144 MB / 8.6 s, this policy 126 MB / 8.5 s.
+// Set at run time, not on the command line, so a Node whose V8 lacks the flag only notes it.
+const LARGE_STATE = 32 * 1024;
+let compactHeap = false;
+
+function noteStateSize(chars) {
+  if (chars < LARGE_STATE || compactHeap) return;
+  compactHeap = true;
+  v8.setFlagsFromString("--heap-growing-percent=10");
+}
 
 function writeAll(text) {
   // Chunked writes with back-pressure: a 50 MB reply never needs one giant buffer copy.
@@ -723,6 +735,7 @@ async function opFold(req, id) {
         { index: i, eventType: ev && typeof ev === "object" ? ev.type : undefined },
       );
     }
+    if (json.length >= LARGE_STATE) noteStateSize(json.length);
     const last = i === events.length - 1;
     if (lastOnly && !last) {
       parts.push("null");
