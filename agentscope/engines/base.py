@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from agentscope.errors import MachineExecutionError
@@ -21,6 +22,7 @@ from agentscope.hashing import state_hash
 
 __all__ = [
     "NO_INPUT",
+    "UNSENT",
     "Graph",
     "Machine",
     "MachineBase",
@@ -201,6 +203,11 @@ class Snapshot:
     :class:`~agentscope.engines.statechart.Raise` (delayed ones with their resolved timer id,
     ``after`` timers included), ``Cancel``, ``Emit``. Nothing here has run: the engine is pure."""
     state_hash: str | None = field(default=None, compare=False, repr=False)
+    unchanged: bool | None = field(default=None, compare=False, repr=False)
+    """The engine's own finding that ``persisted`` equals the persisted snapshot before this step
+    (as parsed JSON values, what ``==`` says of the two), when it made one; else ``None``. The Node
+    engine's sparse fold (``fold_iter(..., expected=...)``) sets it for every step but the first
+    of each request."""
 
     @property
     def value(self) -> Any:
@@ -226,6 +233,11 @@ class Snapshot:
     def timers(self) -> Mapping[str, Any]:
         """Pending delayed events (``after`` timers) by timer id."""
         return self.persisted.get("timers") or {}
+
+
+UNSENT: Mapping[str, Any] = MappingProxyType({})
+"""The ``persisted`` of a snapshot a sparse fold did not send (its hash and ``unchanged`` did
+come): an empty read-only mapping, never a state (``Machine.fold_iter(..., expected=...)``)."""
 
 
 def snapshot_hash(snapshot: Snapshot) -> str:

@@ -48,7 +48,7 @@ Callables must be pure and must not mutate their arguments. Anything else raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from agentscope.engines import _statechart_algo as _algo
@@ -427,13 +427,15 @@ class StatechartMachine(MachineBase):
         *,
         sessions: dict[str, str] | None = None,
         chunk: int = 4096,
+        expected: Sequence[str | None] | None = None,
     ) -> Iterator[Snapshot]:
         """Like :meth:`fold`, but yields each snapshot as soon as it is computed.
 
         Same results, ``sessions`` updates and errors as :meth:`fold` (a
         :class:`~agentscope.errors.MachineExecutionError` gets ``index``, counted from the start
         of ``events``). Nothing is held between steps, so a long fold keeps no batch of
-        snapshots alive (``chunk`` is accepted for the engines' common signature and unused).
+        snapshots alive (``chunk`` and ``expected`` are accepted for the engines' common
+        signature and unused: every snapshot here is whole).
         """
         cache: dict[str, str] = {} if sessions is None else sessions
         s = seed
@@ -677,6 +679,7 @@ _set_handle = Snapshot.__dict__["handle"].__set__
 _set_transitions = Snapshot.__dict__["transitions"].__set__
 _set_actions = Snapshot.__dict__["actions"].__set__
 _set_state_hash = Snapshot.__dict__["state_hash"].__set__
+_set_unchanged = Snapshot.__dict__["unchanged"].__set__
 
 
 def _snapshot(
@@ -694,6 +697,7 @@ def _snapshot(
     _set_transitions(out, transitions)
     _set_actions(out, actions)
     _set_state_hash(out, None)
+    _set_unchanged(out, None)
     return out
 
 

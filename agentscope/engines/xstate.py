@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -56,6 +57,7 @@ import orjson
 from agentscope._deep import call_deep, call_deep_checked
 from agentscope.engines.base import (
     NO_INPUT,
+    UNSENT,
     Graph,
     Snapshot,
     StateNodeInfo,
@@ -903,7 +905,8 @@ class XStateMachine:
 
         A ``null`` persisted snapshot (or children map) is the previous one again (the runner
         sends identical ones once); ``prev`` carries the last snapshot across requests. Applies the rebinding
-        cache delta to ``sessions`` at the end.
+        cache delta to ``sessions`` at the end. A sparse reply (it has ``same``) is decoded by
+        :meth:`_decode_sparse`.
         """
         gen = self._runner.generation
         last_p: Mapping[str, Any] | None = prev[0] if prev else None
@@ -914,15 +917,32 @@ class XStateMachine:
             hashes = part["hashes"]
             children = part["children"]
             n = len(persisted)
+            same = part.get("same")
             if len(hashes) != n or len(children) != n or count + n > n_events or (
                 final and count + n != n_events
-            ):
+            ) or (same is not None and len(same) != n):
                 self._runner.close()
                 raise EngineError(
                     f"Malformed output from the Node runner for {self._runner.label}: "
                     f"{count + n} snapshots for {n_events} events; the runner was stopped."
                 )
             stop = n - 1 if final else n
+            if same is not None:  # sparse: null is "not sent", and only the last has a handle
+                for i in range(stop):
+                    p = persisted[i]
+                    s = same[i]
+                    yield Snapshot(UNSENT if p is None else p, None, state_hash=hashes[i],
+                                   unchanged=None if s is None else s == 1)
+                count += n
+                if final:
+                    p = persisted[-1]
+                    s = same[-1]
+                    h = self._new_handle(int(part["handle"]), children[-1])
+                    if sessions is not None:
+                        sessions.update(part.get("sessions") or {})
+                        self._mirror = (h.generation, int(part["handle"]), dict(sessions))
+                    yield Snapshot(p, h, state_hash=hashes[-1], unchanged=None if s is None else s == 1)
+                continue
             for i in range(stop):
                 p = persisted[i]
                 if p is None:
@@ -972,6 +992,7 @@ class XStateMachine:
         *,
         sessions: dict[str, str] | None = None,
         chunk: int = 4096,
+        expected: Sequence[str | None] | None = None,
     ) -> Iterator[Snapshot]:
         """Like :meth:`fold`, but yields snapshots while the runner folds ahead (pipelined).
 
@@ -982,22 +1003,35 @@ class XStateMachine:
         Memory stays bounded by bytes, not by entry count. Results, the ``sessions`` updates and
         errors are those of :meth:`fold` (a :class:`~agentscope.errors.MachineExecutionError`
         ``index`` counts from the start of ``events``); an error is raised when it is reached.
+
+        ``expected`` (one recorded state hash or ``None`` per event) makes the fold **sparse**, for
+        a verifying pass that keeps no snapshots: a snapshot whose hash is the expected one, that
+        holds no timers and is not the first or last of a request crosses the pipe as its hash
+        alone. Its ``persisted`` is then :data:`UNSENT` (an empty read-only mapping); every
+        snapshot carries :attr:`~agentscope.engines.base.Snapshot.unchanged` (``None`` for a
+        request's first), and only each request's last has a handle (the others cannot seed a
+        fold or name a child's session). ``ValueError`` when ``expected`` is not one per event.
         """
         evs = events if isinstance(events, list) else list(events)
         if not evs:
             return
         if chunk < 1:
             raise ValueError("chunk must be >= 1")
+        if expected is not None and len(expected) != len(evs):
+            raise ValueError(f"expected: {len(expected)} hashes for {len(evs)} events")
         cache: dict[str, str] = {} if sessions is None else sessions
         first = evs[:chunk]
-        req = self._seed_request(seed, first, cache, rebind=True)
+        sparse: dict[str, Any] = {}
+        if expected is not None:
+            sparse = {"emit": "sparse", "expect": list(expected[:chunk])}
+        req = {**self._seed_request(seed, first, cache, rebind=True), **sparse}
         rid = self._runner.send(req, pipelined=True)
         stream = self._runner.recv_stream(rid)
         try:
             try:
                 head = next(stream)
             except _UnknownHandle:
-                req = self._seed_request(seed, first, cache, rebind=True, by_value=True)
+                req = {**self._seed_request(seed, first, cache, rebind=True, by_value=True), **sparse}
                 rid = self._runner.send(req, pipelined=True)
                 stream = self._runner.recv_stream(rid)
                 head = next(stream)
@@ -1030,6 +1064,7 @@ class XStateMachine:
                     "rebind": True,
                     "reseedEvery": self.reseed_every,
                     "partBytes": self.part_bytes,
+                    **({} if expected is None else {"emit": "sparse", "expect": expected[pos : pos + n]}),
                 },
                 pipelined=True,
             )
@@ -1063,7 +1098,13 @@ class XStateMachine:
                         runner.abandon(q for q, _, _ in queue)
                         queue.clear()
                         redo = self._fold(chunk_seed, evs[start : start + bad], cache, rebind=True)
-                        yield from redo[got:]
+                        if expected is None:
+                            yield from redo[got:]
+                        else:  # whole snapshots after sparse ones: say whether each changed
+                            prev_p = redo[got - 1].persisted if got else chunk_seed.persisted
+                            for sn in redo[got:]:
+                                yield dataclasses.replace(sn, unchanged=sn.persisted == prev_p)
+                                prev_p = sn.persisted
                     idx = None if bad is None else bad + start
                     raise MachineExecutionError(
                         str(exc), index=idx, event_type=exc.event_type, kind=exc.kind

@@ -157,6 +157,7 @@ def fold_segment(
     seed: Snapshot | None = None,
     sessions: dict[str, str] | None = None,
     exact_batches: bool = False,
+    expected: Sequence[str | None] | None = None,
 ) -> Iterator[tuple[int, Snapshot]]:
     """Yield ``(position, snapshot after that entry)`` for positions ``start .. stop-1``.
 
@@ -167,6 +168,9 @@ def fold_segment(
     of the current size would exceed :data:`BATCH_BYTES` (bounded memory for large states);
     ``exact_batches=True`` keeps every batch exactly ``batch`` long (batches that end on
     checkpoints).
+    ``expected`` (the recorded hash or ``None`` of each entry ``start .. stop-1``) lets a
+    streaming engine fold sparsely (``fold_iter(..., expected=...)``: snapshots that match and
+    hold no timers arrive as their hash alone); only for a pass that keeps no snapshots.
     When a batch fold raises, the batch is re-folded one step at a time so the earlier entries
     are still yielded and the exception names the failing entry (added as a note).
     """
@@ -191,7 +195,9 @@ def fold_segment(
         positions = count(i)  # zip draws each position before it asks the stream for that step
         try:
             events_all = events_of(entries, i, stop)
-            yield from zip(positions, stream(s, events_all, sessions=cache, chunk=step), strict=False)
+            sparse = {} if expected is None else {"expected": expected[i - start : stop - start]}
+            steps = stream(s, events_all, sessions=cache, chunk=step, **sparse)
+            yield from zip(positions, steps, strict=False)
         except Exception as exc:
             bad = getattr(exc, "index", None)  # counts from ``i`` (fold_iter's contract)
             failing = max(i, next(positions) - 1)  # the position drawn for the step that raised

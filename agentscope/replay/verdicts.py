@@ -337,14 +337,16 @@ def engine_failure(
 class _Chunk:
     """Snapshots the pass takes from the fold at once: the snapshots themselves (``snaps``, when
     the pass keeps them: checkpoints, a store), else only their persisted forms, the engine-sent
-    hashes (``None`` where the engine sent none) and the last snapshot (the fold's latest)."""
+    hashes (``None`` where the engine sent none), the engine's ``unchanged`` findings (``None``
+    where it made none) and the last snapshot (the fold's latest)."""
 
-    __slots__ = ("last", "persisted", "sent", "snaps")
+    __slots__ = ("last", "persisted", "same", "sent", "snaps")
 
     def __init__(self, keep: bool) -> None:
         self.snaps: list[Snapshot] | None = [] if keep else None
         self.persisted: list[Mapping[str, Any]] = []
         self.sent: list[str | None] = []
+        self.same: list[bool | None] = []
         self.last: Snapshot | None = None
 
     def __len__(self) -> int:
@@ -364,6 +366,7 @@ class _Chunk:
         else:
             out.persisted.append(self.persisted[j])
             out.sent.append(self.sent[j])
+            out.same.append(self.same[j])
         return out
 
 
@@ -407,9 +410,12 @@ class _SegmentPass:
             # cache and the engine's snapshot agree there (an engine may move cache entries when it
             # re-seeds); otherwise large batches (fewer engine round trips)
             fold_batch = k if (k and spans) else max(self.batch, k or 0)
+            # a pass that keeps no snapshots lets the engine send only those it must judge
+            # (sparse: a matching snapshot without timers comes as its hash)
             it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
                               seed=self.snap if lo > self.seg.start else None,
-                              exact_batches=bool(k and spans))
+                              exact_batches=bool(k and spans),
+                              expected=None if keep else recorded_hashes(entries, lo, hi))
             # the snapshots are taken in chunks (hashed and judged together); one at a time while
             # a checkpoint must see the rebinding cache as it was right after its entry
             size = 1 if spans else _FIRST_CHUNK
@@ -423,10 +429,11 @@ class _SegmentPass:
                             break
                 else:
                     held = pending.persisted
-                    add, add_sent = held.append, pending.sent.append
+                    add, add_sent, add_same = held.append, pending.sent.append, pending.same.append
                     for _i, snap in it:
                         add(snap.persisted)
                         add_sent(snap.state_hash)  # the engine's own (JS) hash when it sent one
+                        add_same(snap.unchanged)
                         if len(held) >= size:
                             break
                 if not held:
@@ -491,14 +498,20 @@ class _SegmentPass:
             m = self.m
             ps: list[Mapping[str, Any]] = [m.persist(sn) for sn in chunk.snaps]
             sent = [sn.state_hash for sn in chunk.snaps]
+            same: list[bool | None] = [sn.unchanged for sn in chunk.snaps]
         else:
             # nothing keeps them past the chunk and nothing changes them: the snapshots' own
             # persisted form, which is what ``persist`` copies (spec §7.4's shape)
-            ps, sent = chunk.persisted, chunk.sent
+            ps, sent, same = chunk.persisted, chunk.sent, chunk.same
         n = len(ps)
         prev = self.prev
-        # each persisted snapshot against the one before it (the first against the last taken)
-        eq: list[bool] = list(map(operator.eq, ps, [prev, *ps[:-1]]))
+        # each persisted snapshot against the one before it (the first against the last taken);
+        # where the engine said (a sparse fold, whose unsent snapshots are placeholders), its word
+        if same.count(None) == n:
+            eq: list[bool] = list(map(operator.eq, ps, [prev, *ps[:-1]]))
+        else:
+            before = [prev, *ps[:-1]]
+            eq = [ps[j] == before[j] if s is None else s for j, s in enumerate(same)]
         if prev is None:
             eq[0] = False
         hashes = np.zeros(n, np.uint32)

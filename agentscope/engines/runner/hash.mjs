@@ -51,6 +51,8 @@ function canonWrite(v, pos, out) {
     case "boolean":
       out.push(v ? "true" : "false");
       return;
+    case "bigint":
+      throw new TypeError("Do not know how to serialize a BigInt"); // as JSON.stringify
     default:
       break;
   }

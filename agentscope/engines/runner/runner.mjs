@@ -15,9 +15,9 @@
 //   load      {path, export?}            -> {machineId, declaredVersion, structural, exportName, graph, xstatePath, xstateVersion}
 //   initial   {input?}                   -> {handle, persisted, hash, children}
 //   restore   {persisted}                -> {handle, persisted, hash, children}
-//   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, release?}
-//                                         -> part lines {persisted: [...], hashes: [...], children: [...]}
-//                                            then {handle, persisted, hashes, children, sessions: {delta}}
+//   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, expect?, release?}
+//                                         -> part lines {persisted: [...], hashes: [...], children: [...], same?: [...]}
+//                                            then {handle, persisted, hashes, children, same?, sessions: {delta}}
 //   release   {handles}                  -> null
 //   ping      {}                         -> {pid}
 //   hash      {value}                    -> {hash, reference, json} (spec §2 in JS, for tests)
@@ -32,7 +32,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import fs from "node:fs";
 import path from "node:path";
 import v8 from "node:v8";
-import { referenceStateHash, stateHash } from "./hash.mjs";
+import { canonicalSnapshotJson, djb2Hex, referenceStateHash, stateHash } from "./hash.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // stdout belongs to the protocol. User code printing (console.log, process.stdout.write) is
@@ -617,6 +617,12 @@ function rebind(ev, snap, cache, delta) {
 // reply. Each snapshot comes with its state hash (spec §2, computed here); a persisted snapshot
 // identical to the previous one of the same fold is sent as null (Python reuses the previous
 // object), and so are the children's session ids (except for the last snapshot). With emit "last" only the last persisted snapshot is sent (hashes for every one).
+// With emit "sparse" (a verifying pass that keeps no snapshots) a persisted snapshot is sent
+// only where the caller needs it to judge the entry: the first and last of the request, one
+// whose hash is not `expect[i]` (the recorded hash), and one that may hold timers. The rest are
+// null (not sent: a placeholder, not "the same again"), and so are the children's session ids
+// but the last's. `same[i]` says whether snapshot i equals the one before it as JSON values
+// (what Python's == says of the two parsed snapshots; null for the first).
 // Output back-pressure: folding pauses while more than OUT_HIGH bytes wait to be written (each
 // waiting byte is a copy outside the JS heap; 8 MB here cost the runner ~70 MB of peak RSS on the
 // 300 KB-snapshot benchmark, for no measured speed: Python parses a part faster than it is folded).
@@ -629,6 +635,39 @@ async function writePart(id, raw) {
   else rawWrite(line);
 }
 
+// Whether `p.timers` may be truthy once parsed in Python (a non-empty object or array, a
+// non-empty string, a non-zero number, true). False only where it surely is not.
+function mayHoldTimers(p) {
+  const t = p.timers;
+  if (t === undefined || t === null || t === false || t === 0 || t === "") return false;
+  if (typeof t !== "object" || typeof t.toJSON === "function") return true;
+  for (const _ in t) return true;
+  return false;
+}
+
+// Two persisted snapshots with equal canonical text differ at most in what the hash leaves out
+// (session ids, timer and actor counters, agentMeta) or in key order: compare them as JSON values.
+function sameJsonValue(a, b) {
+  const ja = JSON.stringify(a);
+  const jb = JSON.stringify(b);
+  return ja === jb || jsonValueEqual(JSON.parse(ja), JSON.parse(jb));
+}
+
+function jsonValueEqual(a, b) {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonValueEqual(a[i], b[i])) return false;
+    return true;
+  }
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) if (!Object.hasOwn(b, k) || !jsonValueEqual(a[k], b[k])) return false;
+  return true;
+}
+
 async function opFold(req, id) {
   const m = requireMachine();
   const events = req.events;
@@ -638,6 +677,8 @@ async function opFold(req, id) {
   const rebindOn = req.rebind !== false;
   const partBytes = Number.isInteger(req.partBytes) && req.partBytes > 0 ? req.partBytes : DEFAULT_PART_BYTES;
   const lastOnly = req.emit === "last";
+  const sparse = req.emit === "sparse";
+  const expect = sparse && Array.isArray(req.expect) && req.expect.length === events.length ? req.expect : null;
   const delta = {};
   let snap;
   let cache;
@@ -676,13 +717,18 @@ async function opFold(req, id) {
   let kids = [];
   let hashes = [];
   let bytes = 0;
+  let same = [];
   let prevJson = null;
   let prevKids = null;
+  let prevP = null; // sparse: the previous persisted snapshot and its canonical text
+  let prevCanon = null;
   const flush = () => {
-    const raw = `{"persisted":[${parts.join(",")}],"hashes":${JSON.stringify(hashes)},"children":[${kids.join(",")}]}`;
+    const tail = sparse ? `,"same":${JSON.stringify(same)}` : "";
+    const raw = `{"persisted":[${parts.join(",")}],"hashes":${JSON.stringify(hashes)},"children":[${kids.join(",")}]${tail}}`;
     parts = [];
     kids = [];
     hashes = [];
+    same = [];
     bytes = 0;
     return raw;
   };
@@ -722,21 +768,54 @@ async function opFold(req, id) {
     }
     snap = next;
     sinceSeed += 1;
+    const last = i === events.length - 1;
     let json;
     let hash;
+    let p;
+    let canon;
     try {
-      const p = m.getPersistedSnapshot(snap);
-      json = JSON.stringify(p);
-      hash = stateHash(p);
+      p = m.getPersistedSnapshot(snap);
+      if (sparse) {
+        canon = canonicalSnapshotJson(p);
+        hash = djb2Hex(canon);
+        same.push(i === 0 ? null : canon === prevCanon && sameJsonValue(p, prevP) ? 1 : 0);
+        const wanted = i === 0 || last || (expect !== null && typeof expect[i] === "string" && expect[i] !== hash) || mayHoldTimers(p);
+        json = wanted ? JSON.stringify(p) : null;
+      } else {
+        json = JSON.stringify(p);
+        hash = stateHash(p);
+      }
     } catch (err) {
+      let shown = err;
+      if (sparse && p !== undefined) {
+        try {
+          JSON.stringify(p); // name what JSON.stringify objects to, as the other modes do
+        } catch (jsonErr) {
+          shown = jsonErr;
+        }
+      }
       throw new RunnerError(
         "not-serializable",
-        `the persisted snapshot after event ${i} of the batch is not JSON: ${errText(err)}`,
+        `the persisted snapshot after event ${i} of the batch is not JSON: ${errText(shown)}`,
         { index: i, eventType: ev && typeof ev === "object" ? ev.type : undefined },
       );
     }
+    if (sparse) {
+      prevP = p;
+      prevCanon = canon;
+      if (canon.length >= LARGE_STATE) noteStateSize(canon.length);
+      hashes.push(hash);
+      if (json === null) {
+        parts.push("null");
+      } else {
+        parts.push(json);
+        bytes += json.length;
+      }
+      kids.push(last ? JSON.stringify(childSessions(snap)) : "null");
+      if (bytes >= partBytes && !last) await writePart(id, flush());
+      continue;
+    }
     if (json.length >= LARGE_STATE) noteStateSize(json.length);
-    const last = i === events.length - 1;
     if (lastOnly && !last) {
       parts.push("null");
     } else if (!lastOnly && json === prevJson) {
