@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentscope.engines.base import UNSENT
 from agentscope.engines.xstate import XStateMachine, load_machine
 from agentscope.hashing import state_hash
 from tests.conftest import REPO, requires_node
@@ -107,3 +108,75 @@ def test_many_replies_leave_the_runner_stderr_clean() -> None:
         err = runner.stderr_text()
     assert "MaxListenersExceededWarning" not in err
     assert "unrecognized flag" not in err
+
+
+def test_a_sparse_fold_sends_only_the_snapshots_a_verifying_pass_judges(loop: XStateMachine) -> None:
+    events = loop_events(300)
+    for j in (10, 11, 100, 128, 200):  # no-ops: the state stays, one at a request's start (128)
+        events.insert(j, {"type": "NOPE"})
+    s0 = loop.initial({"limit": 10_000})
+    whole = loop.fold(s0, events, sessions={})
+    expected: list[str | None] = [s.state_hash for s in whole]
+    expected[5], expected[70] = "00000000", "NOT-HEX"  # a mismatch and an odd recorded text
+    expected[90] = None  # no recorded hash: nothing to judge it by
+    sparse = list(loop.fold_iter(s0, events, sessions={}, chunk=64, expected=expected))
+    assert [s.state_hash for s in sparse] == [s.state_hash for s in whole]
+    before = [s0.persisted, *(s.persisted for s in whole[:-1])]
+    for j, (sp, wh) in enumerate(zip(sparse, whole, strict=True)):
+        first, last = j % 64 == 0, j % 64 == 63 or j == len(events) - 1
+        assert sp.unchanged == (None if first else wh.persisted == before[j]), j
+        sent = first or last or j in (5, 70)
+        assert sp.persisted == wh.persisted if sent else sp.persisted is UNSENT, j
+        assert (sp.handle is not None) == (last and sent), j
+    assert [j for j, s in enumerate(sparse) if s.unchanged] == [10, 11, 100, 200]
+    assert sparse[-1].context == whole[-1].context
+
+
+def test_a_sparse_fold_sends_every_snapshot_with_timers() -> None:
+    with load_machine(REPO / "tests" / "xstate_machines" / "inspected.mjs") as m:
+        done = {"type": "xstate.done.actor", "actorId": "doubler", "sessionId": "rec:1", "output": {"n": 2}}
+        events = [{"type": "GO", "by": 1}, {"type": "NOPE"}, done, {"type": "NOTE", "text": "a"},
+                  {"type": "NOPE"}, {"type": "NOPE"}]
+        s0 = m.initial({"start": 0})
+        whole = m.fold(s0, events, sessions={})
+        sparse = list(m.fold_iter(s0, events, sessions={}, expected=[s.state_hash for s in whole]))
+        assert not whole[1].timers and whole[2].timers  # the child's completion starts `after 30`
+        assert [s.persisted is UNSENT for s in sparse] == [False, True, False, False, False, False]
+        assert [s.unchanged for s in sparse] == [None, True, False, False, True, True]
+        assert [s.persisted for s in sparse if s.persisted is not UNSENT] == [
+            s.persisted for j, s in enumerate(whole) if j != 1]
+
+
+def test_verify_judges_a_sparse_fold_as_a_whole_one(loop: XStateMachine) -> None:
+    from agentscope import verify
+
+    events = loop_events(400)
+    events[50:50] = [{"type": "NOPE"}] * 3
+    s0 = loop.initial({"limit": 10_000})
+    snaps = [s0, *loop.fold(s0, events, sessions={})]
+    entries = [
+        {"schemaVersion": 1, "id": f"evt_{i:08d}", "index": i,
+         "recordedAt": f"2026-11-30T10:00:{i // 1000:02d}.{i % 1000:03d}Z",
+         "machineId": loop.machine_id, "machineVersion": loop.version, "event": ev,
+         "verification": {"stateHash": snap.state_hash}}
+        for i, (ev, snap) in enumerate(
+            zip([{"type": "@agent.init", "input": {"limit": 10_000}}, *events], snaps, strict=True))
+    ]
+    entries[7]["verification"]["stateHash"] = "0badc0de"
+    entries[60]["verification"]["stateHash"] = "Zz"
+    del entries[90]["verification"]
+
+    class WholeSnapshots:  # the same engine, never asked for a sparse fold
+        def __init__(self, m: XStateMachine) -> None:
+            self._m = m
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._m, name)
+
+        def fold_iter(self, *args: Any, expected: Any = None, **kw: Any) -> Iterator[Any]:
+            return self._m.fold_iter(*args, **kw)
+
+    got, want = verify(loop, entries), verify(WholeSnapshots(loop), entries)  # type: ignore[arg-type]
+    assert got.df.equals(want.df) and got.problems.equals(want.problems)
+    assert got.counts() == want.counts() and got.counts()["ignored"] == 3
+    assert s0.persisted  # the seed was not touched

@@ -542,6 +542,19 @@ class SessionCache {
   }
   // Carry the cache over a restore: entries that pointed at a child's session in the old
   // snapshot now point at the same child's session in the restored one.
+  // Only the entries of running children can move at a restore: the index forgets the others
+  // (their keys stay in `map`, bound to sessions no child has any more: stale, as they must be).
+  // Called at each re-seed, it keeps the index as small as the running children, not the log.
+  keepIndexOf(liveChildren) {
+    const live = Object.values(liveChildren);
+    if (this.byMinted.size <= live.length) return;
+    const kept = new Map();
+    for (const minted of live) {
+      const keys = this.byMinted.get(minted);
+      if (keys) kept.set(minted, keys);
+    }
+    this.byMinted = kept;
+  }
   remap(oldChildren, newChildren, delta) {
     for (const actorId of Object.keys(oldChildren)) {
       const before = oldChildren[actorId];
@@ -750,7 +763,9 @@ async function opFold(req, id) {
       }
       if (fresh !== undefined) {
         snap = fresh;
-        cache.remap(before, childSessions(snap), delta);
+        const now = childSessions(snap);
+        cache.remap(before, now, delta);
+        cache.keepIndexOf(now);
       }
       sinceSeed = 0;
     }
