@@ -244,7 +244,7 @@ def test_snapshots_built_without_init_equal_the_dataclass_built_ones() -> None:
     from agentscope.engines.base import Snapshot
 
     assert [f.name for f in dataclasses.fields(Snapshot)] == [
-        "persisted", "handle", "transitions", "actions", "state_hash",
+        "persisted", "handle", "transitions", "actions", "state_hash", "unchanged",
     ]  # the fields statechart._snapshot sets
     m = counter_machine()
     s = m.initial({"start": 1})
@@ -254,6 +254,5 @@ def test_snapshots_built_without_init_equal_the_dataclass_built_ones() -> None:
     fields = [f.name for f in dataclasses.fields(Snapshot)]
     assert [getattr(twin, f) for f in fields] == [getattr(inc, f) for f in fields] and twin == inc
     built = statechart._snapshot(inc.persisted, inc.handle, (), ())
-    assert (built.persisted, built.handle, built.transitions, built.actions, built.state_hash) == (
-        inc.persisted, inc.handle, (), (), None,
-    )
+    assert (built.persisted, built.handle, built.transitions, built.actions, built.state_hash,
+            built.unchanged) == (inc.persisted, inc.handle, (), (), None, None)
