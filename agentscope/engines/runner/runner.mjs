@@ -50,8 +50,8 @@ const CHUNK = 1 << 20;
 // collection. So the first time a persisted snapshot's JSON reaches LARGE_STATE characters, the
 // heap grows by 10% at a time from then on (kept near the live size). Measured on a quiet 2-core box,
 // benchmarks/bench_node_verify.py's logs, runner peak RSS / runner CPU-s:
-//   - 50k-entry loop log (small states): growth 10% from the start 121 MB / 22.3 s, V8's
-//     defaults 204 MB / 19.5 s (the pure Node fold of the same log: 16.4 s);
+//   - 50k-entry loop log (small states): 10% growth from the start (with 4 MB semi-spaces)
+//     121-124 MB / 22.3-23.4 s, V8's defaults 203-214 MB / 17.3-21.1 s over repeated runs;
 //   - 2,500-entry grow log (300 KB states): defaults 144 MB / 8.6 s, this policy 126 MB / 8.5 s.
 // Set at run time, not on the command line, so a Node whose V8 lacks the flag only notes it.
 const LARGE_STATE = 32 * 1024;
