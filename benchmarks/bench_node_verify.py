@@ -18,7 +18,9 @@ log the three run in turn ``--repeat`` times (default 3) and each one's best rou
 - ``verify``: ``agentscope.verify(load_machine(...), read_log(path))`` (the public path; the
   machine load and the log read are not timed).
 - ``engine``: the Node engine's share of a verify pass: ``XStateMachine.fold_iter`` (streamed,
-  pipelined) and ``snapshot_hash`` (the runner's JS hash) compared with each recorded hash.
+  pipelined, sparse as in ``verify``: ``expected=`` the recorded hashes) and ``snapshot_hash``
+  (the runner's JS hash) compared with each recorded hash. ``--whole`` folds without
+  ``expected`` (every snapshot crosses the pipe, as for a ``Timeline``).
 
 Printed: entries/s of each, the ratios ``verify / node`` and ``engine / node`` (goal >= 0.9), and
 the peak RSS of Python (``ru_maxrss``) and of the Node runner (``VmHWM``) for the loop and the
@@ -119,7 +121,9 @@ def phase(name: str, log: str, machine: str) -> dict[str, Any]:
             init = ents[0]["event"]
             s0 = m.initial(init["input"]) if "input" in init else m.initial()
             bad = int(snapshot_hash(s0) != ents[0]["verification"]["stateHash"])
-            for i, snap in enumerate(m.fold_iter(s0, [e["event"] for e in ents[1:]], sessions={}), 1):
+            expected = None if name == "whole" else [e["verification"]["stateHash"] for e in ents[1:]]
+            steps = m.fold_iter(s0, [e["event"] for e in ents[1:]], sessions={}, expected=expected)
+            for i, snap in enumerate(steps, 1):
                 bad += snapshot_hash(snap) != ents[i]["verification"]["stateHash"]
         dt = time.perf_counter() - t0
         py_cpu = time.process_time() - p0
@@ -152,7 +156,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--grow", type=int, default=2500)
     ap.add_argument("--repeat", type=int, default=3, help="rounds of the loop log's three runs")
-    ap.add_argument("--phase", choices=["verify", "engine"])
+    ap.add_argument("--whole", action="store_true", help="the engine phase folds without expected=")
+    ap.add_argument("--phase", choices=["verify", "engine", "whole"])
     ap.add_argument("--log")
     ap.add_argument("--machine")
     args = ap.parse_args()
@@ -173,7 +178,7 @@ def main() -> None:
         for _ in range(args.repeat):
             runs["node"].append(run_node(loop_log, LOOP))
             runs["verify"].append(run_phase("verify", loop_log, LOOP))
-            runs["engine"].append(run_phase("engine", loop_log, LOOP))
+            runs["engine"].append(run_phase("whole" if args.whole else "engine", loop_log, LOOP))
         node = min(runs["node"], key=lambda r: r["cpuSeconds"])
         verify, engine = (
             min(runs[k], key=lambda r: max(r["runner_cpu"], r["python_cpu"])) for k in ("verify", "engine")
