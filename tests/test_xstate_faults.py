@@ -181,6 +181,15 @@ def test_snapshot_not_json(faulty: XStateMachine) -> None:
     assert info.value.index == 0
 
 
+def test_snapshot_not_json_in_a_sparse_fold(faulty: XStateMachine) -> None:
+    # a middle step of a sparse fold is hashed but not sent: it must fail as a sent one does
+    events = [{"type": "STORE", "payload": "a"}, {"type": "BIGINT"}, {"type": "STORE", "payload": "b"}]
+    with pytest.raises(MachineExecutionError, match=r"not JSON.*BigInt") as info:
+        list(faulty.fold_iter(faulty.initial(), events, sessions={}, expected=[None] * 3))
+    assert info.value.kind == "not-serializable"
+    assert info.value.index == 1
+
+
 def test_console_output_does_not_corrupt_the_protocol(faulty: XStateMachine) -> None:
     s = faulty.fold(faulty.initial(), [{"type": "CHATTY"}] * 3)[-1]
     assert s.value == "idle"

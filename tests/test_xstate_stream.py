@@ -166,17 +166,20 @@ def test_verify_judges_a_sparse_fold_as_a_whole_one(loop: XStateMachine) -> None
     entries[60]["verification"]["stateHash"] = "Zz"
     del entries[90]["verification"]
 
-    class WholeSnapshots:  # the same engine, never asked for a sparse fold
-        def __init__(self, m: XStateMachine) -> None:
-            self._m = m
+    class Engine:  # the same engine, asked for a sparse fold or (sparse=False) never
+        def __init__(self, m: XStateMachine, *, sparse: bool) -> None:
+            self._m, self._sparse, self.asked = m, sparse, 0
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self._m, name)
 
         def fold_iter(self, *args: Any, expected: Any = None, **kw: Any) -> Iterator[Any]:
-            return self._m.fold_iter(*args, **kw)
+            self.asked += expected is not None
+            return self._m.fold_iter(*args, **kw, expected=expected if self._sparse else None)
 
-    got, want = verify(loop, entries), verify(WholeSnapshots(loop), entries)  # type: ignore[arg-type]
+    sparse, whole = Engine(loop, sparse=True), Engine(loop, sparse=False)
+    got, want = verify(sparse, entries), verify(whole, entries)  # type: ignore[arg-type]
+    assert sparse.asked == whole.asked == 1  # verify asked each for one sparse fold
     assert got.df.equals(want.df) and got.problems.equals(want.problems)
-    assert got.counts() == want.counts() and got.counts()["ignored"] == 3
-    assert s0.persisted  # the seed was not touched
+    assert got.counts() == want.counts()
+    assert got.counts()["ignored"] == 3 and got.counts()["mismatch"] == 2

@@ -905,8 +905,9 @@ class XStateMachine:
 
         A ``null`` persisted snapshot (or children map) is the previous one again (the runner
         sends identical ones once); ``prev`` carries the last snapshot across requests. Applies the rebinding
-        cache delta to ``sessions`` at the end. A sparse reply (it has ``same``) is decoded by
-        :meth:`_decode_sparse`.
+        cache delta to ``sessions`` at the end. In a sparse reply (it has ``same``) a ``null``
+        persisted snapshot was not sent (:data:`UNSENT`), ``same`` gives each snapshot's
+        ``unchanged``, and only the last has a handle.
         """
         gen = self._runner.generation
         last_p: Mapping[str, Any] | None = prev[0] if prev else None
@@ -927,36 +928,26 @@ class XStateMachine:
                     f"{count + n} snapshots for {n_events} events; the runner was stopped."
                 )
             stop = n - 1 if final else n
-            if same is not None:  # sparse: null is "not sent", and only the last has a handle
+            if same is None:
                 for i in range(stop):
                     p = persisted[i]
-                    s = same[i]
+                    if p is None:
+                        p = last_p if last_p is not None else {}
+                    last_p = p
+                    kids = children[i]
+                    if kids is None:
+                        kids = last_kids
+                    last_kids = kids
+                    yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i])
+            else:
+                for i in range(stop):
+                    p = persisted[i]
                     yield Snapshot(UNSENT if p is None else p, None, state_hash=hashes[i],
-                                   unchanged=None if s is None else s == 1)
-                count += n
-                if final:
-                    p = persisted[-1]
-                    s = same[-1]
-                    h = self._new_handle(int(part["handle"]), children[-1])
-                    if sessions is not None:
-                        sessions.update(part.get("sessions") or {})
-                        self._mirror = (h.generation, int(part["handle"]), dict(sessions))
-                    yield Snapshot(p, h, state_hash=hashes[-1], unchanged=None if s is None else s == 1)
-                continue
-            for i in range(stop):
-                p = persisted[i]
-                if p is None:
-                    p = last_p if last_p is not None else {}
-                last_p = p
-                kids = children[i]
-                if kids is None:
-                    kids = last_kids
-                last_kids = kids
-                yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i])
+                                   unchanged=_unchanged(same[i]))
             count += n
             if final:
                 p = persisted[-1]
-                if p is None:
+                if p is None:  # (never in a sparse reply: it always sends its last)
                     p = last_p if last_p is not None else {}
                 if prev is not None:
                     prev[:] = [p]
@@ -964,7 +955,8 @@ class XStateMachine:
                 if sessions is not None:
                     sessions.update(part.get("sessions") or {})
                     self._mirror = (h.generation, int(part["handle"]), dict(sessions))
-                yield Snapshot(p, h, state_hash=hashes[-1])
+                yield Snapshot(p, h, state_hash=hashes[-1],
+                               unchanged=None if same is None else _unchanged(same[-1]))
 
     def fold_last(
         self,
@@ -1020,18 +1012,21 @@ class XStateMachine:
         if expected is not None and len(expected) != len(evs):
             raise ValueError(f"expected: {len(expected)} hashes for {len(evs)} events")
         cache: dict[str, str] = {} if sessions is None else sessions
+
+        def sparse(lo: int, hi: int) -> dict[str, Any]:
+            """The request fields that make the fold of ``evs[lo:hi]`` sparse (none without ``expected``)."""
+            return {} if expected is None else {"emit": "sparse", "expect": list(expected[lo:hi])}
+
         first = evs[:chunk]
-        sparse: dict[str, Any] = {}
-        if expected is not None:
-            sparse = {"emit": "sparse", "expect": list(expected[:chunk])}
-        req = {**self._seed_request(seed, first, cache, rebind=True), **sparse}
+        req = {**self._seed_request(seed, first, cache, rebind=True), **sparse(0, len(first))}
         rid = self._runner.send(req, pipelined=True)
         stream = self._runner.recv_stream(rid)
         try:
             try:
                 head = next(stream)
             except _UnknownHandle:
-                req = {**self._seed_request(seed, first, cache, rebind=True, by_value=True), **sparse}
+                req = {**self._seed_request(seed, first, cache, rebind=True, by_value=True),
+                       **sparse(0, len(first))}
                 rid = self._runner.send(req, pipelined=True)
                 stream = self._runner.recv_stream(rid)
                 head = next(stream)
@@ -1064,7 +1059,7 @@ class XStateMachine:
                     "rebind": True,
                     "reseedEvery": self.reseed_every,
                     "partBytes": self.part_bytes,
-                    **({} if expected is None else {"emit": "sparse", "expect": expected[pos : pos + n]}),
+                    **sparse(pos, pos + n),
                 },
                 pipelined=True,
             )
@@ -1121,6 +1116,11 @@ class XStateMachine:
 
 # ---------------------------------------------------------------------------------------------
 # Graph conversion.
+
+
+def _unchanged(flag: int | None) -> bool | None:
+    """A sparse reply's ``same`` flag as :attr:`Snapshot.unchanged` (``None``: not judged)."""
+    return None if flag is None else flag == 1
 
 
 def _graph_from_json(g: Mapping[str, Any]) -> Graph:

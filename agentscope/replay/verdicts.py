@@ -391,7 +391,10 @@ class _SegmentPass:
         self.failed = False
         self.last = seg.start - 1
 
-    def run(self, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
+    def run(self, entries: Sequence[Mapping[str, Any]], lo: int, hi: int,
+            recorded: Sequence[str | None]) -> None:
+        """Fold and judge positions ``lo .. hi - 1``; ``recorded`` is their recorded hashes
+        (``recorded_hashes(entries, lo, hi)``, read once by :meth:`Pass.feed`)."""
         if self.failed or lo >= hi:
             return
         idx, m = self.idx, self.m
@@ -415,7 +418,7 @@ class _SegmentPass:
             it = fold_segment(m, entries, lo, hi, batch=fold_batch, sessions=self.cache,
                               seed=self.snap if lo > self.seg.start else None,
                               exact_batches=bool(k and spans),
-                              expected=None if keep else recorded_hashes(entries, lo, hi))
+                              expected=None if keep else recorded)
             # the snapshots are taken in chunks (hashed and judged together); one at a time while
             # a checkpoint must see the rebinding cache as it was right after its entry
             size = 1 if spans else _FIRST_CHUNK
@@ -643,10 +646,10 @@ class _SegmentPass:
 _HEX_RUN = re.compile(r"[0-9a-f]*")
 
 
-def _read_recorded(idx: LogIndex, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
-    """Store the recorded hashes of ``entries[lo:hi]``: 8 lowercase hex digits as ``uint32``
-    (parsed together), any other text as is in ``odd_recorded``."""
-    hashes = recorded_hashes(entries, lo, hi)
+def _read_recorded(idx: LogIndex, lo: int, hashes: list[str | None]) -> None:
+    """Store ``hashes``, the recorded hashes of the entries from ``lo`` on: 8 lowercase hex
+    digits as ``uint32`` (parsed together), any other text as is in ``odd_recorded``."""
+    hi = lo + len(hashes)
     if set(map(type, hashes)) == {str} and set(map(len, cast(list[str], hashes))) == {8}:
         # every entry has one of 8 characters
         at: list[int] = list(range(lo, hi))
@@ -814,7 +817,8 @@ class Pass:
         if hi <= lo:
             return range(lo, lo)
         idx.grow(hi)
-        _read_recorded(idx, entries, lo, hi)
+        recorded = recorded_hashes(entries, lo, hi)
+        _read_recorded(idx, lo, recorded)
         first = lo
         if idx.segments and not (entries[lo] is not None and event_type(entries[lo]) == AGENT_INIT):
             # the new entries continue the last segment
@@ -822,7 +826,8 @@ class Pass:
             cont = segments_of(entries, lo)
             head = cont[0]
             idx.segments[-1] = dataclasses.replace(last, stop=head.stop)
-            self._run_segment(entries, idx.segments[-1], lo, head.stop, fresh=False)
+            self._run_segment(entries, idx.segments[-1], lo, head.stop, recorded[: head.stop - lo],
+                              fresh=False)
             first = head.stop
         if types is not None and first > lo:
             types = types[first - lo :]
@@ -831,7 +836,8 @@ class Pass:
             if idx.segments:
                 _check_bridge_link(idx, entries, idx.segments[-1], seg)
             idx.segments.append(seg)
-            self._run_segment(entries, seg, seg.start, seg.stop, fresh=True)
+            self._run_segment(entries, seg, seg.start, seg.stop,
+                              recorded[seg.start - lo : seg.stop - lo], fresh=True)
         no_hash = ~idx.has_recorded[lo:hi]
         for i in idx.odd_recorded:
             if lo <= i < hi:
@@ -847,7 +853,8 @@ class Pass:
         return range(lo, hi)
 
     def _run_segment(self, entries: Sequence[Mapping[str, Any]], seg: Segment, lo: int, hi: int,
-                     *, fresh: bool) -> None:
+                     recorded: list[str | None], *, fresh: bool) -> None:
+        """Check and fold positions ``lo .. hi - 1`` of ``seg``; ``recorded`` is their recorded hashes."""
         idx = self.index
         if fresh:
             m, seg_version = machine_for_segment(seg, self.machine, self.machines)
@@ -899,7 +906,7 @@ class Pass:
             self._seg_pass = _SegmentPass(idx, seg, m, checkpoint_every=self.checkpoint_every,
                                           batch=self.batch, explain=self.explain, store=store)
         self._seg_pass.seg = seg
-        self._seg_pass.run(entries, lo, fold_stop)
+        self._seg_pass.run(entries, lo, fold_stop, recorded[: fold_stop - lo])
 
 
 def build_index(

@@ -48,8 +48,8 @@ const CHUNK = 1 << 20;
 // states do not: every step's snapshot JSON and canonical text (~1 MB per step for a 300 KB
 // snapshot) are old-generation objects, which pile up to several times the live size before a
 // collection. So the first time a persisted snapshot's JSON reaches LARGE_STATE characters, the
-// heap grows by 10% at a time from then on (kept near the live size). Measured on a quiet 2-core box,
-// benchmarks/bench_node_verify.py's logs, runner peak RSS / runner CPU-s:
+// heap grows by 10% at a time from then on (kept near the live size). Measured on a shared 2-core
+// box with benchmarks/bench_node_verify.py's logs, runner peak RSS / runner CPU-s:
 //   - 50k-entry loop log (small states): 10% growth from the start (with 4 MB semi-spaces)
 //     121-124 MB / 22.3-23.4 s, V8's defaults 203-214 MB / 17.3-21.1 s over repeated runs;
 //   - 2,500-entry grow log (300 KB states): defaults 144 MB / 8.6 s, this policy 126 MB / 8.5 s.
@@ -58,7 +58,7 @@ const LARGE_STATE = 32 * 1024;
 let compactHeap = false;
 
 function noteStateSize(chars) {
-  if (chars < LARGE_STATE || compactHeap) return;
+  if (compactHeap || chars < LARGE_STATE) return;
   compactHeap = true;
   v8.setFlagsFromString("--heap-growing-percent=10");
 }
@@ -540,8 +540,6 @@ class SessionCache {
     for (const [m, keys] of this.byMinted) c.byMinted.set(m, keys.slice());
     return c;
   }
-  // Carry the cache over a restore: entries that pointed at a child's session in the old
-  // snapshot now point at the same child's session in the restored one.
   // Only the entries of running children can move at a restore: the index forgets the others
   // (their keys stay in `map`, bound to sessions no child has any more: stale, as they must be).
   // Called at each re-seed, it keeps the index as small as the running children, not the log.
@@ -555,6 +553,8 @@ class SessionCache {
     }
     this.byMinted = kept;
   }
+  // Carry the cache over a restore: entries that pointed at a child's session in the old
+  // snapshot now point at the same child's session in the restored one.
   remap(oldChildren, newChildren, delta) {
     for (const actorId of Object.keys(oldChildren)) {
       const before = oldChildren[actorId];
@@ -691,7 +691,10 @@ async function opFold(req, id) {
   const partBytes = Number.isInteger(req.partBytes) && req.partBytes > 0 ? req.partBytes : DEFAULT_PART_BYTES;
   const lastOnly = req.emit === "last";
   const sparse = req.emit === "sparse";
-  const expect = sparse && Array.isArray(req.expect) && req.expect.length === events.length ? req.expect : null;
+  const expect = sparse && req.expect != null ? req.expect : null;
+  if (expect !== null && (!Array.isArray(expect) || expect.length !== events.length)) {
+    throw new RunnerError("protocol", "fold: 'expect' must hold one hash (or null) per event");
+  }
   const delta = {};
   let snap;
   let cache;
@@ -784,21 +787,27 @@ async function opFold(req, id) {
     snap = next;
     sinceSeed += 1;
     const last = i === events.length - 1;
-    let json;
     let hash;
+    let sent; // the persisted snapshot's JSON as it goes out, or null (see above)
+    let size; // characters of the state's text: what the heap policy looks at
     let p;
-    let canon;
     try {
       p = m.getPersistedSnapshot(snap);
       if (sparse) {
-        canon = canonicalSnapshotJson(p);
+        const canon = canonicalSnapshotJson(p);
         hash = djb2Hex(canon);
         same.push(i === 0 ? null : canon === prevCanon && sameJsonValue(p, prevP) ? 1 : 0);
-        const wanted = i === 0 || last || (expect !== null && typeof expect[i] === "string" && expect[i] !== hash) || mayHoldTimers(p);
-        json = wanted ? JSON.stringify(p) : null;
+        const misses = expect !== null && typeof expect[i] === "string" && expect[i] !== hash;
+        sent = i === 0 || last || misses || mayHoldTimers(p) ? JSON.stringify(p) : null;
+        size = canon.length;
+        prevP = p;
+        prevCanon = canon;
       } else {
-        json = JSON.stringify(p);
+        const json = JSON.stringify(p);
         hash = stateHash(p);
+        sent = (lastOnly ? !last : json === prevJson) ? null : json;
+        size = json.length;
+        prevJson = json;
       }
     } catch (err) {
       let shown = err;
@@ -815,33 +824,15 @@ async function opFold(req, id) {
         { index: i, eventType: ev && typeof ev === "object" ? ev.type : undefined },
       );
     }
-    if (sparse) {
-      prevP = p;
-      prevCanon = canon;
-      if (canon.length >= LARGE_STATE) noteStateSize(canon.length);
-      hashes.push(hash);
-      if (json === null) {
-        parts.push("null");
-      } else {
-        parts.push(json);
-        bytes += json.length;
-      }
-      kids.push(last ? JSON.stringify(childSessions(snap)) : "null");
-      if (bytes >= partBytes && !last) await writePart(id, flush());
-      continue;
-    }
-    if (json.length >= LARGE_STATE) noteStateSize(json.length);
-    if (lastOnly && !last) {
-      parts.push("null");
-    } else if (!lastOnly && json === prevJson) {
+    noteStateSize(size);
+    hashes.push(hash);
+    if (sent === null) {
       parts.push("null");
     } else {
-      parts.push(json);
-      bytes += json.length;
+      parts.push(sent);
+      bytes += sent.length;
     }
-    prevJson = json;
-    hashes.push(hash);
-    const k = JSON.stringify(childSessions(snap));
+    const k = sparse && !last ? "null" : JSON.stringify(childSessions(snap));
     kids.push(k === prevKids && !last ? "null" : k);
     prevKids = k;
     if (bytes >= partBytes && !last) await writePart(id, flush());
