@@ -28,12 +28,14 @@ const cpu0 = process.cpuUsage();
 const init = entries[0].event;
 let snap = "snapshot" in init ? machine.restoreSnapshot(init.snapshot) : xs.initialTransition(machine, init.input)[0];
 let mismatches = stateHash(machine.getPersistedSnapshot(snap)) === entries[0].verification?.stateHash ? 0 : 1;
+// Spec §4.1: the rebinding cache lives as long as the fold and is never cleared (a key whose child
+// has finished stays bound to its stale session). The loop machine's children finish every step,
+// so no key ever moves at a re-seed and none needs remapping here.
 const sessions = new Map();
 let since = 0;
 for (let i = 1; i < entries.length; i++) {
   if (reseedEvery && since >= reseedEvery) {
     snap = machine.restoreSnapshot(machine.getPersistedSnapshot(snap));
-    sessions.clear(); // loop children finish every step: no entry survives a re-seed
     since = 0;
   }
   let ev = entries[i].event;
