@@ -7,7 +7,8 @@ heavy parts (pandas, ipywidgets, the Node runner) load only when used.
 - Hashing: :func:`state_hash`, :func:`canonical_json` (spec §2, §3).
 - Engines: :func:`load_machine` (real XState via Node), :class:`StatechartMachine` and
   :func:`setup` (pure Python), :class:`Recorder` (write logs).
-- Replay: :func:`replay`, :func:`verify`, :class:`Timeline` (spec §4).
+- Replay: :func:`replay`, :func:`verify`, :class:`Timeline` (spec §4); their home is the package
+  :mod:`agentscope.pipeline` (segments → fold → the pass → report → timeline).
 - Forks: :func:`compare`, :func:`fork_tree` (spec §5.1, §6).
 - Views: :class:`TimeTravel`, :class:`ForkView`, :func:`history`.
 - Bulk: :func:`verify_store`.
@@ -35,20 +36,20 @@ _EXPORTS: dict[str, str] = {
     "UNDEFINED": "agentscope.engines.statechart",
     "Recorder": "agentscope.recorder",
     "ManualClock": "agentscope.recorder",
-    "replay": "agentscope.replay",
-    "verify": "agentscope.replay",
-    "Timeline": "agentscope.replay",
+    "replay": "agentscope.pipeline",
+    "verify": "agentscope.pipeline",
+    "Timeline": "agentscope.pipeline",
     "compare": "agentscope.forks",
     "fork_tree": "agentscope.forks",
     "ForkDiff": "agentscope.forks",
-    "VerifyReport": "agentscope.replay",
+    "VerifyReport": "agentscope.pipeline",
     "Frame": "agentscope.frames",
     "TimeTravel": "agentscope.widgets",
     "ForkView": "agentscope.widgets",
     "history": "agentscope.widgets",
     "verify_store": "agentscope.bulk",
-    "whatif": "agentscope.whatif",
-    "WhatIf": "agentscope.whatif",
+    "whatif": "agentscope.counterfactual",
+    "WhatIf": "agentscope.counterfactual",
     "check": "agentscope.queries",
     "coverage": "agentscope.coverage_map",
     "Coverage": "agentscope.coverage_map",
@@ -61,15 +62,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.errors import AgentscopeError as AgentscopeError
     from agentscope.hashing import canonical_json as canonical_json
     from agentscope.hashing import state_hash as state_hash
-
-
-# ``agentscope.replay`` is both a subpackage and the public function: importing the subpackage binds
-# this attribute to the package, so it is imported here first (cheap: its names load lazily) and
-# the function is bound over it. ``agentscope.replay.fold`` imports no pandas.
-from agentscope.replay.fold import replay as replay  # noqa: E402
-
-# the same for ``agentscope.whatif`` (a module and the function); it imports no pandas either
-from agentscope.whatif import whatif as whatif  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,7 @@ Semantics follow JavaScript where it matters for logs written by JS:
   result is truthy in JS's sense (``0``, ``""``, ``null``, ``undefined``, ``NaN`` and ``false``
   are falsy; ``[]`` and ``{}`` are truthy).
 
-Private module: the public entry points are on :class:`agentscope.replay.Timeline` and in
+Private module: the public entry points are on :class:`agentscope.pipeline.Timeline` and in
 :mod:`agentscope.queries`.
 """
 

@@ -308,7 +308,7 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
     some of ours do not survive pickling.
     """
     from agentscope.log import read_log
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     try:
         machine = _machine_for(chunk.machine)
@@ -342,7 +342,7 @@ _HASH_REASONS = ("state-mismatch", "missing-verification", "explained-mismatch")
 
 
 def _summarize(report: Any) -> dict[str, Any]:
-    """Reduce a :class:`~agentscope.replay.VerifyReport` to the per-thread counts."""
+    """Reduce a :class:`~agentscope.pipeline.VerifyReport` to the per-thread counts."""
     df = report.df
     verdicts = [str(v) for v in df["verdict"]]
     failed_idx = [int(i) for i, f in zip(df["index"], df["failed"], strict=True) if bool(f)]
@@ -400,7 +400,7 @@ def verify_store(
 
     Each thread is replayed from its init entry and every recorded
     ``verification.stateHash`` is compared with the recomputed one
-    (:func:`agentscope.replay.verify`). Threads are grouped into chunks and each chunk is
+    (:func:`agentscope.pipeline.verify`). Threads are grouped into chunks and each chunk is
     submitted to ``executor``; every worker loads the machine from its spec once and reuses it.
 
     Parameters

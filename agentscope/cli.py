@@ -1,7 +1,7 @@
 """The ``agentscope`` command: verify, inspect, compare and export event logs from a terminal or CI.
 
 A thin layer over the library: every subcommand reads with :func:`agentscope.log.read_log`,
-replays with :mod:`agentscope.replay` (or :func:`agentscope.bulk.verify_store` for a whole
+replays with :mod:`agentscope.pipeline` (or :func:`agentscope.bulk.verify_store` for a whole
 store), compares with :func:`agentscope.forks.compare`, and prints the result as a table for
 people or as JSON (``--json``) for programs.
 
@@ -382,7 +382,7 @@ def _first_line(text: Any, limit: int | None = 240) -> str:
 def _first_failure(report: Any) -> str | None:
     """The first failing entry as the ``first failure`` line shows it: ``entry <i> (<id>, <event
     type>): <kind>: <detail>; …``, from the report's problems at that entry (``None`` when no
-    entry failed). When the report has a :attr:`~agentscope.replay.VerifyReport.machine_mismatch`
+    entry failed). When the report has a :attr:`~agentscope.pipeline.VerifyReport.machine_mismatch`
     (printed on its own line above), the entry's ``machine-mismatch`` problem is left out and an
     ``engine-error`` shows what the machine raised (its ``MachineExecutionError.raised``), so the
     line says only what is new. Each detail keeps its first line (an engine error's JS stack
@@ -410,7 +410,7 @@ def _first_failure(report: Any) -> str | None:
 
 
 def _verify_one(log: EventLog, ms: _Machines, strict: bool) -> Any:
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     primary, extra = ms.load()
     return verify(primary, log, machines=extra, strict=strict)
@@ -666,7 +666,7 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
         machine = None
         if ms.given:
             machine, _ = ms.load()
-            from agentscope.replay import verify
+            from agentscope.pipeline import verify
 
             report = verify(machine, log)
             summary["verification"] = report.summary()
@@ -740,7 +740,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     with _Machines(args.machine, None) as ms:
         machine = ms.load()[0] if ms.given else None
         if args.html is not None and machine is not None:
-            from agentscope.replay.timeline import fork_timelines
+            from agentscope.pipeline.timeline import fork_timelines
 
             # one pass: the shared prefix folded once, both the diff and the player read it
             shared = int(compare(left, right).common_prefix)  # entry scan only, no fold
@@ -817,7 +817,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
 
 def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
     """Replay a log or every thread of a store under a changed machine (a CI gate for changes)."""
-    from agentscope.whatif import whatif
+    from agentscope.counterfactual import whatif
 
     source, thread = _split_thread(args.log)
     thread = args.thread or thread
@@ -1062,7 +1062,7 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
         return _open_lab(out)
     from agentscope.bulk import MachineSpec
     from agentscope.log import read_log
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     log = read_log(DEMO_STORE, thread=args.thread)
     engine = "python" if args.engine == "python" else "node"
@@ -1170,7 +1170,7 @@ def _open_lab(out: _Out) -> int:
 
 def _question_timeline(args: argparse.Namespace, ms: _Machines) -> tuple[Any, EventLog]:
     """The log of ``query``/``check`` (a file or STORE#THREAD) and its Timeline."""
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     if not ms.given:
         raise UsageError(f"{args.command} needs a machine: --machine M or --machines v1=M1,v2=M2")

@@ -1,6 +1,6 @@
 """Coverage: which states and transitions of a machine a history exercised (one log or a store).
 
-:func:`coverage` folds each log once (through a :class:`~agentscope.replay.Timeline` and the walk
+:func:`coverage` folds each log once (through a :class:`~agentscope.pipeline.Timeline` and the walk
 of :mod:`agentscope.queries`) and counts, per state node, the entries after which it was active,
 and per declared transition how often it was observed taken. A whole store runs through the
 same ``concurrent.futures.Executor`` seam as :func:`agentscope.verify_store`
@@ -378,7 +378,7 @@ def coverage(
     Parameters
     ----------
     logs_or_store : Timeline, EventLog, entries, a path, or a sequence of them
-        One log (a :class:`~agentscope.replay.Timeline` is used as is, so nothing is folded
+        One log (a :class:`~agentscope.pipeline.Timeline` is used as is, so nothing is folded
         twice in a notebook), several logs, or a SQLite store (spec §5.2): every thread of it
         (or ``threads``), counted across the store.
     machine : Machine, MachineSpec or str
@@ -451,7 +451,7 @@ def coverage(
 
 
 def _is_one_log(x: Any) -> bool:
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     if isinstance(x, Timeline) or hasattr(x, "entries"):
         return True
@@ -461,7 +461,7 @@ def _is_one_log(x: Any) -> bool:
 def _local(machine: Machine, machines: Mapping[str, Any] | None,
            items: Sequence[tuple[Any, str | None]]) -> Coverage:
     from agentscope.log import read_log
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     total = _Counts()
     for k, (x, label) in enumerate(items):
@@ -504,7 +504,7 @@ def _coverage_chunk(chunk: _Chunk) -> list[tuple[str, _Counts]] | _Failure:
     """Worker side: count each thread of ``chunk`` (a module-level function, so it pickles)."""
     from agentscope.bulk import _Failure, _machine_for
     from agentscope.log import read_log
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     try:
         machine = _machine_for(chunk.machine)

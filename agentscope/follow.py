@@ -2,13 +2,13 @@
 
 A consumer of the one pass: a tail (:mod:`agentscope.log.tail`) reads only the entries appended
 to a store or JSONL file since the last poll, read-only, as a consistent prefix;
-:meth:`agentscope.replay.Timeline.extend` folds and verifies only them. Nothing here folds or
+:meth:`agentscope.pipeline.Timeline.extend` folds and verifies only them. Nothing here folds or
 validates. See :mod:`agentscope.log.tail` for how SQLite (also WAL) and JSONL are read, and how a
 thread forked, truncated or rewritten under the follower is reported.
 
 - :func:`follow` opens a source and returns a :class:`Follower` whose ``timeline`` grows with
   each ``poll()``; ``frames()`` yields every frame as it arrives.
-- :meth:`agentscope.replay.Timeline.follow` continues an open timeline from its source.
+- :meth:`agentscope.pipeline.Timeline.follow` continues an open timeline from its source.
 - ``TimeTravel(machine, path, follow=True)`` and ``agentscope watch`` are built on these.
 """
 
@@ -31,7 +31,7 @@ from agentscope.log.tail import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.engines.base import Machine
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
 __all__ = ["FollowError", "FollowProblem", "Follower", "JsonlTail", "SqliteTail", "follow",
            "follow_timeline", "open_tail"]
@@ -60,7 +60,7 @@ def follow(
     machines : Mapping[str, Machine], optional
         Machines by ``machineVersion`` (version-bridged logs, spec §1.5).
     **timeline_options
-        Passed to :class:`agentscope.replay.Timeline`.
+        Passed to :class:`agentscope.pipeline.Timeline`.
 
     Returns
     -------
@@ -74,7 +74,7 @@ def follow(
     """
     from agentscope.log.build import detect_era
     from agentscope.log.model import EventLog
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     text = os.fspath(source)
     if thread is None and "#" in text and not Path(text).exists():

@@ -748,12 +748,12 @@ def _side_frames(
 ) -> tuple[Iterator[Frame], Iterator[Frame]]:
     """Return each side's frames, in order, for indices ``[max(divergence-1, 0), stop)``.
 
-    Each side is an :class:`agentscope.replay.Timeline` (spec §4.1 fold with session
+    Each side is an :class:`agentscope.pipeline.Timeline` (spec §4.1 fold with session
     rebinding, verdicts with their explanations) of the one pass, with the shared prefix folded
-    once for both (:func:`~agentscope.replay.timeline.fork_timelines`), read in order; or the
+    once for both (:func:`~agentscope.pipeline.timeline.fork_timelines`), read in order; or the
     caller's ``timelines`` of the two logs, read without folding again.
     """
-    from agentscope.replay.timeline import fork_timelines  # lazy: replay pulls in numpy/pandas
+    from agentscope.pipeline.timeline import fork_timelines  # lazy: replay pulls in numpy/pandas
 
     lo = max(divergence - 1, 0)
     if timelines is not None:
@@ -796,8 +796,8 @@ def compare(
         With a machine: diff at most this many aligned indices from the divergence on (at least
         1); ``None`` diffs to the end of the shorter log. For very long logs.
     timelines : (Timeline, Timeline), optional
-        With a machine: the two logs' :class:`~agentscope.replay.Timeline` objects (e.g. from
-        :func:`~agentscope.replay.timeline.fork_timelines`, which a player also reads); their
+        With a machine: the two logs' :class:`~agentscope.pipeline.Timeline` objects (e.g. from
+        :func:`~agentscope.pipeline.timeline.fork_timelines`, which a player also reads); their
         frames are read instead of folding the sides again.
 
     Returns

@@ -2,7 +2,7 @@
 
 A frame is plain data: the entry as read, the persisted snapshot after it (XState 6's shape, spec
 §7.4), the recorded and recomputed state hashes and the verdict. Views draw frames; they never
-compute them. :class:`agentscope.replay.Timeline` produces them.
+compute them. :class:`agentscope.pipeline.Timeline` produces them.
 """
 
 from __future__ import annotations

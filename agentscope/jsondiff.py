@@ -2,7 +2,7 @@
 
 - :func:`diff_json` — the *semantic* diff a person reads (:mod:`agentscope.forks`, spec §6.2);
 - :func:`delta` / :func:`apply_delta` — the *storage* diff: exact ops (key order kept) that turn
-  one persisted snapshot into the next (:mod:`agentscope.replay.snapshots`);
+  one persisted snapshot into the next (:mod:`agentscope.pipeline.snapshots`);
 - :func:`changed_paths` — the pointers a step changed (``Frame.changed_paths``), from :func:`delta`;
 - :func:`resolve_pointer` — read a value by pointer.
 

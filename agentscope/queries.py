@@ -1,6 +1,6 @@
 """Questions about a replayed history: states as a DataFrame, "jump to when…", invariants.
 
-:class:`agentscope.replay.Timeline` answers "what was the state at step n"; this module answers
+:class:`agentscope.pipeline.Timeline` answers "what was the state at step n"; this module answers
 the questions a notebook asks about the whole history:
 
 - :func:`states` (``Timeline.states``): one row per entry with the state value, status, active
@@ -83,7 +83,7 @@ class _Step:
 
 
 def _steps(tl: Any, start: int = 0, stop: int | None = None) -> Iterator[_Step]:
-    """Walk ``tl`` (a :class:`~agentscope.replay.Timeline`) over positions ``start .. stop-1``.
+    """Walk ``tl`` (a :class:`~agentscope.pipeline.Timeline`) over positions ``start .. stop-1``.
 
     Each segment's replayed range is read through the timeline's ``_persisted_from``: from the
     pass's snapshot store where it keeps the states (no engine call), else folded once,

@@ -32,7 +32,7 @@ from agentscope.errors import AgentscopeError, EngineError, MachineExecutionErro
 from agentscope.hashing import state_hash
 from agentscope.log.validate import json_safety_problem
 from agentscope.log.writers import js_json  # the one JSON writer: entries as a JS host writes them
-from agentscope.replay.fold import fold_segment  # the host sits above the fold
+from agentscope.pipeline.fold import fold_segment  # the host sits above the fold
 
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
@@ -557,7 +557,7 @@ def _non_json_pointer(value: Any, pointer: str = "") -> tuple[str, str] | None:
 def fold_entries(machine: Machine, entries: Sequence[Mapping[str, Any]]) -> list[Snapshot]:
     """Fold one segment of entries with ``machine``: one snapshot per entry (spec §4.1).
 
-    The library's one fold (:func:`agentscope.replay.fold.fold_segment`: seed, batched ``fold``
+    The library's one fold (:func:`agentscope.pipeline.fold.fold_segment`: seed, batched ``fold``
     with session rebinding, the failing entry named).
     """
     return [snap for _, snap in fold_segment(machine, entries, 0, len(entries))]

@@ -100,7 +100,7 @@ def main() -> None:
         for ev in events:
             s = m.transition(s, ev)
 
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     def run_verify() -> None:
         report = verify(counter_machine(), entries)
@@ -142,8 +142,8 @@ def triage_line(repeat: int) -> None:
     from agentscope.examples.python_machines import triage_machine
     from agentscope.log.entry import event_of
     from agentscope.log.readers import read_log
-    from agentscope.replay import verify
-    from agentscope.replay.fold import seed_snapshot
+    from agentscope.pipeline import verify
+    from agentscope.pipeline.fold import seed_snapshot
 
     log = read_log(example_path("g_triage.sqlite"), thread="main")
     entries = [dict(e) for e in log.entries]  # raw dicts: verify validates them as it would any list

@@ -27,7 +27,7 @@ import tracemalloc
 from typing import Any
 
 from agentscope.engines.base import Machine
-from agentscope.replay import Timeline, verify
+from agentscope.pipeline import Timeline, verify
 from benchmarks.bench_replay import LOOP_MJS, PyLoop, make_log
 
 PATHS = ["context.i", "context.sum", "context.limit", "/context/i", "context.missing"]

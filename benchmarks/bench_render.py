@@ -6,7 +6,7 @@ Reported (wall-clock medians, same process):
 - layout of the 50-state chart (once per view);
 - one frame switch of ``TimeTravel`` (set ``step``; badge, event, restyled chart, context tree,
   actors, strip, table window), stepping forward and jumping at random, with frames ready
-  (the replay's own cost is ``bench_replay``'s business) and, when ``agentscope.replay`` and the
+  (the replay's own cost is ``bench_replay``'s business) and, when ``agentscope.pipeline`` and the
   Python engine are importable, with a real ``Timeline`` over a Recorder-made log;
 - as a ratio against a baseline done in the same process: ``html.escape(json.dumps(context))``
   of the same frame (the cheapest possible "show the context" a view could do);
@@ -281,7 +281,7 @@ def python_engine_section(quick: bool) -> None:
     try:
         from agentscope.engines.statechart import StatechartMachine
         from agentscope.hashing import state_hash
-        from agentscope.replay import Timeline  # noqa: F401
+        from agentscope.pipeline import Timeline  # noqa: F401
     except ImportError as exc:
         print(f"(python-engine section skipped: {exc})")
         return
@@ -330,7 +330,7 @@ def real_engine_section(quick: bool) -> None:
     """Frame switches with a real Timeline (Node engine) and the loop log's static player size."""
     try:
         from agentscope.engines.xstate import load_machine
-        from agentscope.replay import Timeline  # noqa: F401
+        from agentscope.pipeline import Timeline  # noqa: F401
     except ImportError as exc:
         print(f"(real-engine section skipped: {exc})")
         return

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from agentscope.engines.base import NO_INPUT, Graph, Machine, MachineBase, Snapshot, StateNodeInfo
 from agentscope.hashing import canonical_json, state_hash
-from agentscope.replay import Timeline, replay
+from agentscope.pipeline import Timeline, replay
 
 LOOP_MJS = Path(__file__).resolve().parent.parent / "agentscope" / "examples" / "machines" / "loop.mjs"
 

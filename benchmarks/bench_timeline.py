@@ -31,7 +31,7 @@ from typing import Any
 
 from agentscope.engines.base import NO_INPUT, Graph, Machine, MachineBase, Snapshot, StateNodeInfo
 from agentscope.hashing import canonical_json, state_hash
-from agentscope.replay import Timeline
+from agentscope.pipeline import Timeline
 
 GROW_MJS = Path(__file__).resolve().parent / "machines" / "grow.mjs"
 TEXT = 120

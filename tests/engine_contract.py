@@ -28,7 +28,7 @@ import pytest
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot, rebind_session
 from agentscope.errors import MachineExecutionError
 from agentscope.hashing import state_hash
-from agentscope.replay.fold import fold_segment, seed_snapshot
+from agentscope.pipeline.fold import fold_segment, seed_snapshot
 
 
 def _events(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

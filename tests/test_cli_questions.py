@@ -10,8 +10,8 @@ import pytest
 
 from agentscope.cli import main
 from agentscope.examples import python_machines as pm
+from agentscope.pipeline import Timeline
 from agentscope.queries import check
-from agentscope.replay import Timeline
 from tests.conftest import FIXTURES, MACHINES, load_json, node_ready
 
 LOG = str(FIXTURES / "g_triage.main.log.json")

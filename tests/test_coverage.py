@@ -16,8 +16,8 @@ import agentscope
 from agentscope.coverage_map import STATE_COLUMNS, TRANSITION_COLUMNS, Coverage, coverage
 from agentscope.examples import python_machines as pm
 from agentscope.log import read_log
+from agentscope.pipeline import Timeline
 from agentscope.render.coverage import coverage_svg, heat_bucket
-from agentscope.replay import Timeline
 from tests.conftest import FIXTURES, MACHINES, load_json, node_ready
 
 ENGINES = ["python", pytest.param("node", marks=pytest.mark.skipif(

@@ -19,8 +19,8 @@ import pytest
 
 from agentscope.engines.base import NO_INPUT, Graph, Snapshot
 from agentscope.hashing import state_hash
-from agentscope.replay import Timeline, verify
-from agentscope.replay.timeline import fork_timelines
+from agentscope.pipeline import Timeline, verify
+from agentscope.pipeline.timeline import fork_timelines
 from tests.conftest import MACHINES, load_json, requires_node
 from tests.test_replay_support import Jobber, write_log
 
@@ -256,7 +256,7 @@ def test_a_validated_log_is_not_validated_again(monkeypatch: pytest.MonkeyPatch)
     import agentscope.log.validate as validate
     from agentscope.examples import python_machines as pm
     from agentscope.log import read_log
-    from agentscope.replay import replay
+    from agentscope.pipeline import replay
     from tests.conftest import FIXTURES
 
     log = read_log(FIXTURES / "a_counter.log.json")
@@ -361,7 +361,7 @@ def test_a_streamed_fold_that_raises_names_the_failing_entry(ok: int) -> None:
     exception's note names the entry whose step raised (the engine gave no index), from a seed
     too (positions count from the segment's start, not the stream's)."""
     from agentscope.examples.python_machines import counter_machine
-    from agentscope.replay.fold import fold_segment
+    from agentscope.pipeline.fold import fold_segment
     from benchmarks.bench_python_verify import make_log
 
     entries = make_log(12)

@@ -130,8 +130,8 @@ def cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
 
 def test_the_graph_reader_sees_lazy_imports_and_skips_type_checking() -> None:
     g = import_graph()
-    assert "agentscope.replay.fold" in g["agentscope.replay.timeline"]
-    assert "agentscope.log.readers" in g["agentscope.replay.segments"]  # a lazy import in a function
+    assert "agentscope.pipeline.fold" in g["agentscope.pipeline.timeline"]
+    assert "agentscope.log.readers" in g["agentscope.pipeline.segments"]  # a lazy import in a function
     assert "agentscope.widgets.timetravel" not in g["agentscope.widgets.player"]  # TYPE_CHECKING only
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
     assert cycles({"a": {"b"}, "b": set()}) == set()
@@ -145,41 +145,56 @@ def test_no_import_cycles() -> None:
     assert not gone, f"these cycles are gone: delete them from KNOWN_CYCLES: {sorted(gone)}"
 
 
-def test_the_replay_package_reads_top_to_bottom() -> None:
-    """Each stage imports only the stages above it: segments -> fold -> explain -> verdicts ->
-    report -> timeline (and the snapshot store below verdicts)."""
-    order = ["segments", "fold", "explain", "snapshots", "verdicts", "report", "timeline"]
+def test_the_pipeline_package_reads_top_to_bottom() -> None:
+    """Each stage imports only the stages above it: segments -> fold -> explain -> onepass ->
+    report -> timeline (and the snapshot store below the pass)."""
+    order = ["segments", "fold", "explain", "snapshots", "onepass", "report", "timeline"]
     g = import_graph()
     for k, stage in enumerate(order):
-        deps = {d.rpartition(".")[2] for d in g[f"agentscope.replay.{stage}"]
-                if d.startswith("agentscope.replay.")}
+        deps = {d.rpartition(".")[2] for d in g[f"agentscope.pipeline.{stage}"]
+                if d.startswith("agentscope.pipeline.")}
         later = deps & set(order[k:])
-        assert not later, f"replay.{stage} imports a later stage: {sorted(later)}"
+        assert not later, f"pipeline.{stage} imports a later stage: {sorted(later)}"
 
 
-@pytest.mark.parametrize("stmt", ["import agentscope", "import agentscope.replay",
-                                  "from agentscope import replay, verify, Timeline"])
-def test_import_agentscope_is_cheap(stmt: str) -> None:
+HEAVY = ("pandas", "numpy", "ipywidgets", "jsonpatch", "pyarrow")
+
+
+@pytest.mark.parametrize(("stmt", "allowed"), [
+    ("import agentscope", ()),
+    ("import agentscope.pipeline", ()),
+    ("from agentscope import errors, AgentscopeError", ()),
+    # the fold reads entries (log/, hashing: numpy) but never builds a frame (pandas)
+    ("import agentscope.pipeline.fold as fold", ("numpy",)),
+    ("from agentscope import replay", ("numpy",)),
+])
+def test_import_agentscope_is_cheap(stmt: str, allowed: tuple[str, ...]) -> None:
+    """``import agentscope`` loads neither pandas, numpy nor ipywidgets: every flat name loads on
+    first use (the time it takes is ``benchmarks/bench_import.py``'s figure, not a test's)."""
     code = (
         f"import sys; {stmt}; "
-        "import agentscope; assert callable(agentscope.replay), agentscope.replay; "
-        "heavy = [m for m in ('pandas', 'ipywidgets', 'jsonpatch') if m in sys.modules]; "
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True)
-    if "Timeline" in stmt:  # touching Timeline loads the pass and its report (pandas): allowed
-        return
-    assert out.stdout.strip() == "", f"{stmt!r} imported {out.stdout.strip()}"
+    loaded = set(out.stdout.strip().split(",")) - {""}
+    assert loaded <= set(allowed), f"{stmt!r} imported {sorted(loaded - set(allowed))}"
 
 
-def test_replay_is_the_function_and_the_package_still_imports() -> None:
+def test_replay_is_a_function_and_the_pipeline_a_package() -> None:
+    """``agentscope.replay`` and ``agentscope.whatif`` are the functions whatever was imported
+    before them: no flat-API name is also a submodule (``import … as`` resolves through the
+    attribute, so a module shadowed by a function cannot be imported that way)."""
     code = (
-        "import agentscope, agentscope.replay.timeline; "
-        "from agentscope.replay import Timeline, VerifyReport, verify; "
-        "from agentscope.replay.fold import replay; "
-        "assert agentscope.replay is replay; "
-        "import importlib; assert importlib.import_module('agentscope.replay').Timeline is Timeline"
+        "import agentscope.pipeline.fold as f; import agentscope.pipeline.onepass as p; "
+        "import agentscope.counterfactual as cf; "
+        "import agentscope, agentscope.pipeline.timeline; "
+        "from agentscope.pipeline import Timeline, VerifyReport, verify; "
+        "assert agentscope.replay is f.replay, agentscope.replay; "
+        "assert agentscope.verify is verify and agentscope.Timeline is Timeline; "
+        "import importlib; assert importlib.import_module('agentscope.pipeline').Timeline is Timeline; "
+        "assert hasattr(p, 'Pass'); assert agentscope.whatif is cf.whatif, agentscope.whatif"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
@@ -193,7 +208,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentscope.frames",),
     ("agentscope.engines",),
     ("agentscope.render", "agentscope.queries", "agentscope.examples"),
-    ("agentscope.replay",),
+    ("agentscope.pipeline",),
     ("agentscope.forks", "agentscope.bulk", "agentscope.follow", "agentscope.recorder",
      "agentscope.coverage_map"),
 ]
@@ -204,6 +219,13 @@ def _layer(module: str) -> int | None:
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return k
     return None  # views, what-if, CLI, the package root: the top, may import anything
+
+
+def test_no_flat_name_is_also_a_submodule() -> None:
+    import agentscope
+
+    subs = {p.stem for p in PKG.iterdir() if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert not (set(agentscope.__all__) & subs), sorted(set(agentscope.__all__) & subs)
 
 
 def test_imports_point_down_the_layers() -> None:

@@ -301,7 +301,7 @@ def _jsonl_with(tmp_path: Path, payload_text: str) -> Path:
 
 def test_a_2000_deep_log_reads_and_verifies(tmp_path: Path) -> None:
     from agentscope.log import read_log
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     log = read_log(str(_jsonl_with(tmp_path, "[" * 2000 + '"x"' + "]" * 2000)))
     assert same_js_value(log.entries[1]["event"]["deep"], nested(2000, "x"))

@@ -117,7 +117,7 @@ def test_version_is_the_structural_hash_of_the_recorded_definition(
 
 
 def test_replay_compares_every_step_with_the_recorded_snapshot(recordings: dict[str, Path], lamp: Any) -> None:
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     log = read_log(recordings["statelyai"])
     report = verify(lamp, log)
@@ -139,7 +139,7 @@ def test_replay_compares_every_step_with_the_recorded_snapshot(recordings: dict[
 def test_a_tampered_recording_fails_at_the_tampered_step(
     recordings: dict[str, Path], lamp: Any, tmp_path: Path
 ) -> None:
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
 
     recs = records(recordings["statelyai"])
     root = recs[0]["sessionId"]

@@ -19,8 +19,8 @@ from agentscope.errors import QueryError
 from agentscope.examples import python_machines as pm
 from agentscope.frames import Frame
 from agentscope.log.entry import event_type, recorded_at_ms
+from agentscope.pipeline import Timeline, replay
 from agentscope.queries import VIOLATION_COLUMNS, check
-from agentscope.replay import Timeline, replay
 from tests.conftest import MACHINES, load_json, node_ready
 from tests.test_fold import Counting
 

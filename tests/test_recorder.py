@@ -18,8 +18,8 @@ from agentscope.examples import python_machines as pm
 from agentscope.hashing import state_hash
 from agentscope.log import read_log
 from agentscope.log.validate import validate_entries
+from agentscope.pipeline import verify
 from agentscope.recorder import ManualClock, Recorder, RecorderError, fold_entries
-from agentscope.replay import verify
 from tests.conftest import MACHINES, load_json, requires_node
 
 KEY_ORDER = ["schemaVersion", "id", "index", "recordedAt", "machineId", "machineVersion", "event"]

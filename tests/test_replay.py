@@ -21,7 +21,7 @@ from agentscope.errors import (
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
 from agentscope.log import read_log
-from agentscope.replay import ReplayResult, Timeline, apply_entry, replay, verify
+from agentscope.pipeline import ReplayResult, Timeline, apply_entry, replay, verify
 from tests.conftest import FIXTURES, load_json
 from tests.test_replay_support import FixtureCounter, Jobber, SpecCounter, iso, write_log
 
@@ -867,7 +867,7 @@ def test_a_state_that_cannot_be_hashed_mid_chunk_is_one_engine_error() -> None:
 def test_snapshot_store_truncated_continues_as_the_store_that_stopped_there() -> None:
     """SnapshotStore.truncated(n) and adding the same snapshots again gives the original store
     (keyframes, bytes, chain), and every position reads back the same."""
-    from agentscope.replay.snapshots import SnapshotStore
+    from agentscope.pipeline.snapshots import SnapshotStore
 
     snaps = [{"value": "s", "context": {"n": i // 3, "log": list(range(i % 7))}} for i in range(60)]
     full = SnapshotStore(5, max_chain=4)
@@ -892,11 +892,8 @@ def test_snapshot_store_truncated_continues_as_the_store_that_stopped_there() ->
 def test_the_pass_holds_few_large_states_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks are budgeted by bytes: with ~600 KB states the pass judges at most a handful at a
     time (not 512), and still verifies every entry."""
-    import sys
-
-    import agentscope.replay.verdicts  # noqa: F401 - the module, not the replay function
+    import agentscope.pipeline.onepass as onepass
     from agentscope.engines.statechart import StatechartMachine
-    verdicts = sys.modules["agentscope.replay.verdicts"]
     m = StatechartMachine({"id": "big", "initial": "a", "context": {"blob": "x" * 600_000, "n": 0},
                            "states": {"a": {"on": {"BUMP": lambda c, e: {"context": {"n": c["n"] + 1}}}}}})
     s = m.initial(None)
@@ -908,13 +905,13 @@ def test_the_pass_holds_few_large_states_at_once(monkeypatch: pytest.MonkeyPatch
                     "machineVersion": m.version, "event": {"type": "@agent.init" if i == 0 else "BUMP"},
                     "verification": {"stateHash": state_hash(m.persist(s))}})
     sizes: list[int] = []
-    real = verdicts._SegmentPass._take
+    real = onepass._SegmentPass._take
 
     def spy(self: Any, entries: Any, first: int, chunk: Any, spans: Any) -> None:
         sizes.append(len(chunk))
         real(self, entries, first, chunk, spans)
 
-    monkeypatch.setattr(verdicts._SegmentPass, "_take", spy)
+    monkeypatch.setattr(onepass._SegmentPass, "_take", spy)
     rep = verify(m, log)
     assert rep.ok and rep.counts()["verified"] == 120
     assert sum(sizes) == 120 and max(sizes) <= 16 and sizes[-2] <= 8

@@ -15,7 +15,7 @@ import pytest
 from agentscope.errors import ReplayDivergenceError
 from agentscope.frames import Verdict
 from agentscope.hashing import state_hash
-from agentscope.replay import Timeline, replay, verify
+from agentscope.pipeline import Timeline, replay, verify
 from tests.conftest import MACHINES, REPO, load_json, requires_node
 from tests.test_replay_support import iso
 

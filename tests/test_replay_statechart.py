@@ -10,7 +10,7 @@ import pytest
 
 from agentscope.errors import ReplayDivergenceError
 from agentscope.hashing import state_hash
-from agentscope.replay import Timeline, replay, verify
+from agentscope.pipeline import Timeline, replay, verify
 from tests.conftest import load_json
 
 pm = pytest.importorskip("agentscope.examples.python_machines")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentscope.engines.xstate import load_machine
-from agentscope.replay import Timeline
+from agentscope.pipeline import Timeline
 from tests.conftest import MACHINES, load_json, requires_node
 
 

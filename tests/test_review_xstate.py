@@ -88,7 +88,7 @@ def test_a_stuck_runner_exits_when_python_is_killed(tmp_path: Path) -> None:
 
 def test_payloads_nested_deeper_than_orjson_allows_still_replay() -> None:
     # read_log accepts them (JSON.parse does): the engine must send and receive them too
-    from agentscope.replay import verify
+    from agentscope.pipeline import verify
     from tests.conftest import MACHINES, load_json
 
     deep: object = 1

@@ -16,8 +16,8 @@ import pytest
 from agentscope.engines.statechart import UNDEFINED, Cancel, Emit, Raise, StatechartMachine
 from agentscope.errors import EngineError, MachineExecutionError, StatechartConfigError
 from agentscope.hashing import state_hash
+from agentscope.pipeline import verify
 from agentscope.recorder import ManualClock, Recorder
-from agentscope.replay import verify
 from tests.conftest import REPO, node_ready
 
 

@@ -28,7 +28,7 @@ from agentscope.examples.python_machines import counter_machine, ticket_v1, tria
 from agentscope.hashing import state_hash
 from agentscope.log.entry import event_of
 from agentscope.log.readers import read_log
-from agentscope.replay.fold import seed_snapshot
+from agentscope.pipeline.fold import seed_snapshot
 from tests.differential.strategies import cases
 from tests.differential.vocab import python_machine
 

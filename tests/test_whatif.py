@@ -1,4 +1,4 @@
-"""What-if replay: recorded history under a changed machine (agentscope.whatif, spec §4.1, §1.5).
+"""What-if replay: recorded history under a changed machine (agentscope.counterfactual, spec §4.1, §1.5).
 
 The planted change is one guard of the real triage machine (REJECT allowed while
 ``rejections < 2`` becomes ``< 1``); the expected divergence is computed independently from the
@@ -16,9 +16,9 @@ import pytest
 
 import agentscope
 from agentscope.cli import main
+from agentscope.counterfactual import WHATIF_COLUMNS, WhatIf
 from agentscope.engines.statechart import StatechartMachine
 from agentscope.examples.python_machines import ticket_v1, ticket_v2
-from agentscope.whatif import WHATIF_COLUMNS, WhatIf
 from tests.conftest import FIXTURES, REPO, load_json, requires_node
 
 STORE = REPO / "agentscope" / "examples" / "g_triage.sqlite"

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from agentscope.examples import python_machines as pm
+from agentscope.pipeline import Timeline
 from agentscope.queries import check
-from agentscope.replay import Timeline
 from agentscope.widgets import QuestionBox, TimeTravel
 from tests.conftest import load_json
 

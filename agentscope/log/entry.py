@@ -60,7 +60,7 @@ class Segment:
     number : int
         0-based position among the log's segments.
 
-    Two splits produce it: :func:`agentscope.replay.segments.segments_of` (the fold: a segment per
+    Two splits produce it: :func:`agentscope.pipeline.segments.segments_of` (the fold: a segment per
     ``@agent.init``) and :attr:`agentscope.EventLog.segments` (reading: also at an identity change).
     """
 

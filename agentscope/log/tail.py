@@ -1,7 +1,7 @@
 """Tails: the new entries of a store or file being appended to, read-only (spec §5.1, §5.2).
 
 The reading half of live follow (:mod:`agentscope.follow`): a :class:`Follower` hands what a tail
-reads to :meth:`agentscope.replay.Timeline.extend`, which folds and verifies only the new
+reads to :meth:`agentscope.pipeline.Timeline.extend`, which folds and verifies only the new
 entries. This module reads; it never folds or validates, and imports nothing above ``log``.
 
 Two tails read **only what is new** (work per entry O(1) amortised; nothing is re-read):
@@ -38,7 +38,7 @@ from agentscope.errors import AgentscopeError, LogFormatError
 
 
 class Extendable(Protocol):
-    """What a :class:`Follower` needs of a timeline (:class:`agentscope.replay.Timeline` is
+    """What a :class:`Follower` needs of a timeline (:class:`agentscope.pipeline.Timeline` is
     one): its entries and log, random access to its frames, and ``extend``. A protocol, so
     this reading layer imports nothing of the replay layer above it."""
 
@@ -355,7 +355,7 @@ def open_tail(source: str | os.PathLike[str], thread: str | None = None, *,
 class Follower(Generic[_T]):
     """A timeline kept up to date with its source: :meth:`poll` appends what is new.
 
-    Build one with :func:`agentscope.follow.follow` or :meth:`agentscope.replay.Timeline.follow`.
+    Build one with :func:`agentscope.follow.follow` or :meth:`agentscope.pipeline.Timeline.follow`.
 
     Attributes
     ----------

@@ -22,7 +22,7 @@ __all__ = ["ForkView", "QuestionBox", "TimeTravel", "history"]
 def history(log: Any, machine: Any, path: str) -> pd.DataFrame:
     """Return the steps where the context path ``path`` changed ("which events changed this?").
 
-    Delegates to :meth:`agentscope.replay.Timeline.changes` (one row per changing step).
+    Delegates to :meth:`agentscope.pipeline.Timeline.changes` (one row per changing step).
 
     Parameters
     ----------
@@ -50,7 +50,7 @@ def history(log: Any, machine: Any, path: str) -> pd.DataFrame:
          0 evt_00000000 @agent.init     add   None     0
          9 evt_00000009       PAUSE replace      0     1
     """
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     result: pd.DataFrame = Timeline(machine, log).changes(path)
     return result

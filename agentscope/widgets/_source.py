@@ -1,4 +1,4 @@
-"""Where the views get their frames: a :class:`~agentscope.replay.Timeline`, or the entries alone.
+"""Where the views get their frames: a :class:`~agentscope.pipeline.Timeline`, or the entries alone.
 
 Private helpers shared by :class:`~agentscope.widgets.TimeTravel`, :class:`~agentscope.widgets.ForkView`
 and the static player.
@@ -37,7 +37,7 @@ __all__ = [
 
 
 class FrameSource(Protocol):
-    """What a view needs from a timeline (``agentscope.replay.Timeline`` satisfies it)."""
+    """What a view needs from a timeline (``agentscope.pipeline.Timeline`` satisfies it)."""
 
     def __len__(self) -> int: ...
 
@@ -112,7 +112,7 @@ class FrameCache:
 
 def iter_frames(source: FrameSource) -> Iterator[Frame]:
     """Yield every frame in order: the source's own ``iter_frames()`` (a
-    :class:`~agentscope.replay.Timeline` reads its one pass, no fold), else ``source.at(n)``."""
+    :class:`~agentscope.pipeline.Timeline` reads its one pass, no fold), else ``source.at(n)``."""
     it = getattr(source, "iter_frames", None)
     if callable(it):
         yield from it()
@@ -122,9 +122,9 @@ def iter_frames(source: FrameSource) -> Iterator[Frame]:
 
 
 def make_timeline(machine: Any, log: Any, checkpoint_every: int | None = None) -> FrameSource:
-    """The :class:`~agentscope.replay.Timeline` a view replays with (default settings: every state
+    """The :class:`~agentscope.pipeline.Timeline` a view replays with (default settings: every state
     kept in the byte-budgeted store, so the view never folds again)."""
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     tl: FrameSource = Timeline(machine, log, checkpoint_every=checkpoint_every)
     return tl
@@ -132,8 +132,8 @@ def make_timeline(machine: Any, log: Any, checkpoint_every: int | None = None) -
 
 def make_fork_timelines(machine: Any, a: Any, b: Any, shared: int) -> tuple[FrameSource, FrameSource]:
     """Timelines of two forks folding their shared prefix once
-    (:func:`agentscope.replay.timeline.fork_timelines`)."""
-    from agentscope.replay.timeline import fork_timelines
+    (:func:`agentscope.pipeline.timeline.fork_timelines`)."""
+    from agentscope.pipeline.timeline import fork_timelines
 
     ta, tb = fork_timelines(machine, a, b, shared=shared)
     return ta, tb

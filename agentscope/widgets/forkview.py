@@ -80,7 +80,7 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         log has at most 2,000 entries.
     divergence, kind : optional
         Mark this index as the divergence, labelled ``kind``, instead of where the two logs'
-        entries part (e.g. one log under two machines: :meth:`agentscope.whatif.WhatIf.view`).
+        entries part (e.g. one log under two machines: :meth:`agentscope.counterfactual.WhatIf.view`).
 
     Examples
     --------

@@ -455,7 +455,7 @@ def timeline_page(
     Parameters
     ----------
     source : FrameSource
-        A :class:`~agentscope.replay.Timeline` (its one pass is read in order, no fold) or any
+        A :class:`~agentscope.pipeline.Timeline` (its one pass is read in order, no fold) or any
         object with ``len`` and ``at``.
     graph : Graph or None
         The statechart to draw (``None``: entries and hashes only).

@@ -1,6 +1,6 @@
 """``QuestionBox``: "jump to when…" and invariant markers for a :class:`TimeTravel` view.
 
-A text box for a query expression (:meth:`agentscope.replay.Timeline.find`), buttons to jump to
+A text box for a query expression (:meth:`agentscope.pipeline.Timeline.find`), buttons to jump to
 the next / previous step where it holds, a strip with a blue tick per ``find_all`` hit and a
 teal tick per invariant violation (:func:`agentscope.check`), and a list of the hits to jump to.
 It only drives the view's ``step``; every answer comes from the view's timeline.
@@ -28,7 +28,7 @@ class QuestionBox(ipywidgets.VBox):  # type: ignore[misc]
     Parameters
     ----------
     view : TimeTravel
-        The view to move; its ``timeline`` (a :class:`~agentscope.replay.Timeline`) answers.
+        The view to move; its ``timeline`` (a :class:`~agentscope.pipeline.Timeline`) answers.
     expression : str, optional
         An initial expression (``"context.rejections >= 1"``); its hits are marked at once.
 

@@ -46,7 +46,7 @@ from agentscope.widgets._treewidget import TreeWidget
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.follow import Follower
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
 __all__ = ["TimeTravel"]
 
@@ -101,7 +101,7 @@ def _marks(source: Any, n: int) -> dict[int, str]:
 class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     """Step through a log: chart with the active states lit, context, event, hash badge.
 
-    ``TimeTravel(machine, log)`` replays with :class:`agentscope.replay.Timeline`;
+    ``TimeTravel(machine, log)`` replays with :class:`agentscope.pipeline.Timeline`;
     ``TimeTravel(log)`` shows entries and recorded hashes only (replay needs a machine).
 
     Parameters
@@ -111,7 +111,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
     log : EventLog | Sequence[Mapping], optional
         The log, when a machine is given first.
     timeline : FrameSource, optional
-        A ready :class:`~agentscope.replay.Timeline` (or anything with ``len`` and ``at``) to
+        A ready :class:`~agentscope.pipeline.Timeline` (or anything with ``len`` and ``at``) to
         use instead of building one.
     checkpoint_every : int, optional
         Passed to ``Timeline`` (default: every state kept in its byte-budgeted store; the log is
@@ -618,7 +618,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         ------
         ValueError
             ``coverage=True`` without a machine, or on a view whose timeline is not a
-            :class:`~agentscope.replay.Timeline` (pass a ``Coverage`` then); a ``Coverage`` of
+            :class:`~agentscope.pipeline.Timeline` (pass a ``Coverage`` then); a ``Coverage`` of
             another machine.
         """
         from agentscope.widgets.player import timeline_page
@@ -648,7 +648,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             return None
         if coverage is not True:
             return coverage
-        from agentscope.replay import Timeline
+        from agentscope.pipeline import Timeline
 
         if self.machine is None:
             raise ValueError("to_html(coverage=True) needs a machine: coverage counts replayed states")

@@ -74,7 +74,7 @@ def _summary(name: str) -> str:
 
 
 STAGES = [("Segments", "segments"), ("The fold", "fold"), ("Explaining mismatches", "explain"),
-          ("The snapshot store", "snapshots"), ("The pass", "verdicts"), ("The report", "report"),
+          ("The snapshot store", "snapshots"), ("The pass", "onepass"), ("The report", "report"),
           ("The timeline", "timeline")]
 
 
@@ -85,7 +85,7 @@ def _stages_page() -> str:
            "names; these pages are for reading the code.", ""]
     for title, module in STAGES:
         # the module's own docstring: its public names have their pages already
-        out += [f"## {title}", "", f"::: agentscope.replay.{module}",
+        out += [f"## {title}", "", f"::: agentscope.pipeline.{module}",
                 "    options:", "      members: false", "      show_root_heading: false", ""]
     return "\n".join(out)
 

@@ -1,6 +1,6 @@
 """Every persisted snapshot of a pass, kept in bounded memory: keyframes plus deltas, budgeted by bytes.
 
-The one pass (:mod:`agentscope.replay.verdicts`) hands each entry's persisted snapshot to a
+The one pass (:mod:`agentscope.pipeline.onepass`) hands each entry's persisted snapshot to a
 :class:`SnapshotStore`, which keeps it as a **delta** against the previous one (the few members
 that changed) and, now and then, as a **keyframe** (the whole snapshot). A seek is "nearest
 keyframe + the deltas after it", with no engine call, so every view (``Timeline``, ``TimeTravel``,

@@ -38,7 +38,7 @@ from agentscope.log.entry import (
     source_of,
 )
 from agentscope.log.validate import is_validated, log_problems
-from agentscope.replay.segments import as_log
+from agentscope.pipeline.segments import as_log
 
 __all__ = [
     "DEFAULT_BATCH",

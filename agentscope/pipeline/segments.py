@@ -50,7 +50,7 @@ def segments_of(
     """Split ``entries[start:]`` at each ``@agent.init`` entry.
 
     Position ``start`` always starts a segment, init or not (validation reports a missing init);
-    segments are numbered from 0. O(n) once: :meth:`agentscope.replay.Timeline.extend` splits
+    segments are numbered from 0. O(n) once: :meth:`agentscope.pipeline.Timeline.extend` splits
     only the new entries (the first of them continues the last segment unless it is an init).
     ``types``, when the caller has read them, is ``event_types(entries, start)``.
     """

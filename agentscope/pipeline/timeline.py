@@ -1,6 +1,6 @@
 """``Timeline``: random access to every step of a log through checkpoints (spec §4.1).
 
-Private module: the public name is :class:`agentscope.replay.Timeline`.
+Private module: the public name is :class:`agentscope.pipeline.Timeline`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
 from agentscope.log.entry import entries_of, event_type, session_key, source_of
 from agentscope.log.validate import is_validated
-from agentscope.replay.fold import DEFAULT_BATCH, fold_segment
-from agentscope.replay.report import VerifyReport, report_from_index
-from agentscope.replay.segments import as_log
-from agentscope.replay.snapshots import DEFAULT_BUDGET, SnapshotStore
-from agentscope.replay.verdicts import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
+from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
+from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
+from agentscope.pipeline.report import VerifyReport, report_from_index
+from agentscope.pipeline.segments import as_log
+from agentscope.pipeline.snapshots import DEFAULT_BUDGET, SnapshotStore
 
 __all__ = ["Timeline", "choose_checkpoint_every", "fork_timelines"]
 
@@ -79,13 +79,13 @@ def _first_stop(entries: Sequence[Mapping[str, Any]]) -> int:
 class Timeline:
     """Random access to every step of a log: ``timeline[n] -> Frame``, from one pass.
 
-    Construction runs the one pass (:class:`~agentscope.replay.verdicts.Pass`): every segment is
+    Construction runs the one pass (:class:`~agentscope.pipeline.onepass.Pass`): every segment is
     folded once with ``machine.fold`` in large batches; each entry's recomputed hash, verdict and
     ``ignored`` flag are kept in compact arrays. What is kept of the states depends on
     ``checkpoint_every``:
 
     - **default** (``None``): every persisted snapshot, in a byte-budgeted
-      :class:`~agentscope.replay.snapshots.SnapshotStore` (keyframes plus deltas, ``memory_budget``
+      :class:`~agentscope.pipeline.snapshots.SnapshotStore` (keyframes plus deltas, ``memory_budget``
       bytes per segment). A seek decodes the nearest keyframe and the deltas after it: no engine
       call, so a log is folded **exactly once** whoever reads it (``TimeTravel``, ``to_html``,
       ``changes``, ``compare``). Past the budget the rest of the segment keeps sparse checkpoints
@@ -127,7 +127,7 @@ class Timeline:
     cache_size : int
         Frames kept in the LRU.
     strict, machine_version, explain
-        As for :func:`agentscope.replay.verify`.
+        As for :func:`agentscope.pipeline.verify`.
     batch_size : int
         Entries per ``Machine.fold`` call (one engine round trip each); a seek folds at least
         ``checkpoint_every`` entries in one call.

@@ -1,6 +1,6 @@
 """``VerifyReport``: every problem one verifying pass found, as a DataFrame (spec §4.1, §4.2).
 
-Private module: the public name is :class:`agentscope.replay.VerifyReport`.
+Private module: the public name is :class:`agentscope.pipeline.VerifyReport`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from agentscope.frames import Verdict
 from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
 from agentscope.log.problems import problems_frame
 from agentscope.log.validate import is_validated
-from agentscope.replay.fold import DEFAULT_BATCH
-from agentscope.replay.segments import as_log
-from agentscope.replay.verdicts import VERDICTS, LogIndex, build_index, check_machines
+from agentscope.pipeline.fold import DEFAULT_BATCH
+from agentscope.pipeline.onepass import VERDICTS, LogIndex, build_index, check_machines
+from agentscope.pipeline.segments import as_log
 
 __all__ = ["COLUMNS", "VerifyReport", "report_from_index", "verify"]
 

@@ -17,7 +17,7 @@ recorded hash exactly:
 - ``error``: a live ``Error`` in ``error`` (status ``"error"``), hashed live as
   ``{errorName, message[, cause]}`` where the journal holds ``{name, message[, cause]}``.
 
-Private module: :func:`agentscope.replay.verify` and :class:`agentscope.replay.Timeline` use it.
+Private module: :func:`agentscope.pipeline.verify` and :class:`agentscope.pipeline.Timeline` use it.
 """
 
 from __future__ import annotations

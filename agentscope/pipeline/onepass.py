@@ -47,10 +47,10 @@ from agentscope.log.entry import (
     session_key,
 )
 from agentscope.log.validate import SegmentChecker, identity_problem
-from agentscope.replay.explain import explain_mismatch
-from agentscope.replay.fold import DEFAULT_BATCH, batch_for, fold_segment
-from agentscope.replay.segments import Segment, segments_of
-from agentscope.replay.snapshots import SnapshotStore
+from agentscope.pipeline.explain import explain_mismatch
+from agentscope.pipeline.fold import DEFAULT_BATCH, batch_for, fold_segment
+from agentscope.pipeline.segments import Segment, segments_of
+from agentscope.pipeline.snapshots import SnapshotStore
 
 __all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
 
@@ -701,10 +701,10 @@ def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
 class Pass:
     """The one pass over a log, resumable: :meth:`feed` processes new positions only.
 
-    Folds every segment once (:func:`~agentscope.replay.fold.fold_segment`), recording per entry
+    Folds every segment once (:func:`~agentscope.pipeline.fold.fold_segment`), recording per entry
     the recomputed hash, verdict, ``ignored`` flag and problems into :attr:`index`, and, with
     ``store_budget``, every persisted snapshot in a byte-budgeted
-    :class:`~agentscope.replay.snapshots.SnapshotStore` per segment (so views never fold again).
+    :class:`~agentscope.pipeline.snapshots.SnapshotStore` per segment (so views never fold again).
     Never raises for problems in the log: they are recorded. Work is O(new entries) per call.
     """
 

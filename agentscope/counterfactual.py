@@ -1,10 +1,10 @@
 """What-if replay: the recorded history under a **changed** machine, and where behaviour changes.
 
-A consumer of the one verifying pass (:class:`agentscope.replay.Timeline`, spec §4.1): it folds
+A consumer of the one verifying pass (:class:`agentscope.pipeline.Timeline`, spec §4.1): it folds
 nothing itself. Each thread is replayed with the new machine and compared, entry by entry, with
 
 - the recorded ``verification.stateHash`` (no ``baseline``), with the benign explanations
-  :func:`agentscope.replay.verify` applies (a live-only timer ``startedAt``, the older hash
+  :func:`agentscope.pipeline.verify` applies (a live-only timer ``startedAt``, the older hash
   variant, a live ``Error``): a mismatch verify explains is what the recorded run itself already
   shows, not a behaviour change; or
 - the ``baseline`` machine's replay of the same entries (for logs without hashes, or to see the
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from agentscope.bulk import MachineSpec, _Failure
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
     from agentscope.widgets import ForkView
 
 __all__ = ["WHATIF_COLUMNS", "ThreadWhatIf", "WhatIf", "WhatIfKind", "fork_at", "whatif"]
@@ -276,7 +276,7 @@ class WhatIf:
         timelines in this process (loading the machines from their specs when the what-if ran
         on workers).
         """
-        from agentscope.replay import Timeline
+        from agentscope.pipeline import Timeline
         from agentscope.widgets import ForkView
 
         if thread is None:
@@ -374,7 +374,7 @@ def whatif_log(
     thread: str | None = None,
 ) -> ThreadWhatIf:
     """What-if of one log (see :func:`whatif`); ``thread`` only labels the result."""
-    from agentscope.replay import Timeline
+    from agentscope.pipeline import Timeline
 
     n = len(log)
     if n == 0:
@@ -694,7 +694,7 @@ def whatif(
     Notes
     -----
     Without a baseline a thread diverges at the first entry whose replayed hash differs from the
-    recorded one and that :func:`agentscope.replay.verify` does not explain as benign (spec §4.1
+    recorded one and that :func:`agentscope.pipeline.verify` does not explain as benign (spec §4.1
     verdict ``mismatch``); ``explained`` entries are counted, not reported. A log that already
     fails verification with the machine that wrote it diverges there too: pass that machine as
     ``baseline`` to see only what the change does.
@@ -825,6 +825,6 @@ def fork_at(
     keep_rest: bool = True,
 ) -> Timeline:
     """Edited-event what-if: ``timeline.fork_at(k, event, ...)`` (see
-    :meth:`agentscope.replay.Timeline.fork_at`): an in-memory fork with entry ``k``'s event
+    :meth:`agentscope.pipeline.Timeline.fork_at`): an in-memory fork with entry ``k``'s event
     replaced (or ``event`` inserted after ``k``), folded by the same machine(s)."""
     return timeline.fork_at(k, event, insert=insert, keep_rest=keep_rest)
