@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
+from agentscope.log.problems import ProblemKind
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -338,7 +339,7 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
     return rows
 
 
-_HASH_REASONS = ("state-mismatch", "missing-verification", "explained-mismatch")
+_HASH_REASONS = (ProblemKind.STATE_MISMATCH, ProblemKind.MISSING_VERIFICATION, ProblemKind.EXPLAINED_MISMATCH)
 
 
 def _summarize(report: Any) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from agentscope.errors import (
     MachineLoadError,
     ThreadNotFoundError,
 )
+from agentscope.log.problems import ProblemKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
@@ -400,9 +401,9 @@ def _first_failure(report: Any) -> str | None:
     items: list[str] = []
     for rec in _records(probs[probs["index"] == i][["kind", "message"]]):
         kind = rec["kind"]
-        if kind == "machine-mismatch" and mismatch_shown:
+        if kind == ProblemKind.MACHINE_MISMATCH and mismatch_shown:
             continue
-        detail = raised if kind == "engine-error" and raised else rec["message"]
+        detail = raised if kind == ProblemKind.ENGINE_ERROR and raised else rec["message"]
         items.append(f"{kind}: {_first_line(detail, limit=None).rstrip('.')}")
     if not items:  # only the machine mismatch: said above
         items.append("machine-mismatch (see above)")
@@ -586,9 +587,9 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
     return EXIT_OK if ok else EXIT_FAILED
 
 
-_BAD_INPUT_ERRORS = ("invalid-entry", "LogFormatError", "EntryValidationError", "NonSerializableError",
-                     "ThreadNotFoundError", "MachineLoadError", "DamagedStoreError", "IncompleteRecordError",
-                     "UnreadableSourceError")
+_BAD_INPUT_ERRORS = (ProblemKind.INVALID_ENTRY, "LogFormatError", "EntryValidationError",
+                     "NonSerializableError", "ThreadNotFoundError", "MachineLoadError",
+                     "DamagedStoreError", "IncompleteRecordError", "UnreadableSourceError")
 
 
 def _is_bad_input(row: Mapping[str, Any]) -> bool:

@@ -33,6 +33,7 @@ from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
 from agentscope.frames import Frame
 from agentscope.jsondiff import Change, diff_json
+from agentscope.log.problems import ProblemKind
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -351,15 +352,16 @@ def _recorded_ignored(rec: Sequence[Any], seg: Sequence[Any]) -> list[bool | Non
 
 def _engine_failure(df: Any) -> tuple[int, str] | None:
     for i, reason in zip(df["index"].tolist(), df["reason"].tolist(), strict=True):
-        if isinstance(reason, str) and "engine-error" in reason:
+        if isinstance(reason, str) and ProblemKind.ENGINE_ERROR in reason:
             return int(i), reason
     return None
 
 
 def _identity_failure(df: Any) -> tuple[int, str] | None:
     for i, reason in zip(df["index"].tolist(), df["reason"].tolist(), strict=True):
-        if isinstance(reason, str) and reason.startswith(("machine-mismatch", "invalid-entry",
-                                                          "no-init", "non-contiguous")):
+        if isinstance(reason, str) and reason.startswith((
+                ProblemKind.MACHINE_MISMATCH, ProblemKind.INVALID_ENTRY, ProblemKind.NO_INIT,
+                ProblemKind.NON_CONTIGUOUS)):
             return int(i), reason
     return None
 
@@ -387,7 +389,7 @@ def whatif_log(
     bad = _identity_failure(new_df)
     if bad is not None:
         return ThreadWhatIf(thread, n, "error", detail=f"entry {bad[0]}: {bad[1]}")
-    problems = tuple(f"{k}: {d}" for k, d, _ in new_tl.report.log_problems if k != "cache-stale")
+    problems = tuple(f"{k}: {d}" for k, d, _ in new_tl.report.log_problems if k != ProblemKind.CACHE_STALE)
     seg = new_df["segment"].tolist()
     new_hash: list[str | None] = new_df["computed_hash"].tolist()
     new_ign = [bool(x) for x in new_df["ignored"].tolist()]

@@ -279,7 +279,7 @@ class ReplayDivergenceError(AgentscopeError):
         self.kind = kind
         self.expected = expected
         self.actual = actual
-        if kind == "missing-verification":
+        if expected is None:  # nothing recorded: kind missing-verification (strict mode)
             msg = f"Replay entry '{event_id}' at index {index} has no recorded verification hash."
         else:
             msg = (

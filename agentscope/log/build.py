@@ -13,7 +13,7 @@ from typing import Any
 
 from agentscope.errors import LogFormatError, MachineVersionMismatchError
 from agentscope.log.model import ErrorsMode, EventLog
-from agentscope.log.problems import ProblemKind, problems_frame
+from agentscope.log.problems import problems_frame
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
     Era,
@@ -68,9 +68,7 @@ def _problem_row(err: LogFormatError | MachineVersionMismatchError, source: str 
             "actual": err.actual.get(field),
             "source": source,
         }
-    kind = getattr(err, "problem_kind", None)
-    if not isinstance(kind, str):
-        kind = err.code if err.code in _KINDS else problem_kind(err)
+    kind = problem_kind(err)
     return {
         "index": err.index,
         "field": err.field,
@@ -79,9 +77,6 @@ def _problem_row(err: LogFormatError | MachineVersionMismatchError, source: str 
         "source": err.source if err.source is not None else source,
         "line": err.line,
     }
-
-
-_KINDS = frozenset(k.value for k in ProblemKind)
 
 
 def build_log(

@@ -28,11 +28,14 @@ from typing import Any, Literal, TypeVar
 
 from agentscope._deep import MAX_DEPTH, DepthLimitError, call_deep, call_deep_checked, short_pointer
 from agentscope.errors import (
+    DamagedStoreError,
     EntryValidationError,
+    IncompleteRecordError,
     LogFormatError,
     MachineVersionMismatchError,
     NonSerializableError,
 )
+from agentscope.log.problems import ProblemKind
 
 __all__ = [
     "AGENT_INIT_EVENT_TYPE",
@@ -650,7 +653,7 @@ def log_problems(
     for i in good:
         entry = entries[i]
 
-        def bad(detail: str, field: str, kind: str, i: int = i) -> EntryValidationError:
+        def bad(detail: str, field: str, kind: ProblemKind, i: int = i) -> EntryValidationError:
             return _kinded(EntryValidationError(
                 detail, source=source, index=pos[i], line=line_of[i], field=field
             ), kind)
@@ -659,13 +662,13 @@ def log_problems(
             yield bad(
                 "Event log must be contiguous from index 0; "
                 f"found entry.index {_js_repr(entry.get('index'))} at position {pos[i]}.",
-                "index", "non-contiguous",
+                "index", ProblemKind.NON_CONTIGUOUS,
             )
         if era == "A":
             continue
         entry_id = entry["id"]
         if entry_id in seen:
-            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id", "duplicate-id")
+            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id", ProblemKind.DUPLICATE_ID)
         seen.add(entry_id)
         event_type = entry["event"]["type"]
         if era == "C":
@@ -673,12 +676,12 @@ def log_problems(
                 yield bad(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
                     f"found '{event_type}'.",
-                    "event.type", "no-init",
+                    "event.type", ProblemKind.NO_INIT,
                 )
             elif pos[i] > 0 and event_type == AGENT_INIT_EVENT_TYPE:
                 yield bad(
                     f"Event log has a second '{AGENT_INIT_EVENT_TYPE}' entry at index {pos[i]}.",
-                    "event.type", "invalid-entry",
+                    "event.type", ProblemKind.INVALID_ENTRY,
                 )
         bridge = era == "C" and _is_snapshot_init(entry)
         if not targets(entry, expected_id, expected_version, bridge=bridge):
@@ -802,9 +805,9 @@ class SegmentChecker:
 
     def check(
         self, entries: Sequence[Any], lo: int, hi: int
-    ) -> tuple[list[tuple[str, LogFormatError]], int]:
+    ) -> tuple[list[tuple[ProblemKind, LogFormatError]], int]:
         """Check ``entries[lo:hi]``; return ``(problems, fold_stop)`` (``fold_stop`` <= ``hi``)."""
-        out: list[tuple[str, LogFormatError]] = []
+        out: list[tuple[ProblemKind, LogFormatError]] = []
         source = self.source
         fold_stop = hi if self.stopped_at is None else min(hi, self.stopped_at)
         # entries plainly right but for the recordedAt pattern wait for one bulk match of it
@@ -820,9 +823,9 @@ class SegmentChecker:
         for j in late:
             problem = entry_problem(entries[times_at[j]], index=times_at[j], source=source)
             if problem is not None:
-                out.append(("invalid-entry", problem))
+                out.append((ProblemKind.INVALID_ENTRY, problem))
         if late:  # in log order, an entry's own problem before those of the log around it
-            out.sort(key=lambda item: (item[1].index, item[0] != "invalid-entry"))
+            out.sort(key=lambda item: (item[1].index, item[0] != ProblemKind.INVALID_ENTRY))
         if fold_stop < hi and self.stopped_at is None:
             self.stopped_at = fold_stop
         return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop
@@ -871,7 +874,7 @@ class SegmentChecker:
         return True
 
     def _check_each(self, entries: Sequence[Any], lo: int, hi: int,
-                    out: list[tuple[str, LogFormatError]], times_at: list[int], times: list[str],
+                    out: list[tuple[ProblemKind, LogFormatError]], times_at: list[int], times: list[str],
                     fold_stop: int) -> int:
         """The rules entry by entry over ``entries[lo:hi]`` (problems into ``out``); return the
         new ``fold_stop``."""
@@ -881,7 +884,7 @@ class SegmentChecker:
             e = entries[i]
             plain = type(e) is dict
             if not plain and not isinstance(e, Mapping):
-                out.append(("invalid-entry", EntryValidationError(
+                out.append((ProblemKind.INVALID_ENTRY, EntryValidationError(
                     "Agent event entry must be an object.", source=source, index=i)))
                 fold_stop = min(fold_stop, i)
                 prev = None
@@ -893,13 +896,13 @@ class SegmentChecker:
                 else:
                     problem = entry_problem(e, index=i, source=source)
                     if problem is not None:
-                        out.append(("invalid-entry", problem))
+                        out.append((ProblemKind.INVALID_ENTRY, problem))
             want = i if i == start else (prev + 1 if prev is not None else i)
             got = e.get("index")
             if i == start and i > 0 and got == 0 and _is_bridge(e):
                 want = 0
             if got != want:
-                out.append(("non-contiguous", EntryValidationError(
+                out.append((ProblemKind.NON_CONTIGUOUS, EntryValidationError(
                     f"Event log must be contiguous from index 0; found entry.index "
                     f"{got} at position {i} (expected {want}).",
                     source=source, index=i, field="index",
@@ -908,7 +911,7 @@ class SegmentChecker:
             eid = e.get("id")
             if isinstance(eid, str):
                 if eid in seen:
-                    out.append(("duplicate-id", EntryValidationError(
+                    out.append((ProblemKind.DUPLICATE_ID, EntryValidationError(
                         f"Event log contains duplicate entry id '{eid}' (first at {seen[eid]}).",
                         source=source, index=i, field="id",
                     )))
@@ -919,7 +922,7 @@ class SegmentChecker:
             if not isinstance(et, str) or not et:
                 fold_stop = min(fold_stop, i)
             elif i == start and et != AGENT_INIT_EVENT_TYPE:
-                out.append(("no-init", EntryValidationError(
+                out.append((ProblemKind.NO_INIT, EntryValidationError(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
                     f"found '{et}'.",
                     source=source, index=i, field="event.type",
@@ -935,7 +938,7 @@ def segment_problems(
     stop: int,
     *,
     source: str | None = None,
-) -> tuple[list[tuple[str, LogFormatError]], int]:
+) -> tuple[list[tuple[ProblemKind, LogFormatError]], int]:
     """Every structure problem of the segment ``entries[start:stop]`` (:class:`SegmentChecker`).
 
     Returns ``(problems, fold_stop)``: ``problems`` is a list of ``(kind, error)`` in log order,
@@ -954,22 +957,26 @@ def is_validated(log: Any) -> bool:
 _E = TypeVar("_E", bound=LogFormatError)
 
 
-def _kinded(err: _E, kind: str) -> _E:
+def _kinded(err: _E, kind: ProblemKind) -> _E:
     """Tag ``err`` with the :class:`~agentscope.log.problems.ProblemKind` code of the rule it
     breaks (read back with :func:`problem_kind`)."""
     err.problem_kind = kind  # type: ignore[attr-defined]
     return err
 
 
-def problem_kind(err: BaseException) -> str:
-    """The :class:`~agentscope.log.problems.ProblemKind` code of a validation error: the rule that
-    raised it (set here, where the rules live), else by type (``machine-mismatch``,
-    ``non-serializable-event``, ``invalid-entry``)."""
+def problem_kind(err: BaseException) -> ProblemKind:
+    """The :class:`~agentscope.log.problems.ProblemKind` of a validation or reading error: the
+    rule that raised it (set here, where the rules live), else by type (``machine-mismatch``,
+    ``non-serializable-event``, ``incomplete-record``, ``damaged-store``, ``invalid-entry``)."""
     kind = getattr(err, "problem_kind", None)
     if isinstance(kind, str):
-        return kind
+        return ProblemKind(kind)
+    if isinstance(err, IncompleteRecordError):
+        return ProblemKind.INCOMPLETE_RECORD
+    if isinstance(err, DamagedStoreError):
+        return ProblemKind.DAMAGED_STORE
     if isinstance(err, MachineVersionMismatchError):
-        return "machine-mismatch"
+        return ProblemKind.MACHINE_MISMATCH
     if isinstance(err, NonSerializableError):
-        return "non-serializable-event"
-    return "invalid-entry"
+        return ProblemKind.NON_SERIALIZABLE
+    return ProblemKind.INVALID_ENTRY

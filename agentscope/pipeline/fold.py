@@ -37,6 +37,7 @@ from agentscope.log.entry import (
     recorded_hash,
     source_of,
 )
+from agentscope.log.problems import ProblemKind
 from agentscope.log.validate import is_validated, log_problems
 from agentscope.pipeline.segments import as_log
 
@@ -357,7 +358,7 @@ def replay(
         rec = recorded_hash(entry)
         if rec is None:
             if verify == "strict":
-                raise ReplayDivergenceError(entry_id(entry), i, "missing-verification")
+                raise ReplayDivergenceError(entry_id(entry), i, ProblemKind.MISSING_VERIFICATION)
             continue
         actual = state_hash(machine.persist(snap))
         if actual != rec:

@@ -46,6 +46,7 @@ from agentscope.log.entry import (
     recorded_hashes,
     session_key,
 )
+from agentscope.log.problems import ProblemKind
 from agentscope.log.validate import SegmentChecker, identity_problem
 from agentscope.pipeline.explain import explain_mismatch
 from agentscope.pipeline.fold import DEFAULT_BATCH, batch_for, fold_segment
@@ -225,7 +226,7 @@ class LogIndex:
                 cache[key] = value
         return cache
 
-    def add_problem(self, i: int, kind: str, detail: str, error: AgentscopeError | None,
+    def add_problem(self, i: int, kind: ProblemKind, detail: str, error: AgentscopeError | None,
                     *, expected: str | None = None, actual: str | None = None,
                     fails: bool = True) -> None:
         """Record a problem of entry ``i`` (``kind`` a :class:`~agentscope.log.problems.ProblemKind`
@@ -459,7 +460,7 @@ class _SegmentPass:
             self.failed = True
             at_i = self.last + 1 if self.last + 1 < self.seg.stop else self.last
             detail, err = engine_failure(idx, entries, self.seg, m, at_i, exc)
-            idx.add_problem(at_i, "engine-error", detail, err)
+            idx.add_problem(at_i, ProblemKind.ENGINE_ERROR, detail, err)
         idx.replayed_upto[self.seg.number] = self.last + 1
 
     def _take_at(self, entries: Sequence[Mapping[str, Any]], first: int, chunk: _Chunk,
@@ -635,12 +636,12 @@ class _SegmentPass:
             if ex.confirmed:
                 self.known_starts.update(ex.timer_starts)
                 idx.verdict[i] = _EXPLAINED
-                idx.add_problem(i, "explained-mismatch",
+                idx.add_problem(i, ProblemKind.EXPLAINED_MISMATCH,
                                 f"expected {rec!r}, got {h!r} ({ex.cause})", None,
                                 expected=rec, actual=h)
                 return
         idx.verdict[i] = _MISMATCH
-        idx.add_problem(i, "state-mismatch", f"expected {rec!r}, got {h!r}", err)
+        idx.add_problem(i, ProblemKind.STATE_MISMATCH, f"expected {rec!r}, got {h!r}", err)
 
 
 _HEX_RUN = re.compile(r"[0-9a-f]*")
@@ -847,8 +848,8 @@ class Pass:
             for j in np.flatnonzero(no_hash).tolist():
                 i = lo + j
                 idx.add_problem(
-                    i, "missing-verification", "no recorded verification hash",
-                    ReplayDivergenceError(entry_id(entries[i]), i, "missing-verification"),
+                    i, ProblemKind.MISSING_VERIFICATION, "no recorded verification hash",
+                    ReplayDivergenceError(entry_id(entries[i]), i, ProblemKind.MISSING_VERIFICATION),
                 )
         return range(lo, hi)
 
@@ -872,7 +873,7 @@ class Pass:
                     f"machines={{{seg.machine_version!r}: ...}} "
                     f"(given: {have})"
                 )
-                idx.log_problems.append(("no-machine", detail, self.machines is not None))
+                idx.log_problems.append((ProblemKind.NO_MACHINE, detail, self.machines is not None))
                 if self.machines is not None:
                     idx.log_failures.append(EngineError(detail))
         m = idx.machines[seg.number]
@@ -881,7 +882,7 @@ class Pass:
         found, fold_stop = self._check.check(entries, lo, hi)
         for kind, err in found:
             at = err.index if isinstance(err.index, int) else seg.start
-            idx.add_problem(at, kind, str(err) if kind == "invalid-entry" else err.detail, err)
+            idx.add_problem(at, kind, str(err) if kind == ProblemKind.INVALID_ENTRY else err.detail, err)
         if m is None:
             return
         mid, version = m.machine_id, self._version
@@ -895,7 +896,7 @@ class Pass:
             if bad is not None:
                 bad.index = i
                 bad.source = idx.source
-                idx.add_problem(i, "machine-mismatch", str(bad), bad)
+                idx.add_problem(i, ProblemKind.MACHINE_MISMATCH, str(bad), bad)
         if self._check.stopped_at is not None and self._check.stopped_at <= lo:
             return
         if self._seg_pass is None:
@@ -936,7 +937,7 @@ def build_index(
     idx = p.index
     if not entries:
         idx.log_problems.append(
-            ("empty-log", "Cannot replay an empty event log; it must start with a "
+            (ProblemKind.EMPTY_LOG, "Cannot replay an empty event log; it must start with a "
              "'@agent.init' entry.", True)
         )
         idx.log_failures.append(
@@ -987,19 +988,19 @@ def _check_bridge_link(
     where = f"segment {seg.number} (entry {seg.start})"
     if not seg.bridge:
         idx.log_problems.append(
-            ("bridge-link", f"{where} starts a fresh run (its init has no snapshot), not a "
+            (ProblemKind.BRIDGE_LINK, f"{where} starts a fresh run (its init has no snapshot), not a "
              "version bridge from the previous segment", False)
         )
         return
     mig = seg.migrated_from
     if mig is None:
         idx.log_problems.append(
-            ("bridge-link", f"{where}: the bridge init has no metadata.migratedFrom", False)
+            (ProblemKind.BRIDGE_LINK, f"{where}: the bridge init has no metadata.migratedFrom", False)
         )
         return
     if mig.get("logIndex") != len(prev) or mig.get("machineVersion") != prev.machine_version:
         idx.log_problems.append(
-            ("bridge-link",
+            (ProblemKind.BRIDGE_LINK,
              f"{where}: migratedFrom {dict(mig)!r} does not name the previous segment "
              f"(machineVersion {prev.machine_version!r}, {len(prev)} entries)", False)
         )
@@ -1009,7 +1010,7 @@ def _check_bridge_link(
 
     if exec_id(seg.start) != exec_id(prev.start):
         idx.log_problems.append(
-            ("bridge-link",
+            (ProblemKind.BRIDGE_LINK,
              f"{where}: executionId {exec_id(seg.start)!r} is not inherited from the previous "
              f"segment ({exec_id(prev.start)!r})", False)
         )
@@ -1024,14 +1025,14 @@ def check_cache(
     m = idx.machines[-1] if idx.machines else None
     if not isinstance(meta, Mapping):
         idx.log_problems.append(
-            ("cache-unstamped", "the cached snapshot has no agentMeta; the log wins", False)
+            (ProblemKind.CACHE_UNSTAMPED, "the cached snapshot has no agentMeta; the log wins", False)
         )
         return
     k = meta.get("logIndex")
     seg_len = len(seg)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= seg_len:
         idx.log_problems.append(
-            ("cache-bad-index",
+            (ProblemKind.CACHE_BAD_INDEX,
              f"cached snapshot agentMeta.logIndex {k!r} is not within 1..{seg_len}", True)
         )
         idx.log_failures.append(
@@ -1041,7 +1042,7 @@ def check_cache(
         return
     if m is not None and meta.get("machineId") not in (None, m.machine_id):
         idx.log_problems.append(
-            ("cache-machine",
+            (ProblemKind.CACHE_MACHINE,
              f"cached snapshot is for machine {meta.get('machineId')!r}, not {m.machine_id!r}",
              True)
         )
@@ -1049,7 +1050,7 @@ def check_cache(
     exec_id = init_meta.get("executionId") if isinstance(init_meta, Mapping) else None
     if "logId" in meta and exec_id is not None and meta.get("logId") != exec_id:
         idx.log_problems.append(
-            ("cache-lineage",
+            (ProblemKind.CACHE_LINEAGE,
              f"cached snapshot agentMeta.logId {meta.get('logId')!r} is not this log's "
              f"executionId {exec_id!r}", True)
         )
@@ -1058,16 +1059,16 @@ def check_cache(
     log_hash = idx.computed_hash(pos) or idx.recorded_hash(pos)
     if log_hash is None:
         idx.log_problems.append(
-            ("cache-unchecked", f"entry {pos} was not replayed and has no hash; the cached "
+            (ProblemKind.CACHE_UNCHECKED, f"entry {pos} was not replayed and has no hash; the cached "
              "snapshot cannot be checked", False)
         )
     elif log_hash != snap_hash:
         diverged = SnapshotDivergedError(log_hash, snap_hash, k)
-        idx.log_problems.append(("cache-diverged", str(diverged), True))
+        idx.log_problems.append((ProblemKind.CACHE_DIVERGED, str(diverged), True))
         idx.log_failures.append(diverged)
     if k < seg_len:
         idx.log_problems.append(
-            ("cache-stale",
+            (ProblemKind.CACHE_STALE,
              f"the cached snapshot is stale: agentMeta.logIndex {k}, the log has {seg_len} "
              "entries (a resume replays the log)", False)
         )

@@ -21,6 +21,7 @@ from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
 from agentscope.log.entry import entries_of, event_type, session_key, source_of
+from agentscope.log.problems import ProblemKind
 from agentscope.log.validate import is_validated
 from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
 from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
@@ -234,7 +235,7 @@ class Timeline:
             self._own_entries = True
         assert isinstance(self._entries, list)
         probs = self._index.log_problems
-        if self._index.n == 0 and probs[:1] and probs[0][0] == "empty-log":
+        if self._index.n == 0 and probs[:1] and probs[0][0] == ProblemKind.EMPTY_LOG:
             self._index.log_problems.pop(0)
             if self._index.log_failures:
                 self._index.log_failures.pop(0)
@@ -579,7 +580,7 @@ class Timeline:
     def _explanation(self, n: int) -> str | None:
         idx = self._index
         text = idx.explanations.get(n)
-        probs = [f"{k}: {d}" for k, d in idx.problems.get(n, []) if k != "explained-mismatch"]
+        probs = [f"{k}: {d}" for k, d in idx.problems.get(n, []) if k != ProblemKind.EXPLAINED_MISMATCH]
         if probs:
             extra = "; ".join(probs)
             return extra if text is None else f"{text}; {extra}"
