@@ -239,3 +239,13 @@ def test_imports_point_down_the_layers() -> None:
             if dep != "agentscope" and (there is None or there > here):
                 up.append(f"{module} -> {dep}")
     assert not up, "imports that run back up the pipeline: " + ", ".join(sorted(up))
+
+
+def test_the_module_map_lists_every_module() -> None:
+    """docs/pipeline.md's module map names every module of the package (a new module gets a row,
+    or at least a name in one, with its one job)."""
+    doc = (ROOT / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    start = doc.index("## The module map")
+    table = doc[start:doc.index("\n## ", start + 1)]
+    missing = sorted(m for m in _modules() if f"`{m}`" not in table)
+    assert not missing, f"modules missing from docs/pipeline.md's module map: {missing}"
