@@ -30,6 +30,7 @@ from agentscope.engines._statechart_nodes import parse_duration
 from agentscope.engines.base import NO_INPUT, Machine, Snapshot
 from agentscope.errors import AgentscopeError, EngineError, MachineExecutionError, RecorderError
 from agentscope.hashing import state_hash
+from agentscope.log.entry import recorded_at_ms
 from agentscope.log.validate import json_safety_problem
 from agentscope.log.writers import js_json  # the one JSON writer: entries as a JS host writes them
 from agentscope.pipeline.fold import fold_segment  # the host sits above the fold
@@ -46,7 +47,10 @@ class ManualClock:
     Parameters
     ----------
     start : str | datetime | int, default ``"2026-01-01T00:00:00.000Z"``
-        The starting instant: an RFC 3339 string, an aware ``datetime`` or epoch milliseconds.
+        The starting instant: a ``recordedAt`` string (spec §1.4, read as V8 reads it, by
+        :func:`agentscope.log.entry.recorded_at_ms`), an aware ``datetime`` or epoch
+        milliseconds. Raises :class:`~agentscope.errors.RecorderError` for a string that is not a
+        ``recordedAt`` (no offset, month 13, …) or a naive ``datetime``.
 
     Examples
     --------
@@ -60,11 +64,16 @@ class ManualClock:
     def __init__(self, start: str | datetime | int = "2026-01-01T00:00:00.000Z") -> None:
         if isinstance(start, int):
             self.now_ms = start
+        elif isinstance(start, str):
+            ms = recorded_at_ms(start)
+            if ms is None:
+                raise RecorderError(f"ManualClock needs a recordedAt start (spec §1.4, with an "
+                                    f"offset or Z), not {start!r}")
+            self.now_ms = ms
         else:
-            dt = datetime.fromisoformat(start.replace("Z", "+00:00")) if isinstance(start, str) else start
-            if dt.tzinfo is None:
+            if start.tzinfo is None:
                 raise RecorderError("ManualClock needs a timezone-aware start")
-            self.now_ms = round(dt.timestamp() * 1000)
+            self.now_ms = round(start.timestamp() * 1000)
 
     def advance(self, ms: int) -> None:
         """Move the clock forward by ``ms`` milliseconds (``ms >= 0``)."""

@@ -7,6 +7,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from agentscope.hashing import HASH_VARIANTS
 from agentscope.log.problems import ProblemKind
 
@@ -55,3 +57,209 @@ def test_every_problem_kind_is_spelled_through_the_enum() -> None:
     found = [hit for rel, tree in _sources() if rel != "agentscope/log/problems.py"
              for hit in string_kinds(rel, tree)]
     assert not found, "problem kinds as string literals (use ProblemKind):\n" + "\n".join(found)
+
+
+# --- entry accessors: one vocabulary, in agentscope/log/ --------------------------------------
+
+ENTRY_KEYS = ("event", "verification", "stateHash", "recordedAt")
+"""Entry fields only :mod:`agentscope.log.entry` (and the rest of ``log/``) read by key: the event,
+its recorded hash and ``recordedAt`` (spec §1.1, §1.4)."""
+
+# (module, key) pairs still reading an entry field by hand outside log/. A ratchet: a new pair
+# fails, and so does one of these disappearing (then delete it here).
+KNOWN_ACCESSOR_COPIES: set[tuple[str, str]] = {
+    ("agentscope/_query_lang.py", "event"),
+    ("agentscope/cli.py", "event"),
+    ("agentscope/cli.py", "recordedAt"),
+    ("agentscope/counterfactual.py", "event"),
+    ("agentscope/coverage_map.py", "event"),
+    ("agentscope/forks.py", "event"),
+    ("agentscope/forks.py", "recordedAt"),
+    ("agentscope/render/html.py", "event"),
+    ("agentscope/render/html.py", "recordedAt"),
+    ("agentscope/widgets/forkview.py", "event"),
+    ("agentscope/widgets/player.py", "recordedAt"),
+}
+
+# the datetime parsers a second recordedAt reader would use (the one is log/entry.py's)
+DATE_PARSERS = ("fromisoformat", "strptime", "to_datetime")
+
+
+def accessor_copies(rel: str, tree: ast.Module) -> set[tuple[str, str]]:
+    """``(module, key)`` for each read of an entry field by key (``x["recordedAt"]``,
+    ``x.get("event")``) and each date parser called, in a module outside ``log/`` and
+    ``engines/`` (an engine's own events are not entries)."""
+    out: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        key = None
+        if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+                and isinstance(node.slice, ast.Constant)):
+            key = node.slice.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant)):
+            key = node.args[0].value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in DATE_PARSERS):
+            key = node.func.attr
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant):
+            key = node.left.value if any(isinstance(o, ast.In) for o in node.ops) else None
+        if key in ENTRY_KEYS or key in DATE_PARSERS:
+            out.add((rel, str(key)))
+    return out
+
+
+def _outside_log() -> Iterator[tuple[str, ast.Module]]:
+    for rel, tree in _sources():
+        if not rel.startswith(("agentscope/log/", "agentscope/engines/")):
+            yield rel, tree
+
+
+def test_the_ratchet_sees_an_accessor_copy() -> None:
+    tree = ast.parse('def f(e):\n    return e.get("event", {}).get("type"), e["recordedAt"]\n'
+                     'def g(e):\n    e["verification"] = {}\n'
+                     'def h(s):\n    import datetime\n    return datetime.datetime.fromisoformat(s)\n')
+    assert accessor_copies("m.py", tree) == {("m.py", "event"), ("m.py", "recordedAt"),
+                                             ("m.py", "fromisoformat")}
+
+
+def test_entry_fields_are_read_through_log_entry() -> None:
+    """Outside ``log/``, entries are read with :mod:`agentscope.log.entry`'s accessors
+    (``event_of``, ``event_type``, ``recorded_hash``, ``recorded_at_ms``...): a new hand-written
+    ``entry["event"]["type"]``, ``["verification"]["stateHash"]`` or ``recordedAt`` parser fails."""
+    found: set[tuple[str, str]] = set()
+    for rel, tree in _outside_log():
+        found |= accessor_copies(rel, tree)
+    new = found - KNOWN_ACCESSOR_COPIES
+    assert not new, f"entry fields read by hand outside log/ (use agentscope.log.entry): {sorted(new)}"
+    gone = KNOWN_ACCESSOR_COPIES - found
+    assert not gone, f"gone: delete them from KNOWN_ACCESSOR_COPIES: {sorted(gone)}"
+
+
+# --- private names: no module reaches into another's ``_x`` ------------------------------------
+
+# (module, name) pairs still reaching into another module's private name. A ratchet: a new pair
+# fails, and so does one of these disappearing (then delete it here).
+KNOWN_PRIVATE_REACH: set[tuple[str, str]] = {
+    ("agentscope/cli.py", "agentscope.widgets._source"),
+    ("agentscope/counterfactual.py", "agentscope.bulk._Failure"),
+    ("agentscope/counterfactual.py", "agentscope.bulk._default_workers"),
+    ("agentscope/counterfactual.py", "agentscope.bulk._machine_for"),
+    ("agentscope/coverage_map.py", "_entries"),
+    ("agentscope/coverage_map.py", "agentscope.bulk._Chunk"),
+    ("agentscope/coverage_map.py", "agentscope.bulk._Failure"),
+    ("agentscope/coverage_map.py", "agentscope.bulk._machine_for"),
+    ("agentscope/coverage_map.py", "agentscope.queries._Views"),
+    ("agentscope/coverage_map.py", "agentscope.queries._steps"),
+    ("agentscope/engines/_statechart_algo.py", "agentscope.engines._statechart_nodes._to_state_path"),
+    ("agentscope/log/fast.py", "_entries"),
+    ("agentscope/log/tail.py", "agentscope.log.sqlite._is_wal"),
+    ("agentscope/log/tail.py", "agentscope.log.sqlite._quote_ident"),
+    ("agentscope/pipeline/timeline.py", "agentscope.pipeline.onepass._CODE"),
+    ("agentscope/recorder.py", "agentscope.engines._statechart_nodes"),
+    ("agentscope/queries.py", "_entries"),
+    ("agentscope/queries.py", "_index"),
+    ("agentscope/queries.py", "_make_frame"),
+    ("agentscope/queries.py", "_persisted_from"),
+    ("agentscope/render/chart.py", "agentscope.render.dot._inside"),
+    ("agentscope/widgets/forkview.py", "agentscope.render._escape"),
+    ("agentscope/widgets/player.py", "agentscope.render._escape"),
+    ("agentscope/widgets/questions.py", "agentscope.render._escape"),
+    ("agentscope/widgets/timetravel.py", "agentscope.render._escape"),
+}
+
+
+def _defined_here(tree: ast.Module) -> set[str]:
+    """Every name a module defines or assigns (functions, classes, attributes it stores)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def _is_module(dotted: str) -> bool:
+    path = PKG.parent.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reach(rel: str, tree: ast.Module) -> set[tuple[str, str]]:
+    """``(module, name)`` for each private name of another module this one uses: imported from
+    another module (``from agentscope.bulk import _Chunk``; a private module of the same package
+    is the package's own), or read as an attribute the module does not define itself
+    (``tl._index``; ``self._x`` and ``cls._x`` are the object's own)."""
+    out: set[tuple[str, str]] = set()
+    here = _defined_here(tree)
+    module = rel.removesuffix(".py").replace("/", ".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("agentscope"):
+            mod = node.module or ""
+            for target in [mod] + [f"{mod}.{a.name}" for a in node.names]:
+                parts = target.split(".")
+                if target != mod and not _is_module(target):
+                    if _private(parts[-1]):
+                        out.add((rel, target))  # a private name of another module
+                    continue
+                first = next((k for k, p in enumerate(parts) if _private(p)), None)
+                if first is not None and not module.startswith(".".join(parts[:first]) + "."):
+                    out.add((rel, target))  # a private module used outside the package holding it
+        elif (isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in here
+              and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            out.add((rel, node.attr))
+    return out
+
+
+def test_the_ratchet_sees_a_private_reach() -> None:
+    tree = ast.parse("from agentscope.bulk import _Chunk, verify_store\n"
+                     "from agentscope.widgets._source import make_timeline\n"
+                     "class T:\n    def __init__(self):\n        self._own = 1\n"
+                     "    def f(self, tl):\n        return self._own, tl._index, tl._own\n")
+    assert private_reach("agentscope/m.py", tree) == {
+        ("agentscope/m.py", "agentscope.bulk._Chunk"), ("agentscope/m.py", "agentscope.widgets._source"),
+        ("agentscope/m.py", "_index")}
+    # inside its own package a private module is the package's
+    inner = ast.parse("from agentscope.widgets._source import make_timeline\n")
+    assert private_reach("agentscope/widgets/player.py", inner) == set()
+
+
+def test_no_module_reaches_into_another_modules_privates() -> None:
+    found: set[tuple[str, str]] = set()
+    for rel, tree in _sources():
+        found |= private_reach(rel, tree)
+    new = found - KNOWN_PRIVATE_REACH
+    assert not new, "private names used across modules (give them a public name):\n" + "\n".join(
+        f"{m}: {n}" for m, n in sorted(new))
+    gone = KNOWN_PRIVATE_REACH - found
+    assert not gone, f"gone: delete them from KNOWN_PRIVATE_REACH: {sorted(gone)}"
+
+
+# --- one recordedAt parser ---------------------------------------------------------------------
+
+
+def test_one_recorded_at_parser() -> None:
+    """``EventLog.df``'s reader, the millisecond accessor and the Recorder's clock read a
+    ``recordedAt`` through the one V8-rules parser (spec §1.4): a day past the month's end rolls
+    over, ``24:00:00`` is the next midnight, and a string V8 rejects is refused by all of them."""
+    from agentscope.errors import RecorderError
+    from agentscope.log.entry import recorded_at_ms, recorded_at_ns
+    from agentscope.log.model import recorded_at_to_ns
+    from agentscope.recorder import ManualClock
+
+    march_2 = 1772409600000  # 2026-03-02T00:00:00Z (Date.parse("2026-02-30T00:00:00Z"))
+    for text, ms in [("2026-02-30T00:00:00Z", march_2), ("2026-03-01T24:00:00Z", march_2),
+                     ("2026-03-02T01:30:00.0009+01:30", march_2), ("1969-12-31T23:59:59.9999Z", -1)]:
+        assert recorded_at_ms(text) == ms == recorded_at_ns(text) // 1_000_000  # type: ignore[operator]
+        assert recorded_at_to_ns(text) == recorded_at_ns(text)
+        assert ManualClock(text).now_ms == ms  # fromisoformat refused Feb 30 with a ValueError
+    assert recorded_at_ns("1970-01-01T00:00:00.000000001Z") == 1
+    for bad in ("2026-13-01T00:00:00Z", "2026-03-01T00:00:00", "2026-03-01T24:00:00.5Z"):
+        assert recorded_at_ms(bad) is None and recorded_at_to_ns(bad) is None
+        with pytest.raises(RecorderError, match="recordedAt"):
+            ManualClock(bad)

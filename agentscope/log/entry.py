@@ -30,6 +30,7 @@ __all__ = [
     "is_bridge_init",
     "migrated_from",
     "recorded_at_ms",
+    "recorded_at_ns",
     "recorded_hash",
     "recorded_hashes",
     "session_key",
@@ -227,8 +228,11 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
     return era * 146097 + doe - 719468
 
 
-def recorded_at_ms(entry_or_text: Any) -> int | None:
-    """Return ``recordedAt`` as epoch milliseconds the way V8's ``Date.parse`` reads it (§1.4).
+def recorded_at_ns(entry_or_text: Any) -> int | None:
+    """Return ``recordedAt`` as epoch nanoseconds the way V8's ``Date.parse`` reads it (§1.4).
+
+    **The** ``recordedAt`` parser: :func:`recorded_at_ms`, the ``EventLog.df`` timestamp column
+    and the SQLite reader all read through it.
 
     Parameters
     ----------
@@ -238,11 +242,13 @@ def recorded_at_ms(entry_or_text: Any) -> int | None:
     Returns
     -------
     int or None
-        Milliseconds since 1970-01-01T00:00:00Z. A day past the month's end rolls over
-        (``2026-02-30`` is March 2), ``24:00:00`` is the next midnight, year ``0000`` is valid,
-        fractions beyond milliseconds are truncated. ``None`` for an absent value or one V8
-        rejects (month 13, hour 25, offset ``+24:00``, …). ``datetime.fromisoformat`` is not used:
-        it is stricter about days per month.
+        Nanoseconds since 1970-01-01T00:00:00Z, an exact ``int`` for every year 0000-9999. A day
+        past the month's end rolls over (``2026-02-30`` is March 2), ``24:00:00`` is the next
+        midnight, year ``0000`` is valid, the offset is applied, fraction digits beyond the
+        nanosecond are truncated (V8 itself keeps milliseconds: see :func:`recorded_at_ms`).
+        ``None`` for an absent value or one V8 rejects (month 13, hour 25, offset ``+24:00``,
+        …), exactly the strings :func:`agentscope.log.validate.is_recorded_at` rejects.
+        ``datetime.fromisoformat`` is not used: it is stricter about days per month.
     """
     text = entry_or_text.get("recordedAt") if isinstance(entry_or_text, Mapping) else entry_or_text
     if not isinstance(text, str):
@@ -254,11 +260,21 @@ def recorded_at_ms(entry_or_text: Any) -> int | None:
     days = _days_from_civil(int(y), int(mo), int(d))
     if h24:
         secs = 86_400
-        ms = 0
+        ns = 0
     else:
         secs = int(hh) * 3600 + int(mi) * 60 + int(ss)
-        ms = int((frac or "0")[:3].ljust(3, "0"))
+        ns = int((frac or "0")[:9].ljust(9, "0"))
     if sign:
         off = int(oh) * 3600 + int(om) * 60
         secs -= off if sign == "+" else -off
-    return (days * 86_400 + secs) * 1000 + ms
+    return (days * 86_400 + secs) * 1_000_000_000 + ns
+
+
+def recorded_at_ms(entry_or_text: Any) -> int | None:
+    """Return ``recordedAt`` as epoch milliseconds, as V8's ``Date.parse`` does (§1.4).
+
+    :func:`recorded_at_ns` truncated to the millisecond (a fraction's later digits are dropped,
+    as V8 drops them); ``None`` where it is ``None``.
+    """
+    ns = recorded_at_ns(entry_or_text)
+    return None if ns is None else ns // 1_000_000

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, Era, is_recorded_at
+from agentscope.log.validate import AGENT_INIT_EVENT_TYPE, Era
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,23 +48,8 @@ from agentscope.log.entry import (  # noqa: E402  (the one Segment type, the one
     event_type,
     execution_id,
     init_has_snapshot,
+    recorded_at_ns,
 )
-
-_ISO_PARTS = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
-    r"(?:Z|([+-])([0-9]{2}):([0-9]{2}))"
-)
-
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
-    year -= month <= 2
-    era = year // 400
-    yoe = year - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
 
 NS_MIN = -(2**63) + 1
 """The earliest instant ``datetime64[ns]`` holds (1677-09-21T00:12:43.145224193Z), in epoch ns."""
@@ -81,21 +65,10 @@ def recorded_at_to_ns(value: object) -> int | None:
     the nanosecond (V8 itself keeps milliseconds; later digits are truncated). The result is an
     exact Python ``int`` for every year ``0000``–``9999``, also outside the ``datetime64[ns]``
     range (see :data:`NS_MIN`, :data:`NS_MAX`). Returns ``None`` for a value
-    :func:`~agentscope.log.validate.is_recorded_at` rejects.
+    :func:`~agentscope.log.validate.is_recorded_at` rejects. The reading is
+    :func:`agentscope.log.entry.recorded_at_ns`'s (the one parser); this takes the string only.
     """
-    if not is_recorded_at(value):
-        return None
-    assert isinstance(value, str)
-    m = _ISO_PARTS.fullmatch(value)
-    if m is None:  # pragma: no cover - the regexes agree
-        return None
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    frac, sign, off_h, off_m = m.group(7), m.group(8), m.group(9), m.group(10)
-    seconds = (_days_from_civil(year, month, 1) + day - 1) * 86400 + hour * 3600 + minute * 60 + second
-    if sign:
-        offset = int(off_h) * 3600 + int(off_m) * 60
-        seconds -= offset if sign == "+" else -offset
-    return seconds * 1_000_000_000 + int((frac or "0")[:9].ljust(9, "0"))
+    return recorded_at_ns(value) if isinstance(value, str) else None
 
 
 def recorded_at_to_datetime(value: object) -> datetime | None:
