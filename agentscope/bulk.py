@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.engines.base import Machine
 
 __all__ = [
-    "ROW_COLUMNS", "MachineSpec", "as_spec", "map_chunks", "run_chunks", "store_threads", "verify_store",
+    "ROW_COLUMNS", "ChunkFailure", "MachineSpec", "StoreChunk", "as_spec", "default_workers", "map_chunks",
+    "run_chunks", "store_threads", "verify_store", "worker_machine",
 ]
 
 ROW_COLUMNS: tuple[str, ...] = (
@@ -369,12 +370,25 @@ def _summarize(report: Any) -> dict[str, Any]:
     }
 
 
+# The executor seam's public names: store-wide work (``verify_store``, ``coverage``, ``whatif``)
+# is a module-level task over :class:`StoreChunk`-like plain data, run by :func:`run_chunks`; a
+# task loads its machine with :func:`worker_machine` and reports a run-stopping error as a
+# :class:`ChunkFailure`.
+StoreChunk = _Chunk
+ChunkFailure = _Failure
+worker_machine = _machine_for
+
+
 # ---------------------------------------------------------------------------------------------
 # Caller side
 
 
 def _default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
+
+
+default_workers = _default_workers
+"""The default number of workers of the executor seam: the CPU count, at most 8."""
 
 
 def _list_threads(store: str) -> list[str]:

@@ -38,7 +38,7 @@ from agentscope.log.problems import ProblemKind
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from agentscope.bulk import MachineSpec, _Failure
+    from agentscope.bulk import ChunkFailure, MachineSpec
     from agentscope.pipeline import Timeline
     from agentscope.widgets import ForkView
 
@@ -573,13 +573,13 @@ def _load_log(source: Any, thread: str | None) -> Any:
 
 def _live(m: Any) -> Any:
     """A live machine from a machine, a spec, or a mapping of either (loaded in this process)."""
-    from agentscope.bulk import _machine_for, as_spec
+    from agentscope.bulk import as_spec, worker_machine
 
     if m is None or isinstance(m, Machine):
         return m
     if isinstance(m, Mapping):
         return {str(v): _live(x) for v, x in m.items()}
-    return _machine_for(as_spec(m))
+    return worker_machine(as_spec(m))
 
 
 def _name(m: Any) -> str:
@@ -606,18 +606,18 @@ class _Chunk:
     baseline_machines: tuple[tuple[str, MachineSpec], ...]
 
 
-def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | _Failure:
+def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | ChunkFailure:
     """Worker side: the what-if of each thread of ``chunk`` (machines loaded once per worker)."""
-    from agentscope.bulk import _Failure, _machine_for
+    from agentscope.bulk import ChunkFailure, worker_machine
     from agentscope.log import read_log
 
     try:
-        new = _machine_for(chunk.machine)
-        extra = {v: _machine_for(s) for v, s in chunk.machines} or None
-        base = _machine_for(chunk.baseline) if chunk.baseline is not None else None
-        bextra = {v: _machine_for(s) for v, s in chunk.baseline_machines} or None
+        new = worker_machine(chunk.machine)
+        extra = {v: worker_machine(s) for v, s in chunk.machines} or None
+        base = worker_machine(chunk.baseline) if chunk.baseline is not None else None
+        bextra = {v: worker_machine(s) for v, s in chunk.baseline_machines} or None
     except AgentscopeError as exc:
-        return _Failure(type(exc).__name__, str(exc))
+        return ChunkFailure(type(exc).__name__, str(exc))
     out: list[ThreadWhatIf] = []
     for thread in chunk.threads:
         try:
@@ -625,7 +625,7 @@ def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | _Failure:
             out.append(whatif_log(log, new, baseline=base, machines=extra, baseline_machines=bextra,
                                   thread=thread))
         except EngineError as exc:
-            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+            return ChunkFailure(type(exc).__name__, f"thread {thread!r}: {exc}")
         except AgentscopeError as exc:
             out.append(ThreadWhatIf(thread, 0, "error", detail=f"{type(exc).__name__}: {exc}"))
     return out
@@ -794,12 +794,12 @@ def _pooled(
 ) -> list[ThreadWhatIf]:
     import math
 
-    from agentscope.bulk import _default_workers, as_spec, run_chunks
+    from agentscope.bulk import as_spec, default_workers, run_chunks
 
     machine, machines, baseline, baseline_machines = holder
     spec = as_spec(machine)
     base = as_spec(baseline) if baseline is not None else None
-    workers = max_workers or _default_workers()
+    workers = max_workers or default_workers()
     size = chunk_size or max(1, math.ceil(len(threads) / (4 * workers)))
     chunks = [
         _Chunk(store, tuple(threads[i : i + size]), spec, _specs(machines), base,

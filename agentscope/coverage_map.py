@@ -35,8 +35,9 @@ from agentscope.errors import AgentscopeError, EngineError
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from agentscope.bulk import MachineSpec, _Chunk, _Failure
+    from agentscope.bulk import ChunkFailure, MachineSpec, StoreChunk
     from agentscope.engines.base import Graph, Machine
+    from agentscope.pipeline.timeline import Timeline
 
 __all__ = ["STATE_COLUMNS", "TRANSITION_COLUMNS", "Coverage", "coverage"]
 
@@ -132,17 +133,17 @@ def _is_ancestor(graph: Graph, a: str, b: str) -> bool:
     return False
 
 
-def _count_timeline(tl: Any, label: str) -> _Counts:
-    from agentscope.queries import _steps, _Views
+def _count_timeline(tl: Timeline, label: str) -> _Counts:
+    from agentscope.queries import StateViews
     from agentscope.render.chart import taken_edges
 
     out = _Counts(logs=[label])
-    views = _Views()
+    views = StateViews()
     handlers: dict[int, dict[tuple[str, str], list[str]]] = {}
     prev_active: frozenset[str] | None = None
     prev_value: str | None = None
     seg = -1
-    for step in _steps(tl):
+    for step in tl.steps():
         p = step.after
         if p is None or step.machine is None:
             prev_active = None
@@ -160,13 +161,11 @@ def _count_timeline(tl: Any, label: str) -> _Counts:
         if step.segment != seg:
             seg, prev_active, prev_value = step.segment, None, None
         if prev_active is not None and step.before is not None:
-            ev = tl._entries[step.index].get("event")
-            ev = ev if isinstance(ev, Mapping) else {}
+            ev = step.event
             moves = taken_edges(m.graph, prev_active, active, ev)
             keys = [_attribute(m.graph, handlers, e.source, e.event, e.target) for e in moves]
             if not keys and value != prev_value:
-                et = ev.get("type")
-                keys = [(prev_value or "", et if isinstance(et, str) else "", value)]
+                keys = [(prev_value or "", step.event_type, value)]
             for key in keys:
                 got = out.transitions.get(key)
                 if got is None:
@@ -500,17 +499,17 @@ def _store_coverage(
         m.close()
 
 
-def _coverage_chunk(chunk: _Chunk) -> list[tuple[str, _Counts]] | _Failure:
+def _coverage_chunk(chunk: StoreChunk) -> list[tuple[str, _Counts]] | ChunkFailure:
     """Worker side: count each thread of ``chunk`` (a module-level function, so it pickles)."""
-    from agentscope.bulk import _Failure, _machine_for
+    from agentscope.bulk import ChunkFailure, worker_machine
     from agentscope.log import read_log
     from agentscope.pipeline import Timeline
 
     try:
-        machine = _machine_for(chunk.machine)
-        machines = {v: _machine_for(s) for v, s in chunk.machines} or None
+        machine = worker_machine(chunk.machine)
+        machines = {v: worker_machine(s) for v, s in chunk.machines} or None
     except AgentscopeError as exc:
-        return _Failure(type(exc).__name__, str(exc))
+        return ChunkFailure(type(exc).__name__, str(exc))
     out: list[tuple[str, _Counts]] = []
     for thread in chunk.threads:
         try:
@@ -518,7 +517,7 @@ def _coverage_chunk(chunk: _Chunk) -> list[tuple[str, _Counts]] | _Failure:
             out.append((thread, _count_timeline(Timeline(machine, log, machines=machines),
                                                 thread)))
         except EngineError as exc:
-            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+            return ChunkFailure(type(exc).__name__, f"thread {thread!r}: {exc}")
         except AgentscopeError as exc:
-            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+            return ChunkFailure(type(exc).__name__, f"thread {thread!r}: {exc}")
     return out

@@ -14,9 +14,10 @@ the questions a notebook asks about the whole history:
   detector and a "stuck in a state longer than D of recorded time" rule, as a fixed-column
   violations DataFrame.
 
-Every function reads the replayed states through :func:`_steps`, the one place that walks a
-timeline (``Timeline._persisted_from``): a timeline that keeps every state (the default) gives
-them from its pass's snapshot store with no engine call, so states/find/check never fold again;
+Every function reads the replayed states through :meth:`Timeline.steps`, the one walk of the
+pass (a typed :class:`~agentscope.pipeline.Step` per entry): a timeline that keeps every state
+(the default) gives them from its pass's snapshot store with no engine call, so
+states/find/check never fold again;
 a sparse one folds once, continuously, from the nearest checkpoint with the library's
 ``fold_segment``. Nothing here applies entries itself.
 """
@@ -24,8 +25,7 @@ a sparse one folds once, continuously, from the nearest checkpoint with the libr
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentscope._query_lang import (
@@ -47,10 +47,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agentscope.engines.base import Machine
     from agentscope.frames import Frame
+    from agentscope.pipeline.timeline import Step, Timeline
 
 __all__ = [
     "VIOLATION_COLUMNS",
     "Predicate",
+    "StateViews",
     "check",
     "find",
     "find_all",
@@ -70,50 +72,10 @@ VIOLATION_COLUMNS: tuple[str, ...] = ("index", "invariant", "value", "message")
 # The walk: the one place queries read replayed states
 
 
-@dataclass(slots=True)
-class _Step:
-    """One entry of a walk: the persisted snapshots before and after it (``None``: not replayed
-    or a segment's first entry for ``before``) and the machine of its segment."""
-
-    index: int
-    segment: int
-    machine: Machine | None
-    before: Mapping[str, Any] | None
-    after: Mapping[str, Any] | None
-
-
-def _steps(tl: Any, start: int = 0, stop: int | None = None) -> Iterator[_Step]:
-    """Walk ``tl`` (a :class:`~agentscope.pipeline.Timeline`) over positions ``start .. stop-1``.
-
-    Each segment's replayed range is read through the timeline's ``_persisted_from``: from the
-    pass's snapshot store where it keeps the states (no engine call), else folded once,
-    continuously, in large batches from the nearest checkpoint at or before ``start - 1``.
-    Entries the pass did not replay (no machine, an engine failure) come with ``after=None``.
-    """
-    idx = tl._index
-    stop = idx.n if stop is None else min(stop, idx.n)
-    start = max(0, start)
-    for seg_no, seg in enumerate(idx.segments):
-        lo, hi = max(start, seg.start), min(stop, seg.stop)
-        if lo >= hi:
-            continue
-        m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
-        upto = idx.replayed_upto[seg_no] if m is not None else seg.start
-        r_hi = min(hi, upto)
-        if m is not None and lo < r_hi:
-            first = lo - 1 if lo > seg.start else lo
-            prev: Mapping[str, Any] | None = None
-            for i, p in tl._persisted_from(seg_no, m, first, r_hi):
-                if i >= lo:
-                    yield _Step(i, seg_no, m, prev, p)
-                prev = p
-        for i in range(max(lo, r_hi), hi):
-            yield _Step(i, seg_no, None, None, None)
-
-
-class _Views:
-    """Per-walk caches: value strings and active-state sets keyed by value string, and the
-    ``in(...)`` references resolved per machine."""
+class StateViews:
+    """Per-walk caches over :meth:`Timeline.steps`: value strings and active-state sets keyed by
+    value string, and the ``in(...)`` references resolved per machine (``coverage`` walks with
+    one too)."""
 
     def __init__(self, refs: Sequence[str] = ()) -> None:
         self._active: dict[tuple[int, str], frozenset[str]] = {}
@@ -143,35 +105,24 @@ class _Views:
         return got
 
 
-def _verdict(tl: Any, i: int) -> str:
-    return str(tl._index.verdict_of(i).value)
-
-
-def _env(tl: Any, step: _Step, views: _Views, *, active: bool) -> Env:
-    entry = tl._entries[step.index]
+def _env(step: Step, views: StateViews, *, active: bool) -> Env:
+    entry = step.entry
     p = step.after
+    verdict = str(step.verdict.value)
     if p is None or step.machine is None:
-        return Env(step.index, entry, None, _verdict(tl, step.index))
+        return Env(step.index, entry, None, verdict)
     v = views.value(p)
-    env = Env(step.index, entry, p, _verdict(tl, step.index), v)
+    env = Env(step.index, entry, p, verdict, v)
     if active:
         env.active = views.active(step.machine, v, p)
         env.refs = views.refs(step.machine)
     return env
 
 
-def _machines_of(tl: Any) -> list[Machine]:
-    out: list[Machine] = []
-    for m in tl._index.machines:
-        if m is not None and all(m is not o for o in out):
-            out.append(m)
-    return out
-
-
-def _compile(tl: Any, source: str) -> Expression:
+def _compile(tl: Timeline, source: str) -> Expression:
     """Compile ``source`` and check its ``in(...)`` states exist in one of ``tl``'s machines."""
     expr = compile_expression(source)
-    machines = _machines_of(tl)
+    machines = tl.segment_machines
     for ref in expr.state_refs:
         if machines and all(resolve_state_ref(m.graph, ref) is None for m in machines):
             g = machines[0].graph
@@ -190,7 +141,7 @@ def _compile(tl: Any, source: str) -> Expression:
 # Paths and predicates
 
 
-def _path_fn(tl: Any, path: str) -> tuple[Callable[[Env], Any], bool]:
+def _path_fn(tl: Timeline, path: str) -> tuple[Callable[[Env], Any], bool]:
     """A column getter for ``path``: a JSON Pointer (``/context/queue``) into the persisted
     snapshot, or an expression (``context.queue.length``). Returns (getter, needs active)."""
     if not isinstance(path, str):
@@ -208,22 +159,22 @@ def _path_fn(tl: Any, path: str) -> tuple[Callable[[Env], Any], bool]:
     return expr.fn, expr.uses_active
 
 
-def _predicate(tl: Any, predicate: Predicate) -> tuple[Callable[[_Step], bool], str]:
+def _predicate(tl: Timeline, predicate: Predicate) -> tuple[Callable[[Step], bool], str]:
     """Turn a predicate into a test on a walk step; returns (test, label)."""
     if isinstance(predicate, str):
         expr = _compile(tl, predicate)
-        views = _Views(expr.state_refs)
+        views = StateViews(expr.state_refs)
         need = expr.uses_active
 
-        def test_expr(step: _Step) -> bool:
-            return js_truthy(expr.fn(_env(tl, step, views, active=need)))
+        def test_expr(step: Step) -> bool:
+            return js_truthy(expr.fn(_env(step, views, active=need)))
 
         return test_expr, predicate
     if callable(predicate):
         fn = predicate
 
-        def test_frame(step: _Step) -> bool:
-            return bool(fn(_frame(tl, step)))
+        def test_frame(step: Step) -> bool:
+            return bool(fn(tl.frame_of(step)))
 
         return test_frame, getattr(predicate, "__name__", repr(predicate))
     raise TypeError(
@@ -232,17 +183,11 @@ def _predicate(tl: Any, predicate: Predicate) -> tuple[Callable[[_Step], bool], 
     )
 
 
-def _frame(tl: Any, step: _Step) -> Frame:
-    if step.after is None:  # not replayed: the timeline's frame needs no fold
-        return tl._make_frame(step.index)  # type: ignore[no-any-return]
-    return tl._frame(step.index, step.after, step.before)  # type: ignore[no-any-return]
-
-
 # ---------------------------------------------------------------------------------------------
 # Public functions (Timeline methods delegate here)
 
 
-def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = True) -> pd.DataFrame:
+def states(tl: Timeline, paths: Sequence[str] | str | None = None, *, value: bool = True) -> pd.DataFrame:
     """The replayed state after every entry, one row per entry (``Timeline.states``).
 
     Parameters
@@ -271,7 +216,7 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
     Notes
     -----
     Read from the timeline's snapshot store when it keeps every state (the default; no engine
-    call), else one continuous fold of the log from its start (:func:`_steps`) in large batches.
+    call), else one continuous fold of the log from its start (:meth:`Timeline.steps`) in large batches.
     Memory is the columns: a few tens of bytes per entry and path plus the values themselves (state value
     strings and active tuples are shared between equal states).
 
@@ -290,7 +235,7 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
     for p in path_list:
         if not p.startswith("/"):
             refs.extend(compile_expression(p).state_refs)
-    views = _Views(refs)
+    views = StateViews(refs)
     n = len(tl)
     ev_col: list[str] = [""] * n
     verdict_col: list[str] = [""] * n
@@ -301,9 +246,9 @@ def states(tl: Any, paths: Sequence[str] | str | None = None, *, value: bool = T
     order: dict[int, dict[str, int]] = {}
     tuples: dict[tuple[int, str], tuple[str, ...]] = {}
     types: dict[str, str] = {}
-    for step in _steps(tl):
+    for step in tl.steps():
         i = step.index
-        env = _env(tl, step, views, active=need_active)
+        env = _env(step, views, active=need_active)
         t = event_type(env.entry)
         ev_col[i] = types.setdefault(t, t)
         verdict_col[i] = env.verdict
@@ -389,7 +334,7 @@ def _column(values: list[Any]) -> pd.Series[Any]:
     return pd.Series(values, dtype=object)
 
 
-def find(tl: Any, predicate: Predicate, *, start: int = 0) -> int | None:
+def find(tl: Timeline, predicate: Predicate, *, start: int = 0) -> int | None:
     """The first position ``>= start`` where ``predicate`` holds, or ``None`` (``Timeline.find``).
 
     ``predicate`` is an expression string (``"context.retries > 3"``,
@@ -403,26 +348,26 @@ def find(tl: Any, predicate: Predicate, *, start: int = 0) -> int | None:
         The expression does not parse or names no state; TypeError for another predicate type.
     """
     test, _ = _predicate(tl, predicate)
-    for step in _steps(tl, start):
+    for step in tl.steps(start):
         if test(step):
             return step.index
     return None
 
 
 def find_all(
-    tl: Any, predicate: Predicate, *, start: int = 0, stop: int | None = None
+    tl: Timeline, predicate: Predicate, *, start: int = 0, stop: int | None = None
 ) -> list[int]:
     """Every position in ``start .. stop-1`` where ``predicate`` holds, ascending
     (``Timeline.find_all``); the predicate forms of :func:`find`."""
     test, _ = _predicate(tl, predicate)
-    return [step.index for step in _steps(tl, start, stop) if test(step)]
+    return [step.index for step in tl.steps(start, stop) if test(step)]
 
 
-def _change_getter(tl: Any, path: str) -> Callable[[_Step, _Views], Any]:
+def _change_getter(tl: Timeline, path: str) -> Callable[[Step, StateViews], Any]:
     fn, need = _path_fn(tl, path)
 
-    def get(step: _Step, views: _Views) -> Any:
-        return fn(_env(tl, step, views, active=need))
+    def get(step: Step, views: StateViews) -> Any:
+        return fn(_env(step, views, active=need))
 
     return get
 
@@ -431,7 +376,7 @@ def _changed(before: Any, after: Any) -> bool:
     return not js_equal(before, after)
 
 
-def next_change(tl: Any, path: str, *, after: int = -1) -> int | None:
+def next_change(tl: Timeline, path: str, *, after: int = -1) -> int | None:
     """The first position ``i > after`` where the value at ``path`` differs from the one after
     entry ``i - 1`` (``Timeline.next_change``), or ``None``.
 
@@ -441,10 +386,10 @@ def next_change(tl: Any, path: str, *, after: int = -1) -> int | None:
     language's (:func:`agentscope._query_lang.js_equal`).
     """
     get = _change_getter(tl, path)
-    views = _Views(_refs_of(path))
+    views = StateViews(_refs_of(path))
     prev: Any = UNDEFINED
     seg = -1
-    for step in _steps(tl, max(0, after)):  # the step at `after` is the baseline
+    for step in tl.steps(max(0, after)):  # the step at `after` is the baseline
         cur = get(step, views) if step.after is not None else UNDEFINED
         if step.segment != seg:
             seg, prev = step.segment, UNDEFINED
@@ -454,19 +399,19 @@ def next_change(tl: Any, path: str, *, after: int = -1) -> int | None:
     return None
 
 
-def last_change(tl: Any, path: str, *, before: int | None = None) -> int | None:
+def last_change(tl: Timeline, path: str, *, before: int | None = None) -> int | None:
     """The last position ``i < before`` (default: the end) where the value at ``path`` changed
     (``Timeline.last_change``), or ``None``; the rules of :func:`next_change`.
 
     ``last_change(path, before=n + 1)`` is the step that set the value seen at ``n``.
     """
     get = _change_getter(tl, path)
-    views = _Views(_refs_of(path))
+    views = StateViews(_refs_of(path))
     stop = len(tl) if before is None else min(before, len(tl))
     found: int | None = None
     prev: Any = UNDEFINED
     prev_seg = -1
-    for step in _steps(tl, 0, stop):
+    for step in tl.steps(0, stop):
         cur = get(step, views) if step.after is not None else UNDEFINED
         if step.segment != prev_seg:
             prev, prev_seg = UNDEFINED, step.segment
@@ -493,7 +438,7 @@ def _seconds(d: float | _dt.timedelta) -> float:
 
 
 def check(
-    tl: Any,
+    tl: Timeline,
     invariants: Mapping[str, Predicate] | None = None,
     *,
     loop: int | None = None,
@@ -548,14 +493,14 @@ def check(
     """
     import pandas as pd
 
-    tests: list[tuple[str, Callable[[_Step], bool]]] = []
+    tests: list[tuple[str, Callable[[Step], bool]]] = []
     for name, pred in (invariants or {}).items():
         test, _ = _predicate(tl, pred)
         tests.append((str(name), test))
     if loop is not None and (isinstance(loop, bool) or not isinstance(loop, int) or loop < 2):
         raise ValueError(f"loop must be an int >= 2 (repetitions); got {loop!r}")
     limit = None if stuck is None else _seconds(stuck)
-    views = _Views()
+    views = StateViews()
     rows: list[tuple[int, int, str, str, str]] = []
     order = {name: k for k, (name, _) in enumerate(tests)}
     order["loop"] = len(order)
@@ -566,7 +511,7 @@ def check(
     since: tuple[str, int, int | None] | None = None  # (value, index, recordedAt ms)
     stuck_reported = False
     seg = -1
-    for step in _steps(tl):
+    for step in tl.steps():
         if step.after is None:
             continue
         if step.segment != seg:
@@ -579,7 +524,7 @@ def check(
             if not ok:
                 rows.append((step.index, order[name], name, v,
                              f"{name!r} does not hold after entry {step.index} "
-                             f"({event_type(tl._entries[step.index])})"))
+                             f"({event_type(step.entry)})"))
         if loop is not None:
             fp = hash(_fingerprint(v, step.after.get("context")))
             if fp not in seen:
@@ -595,7 +540,7 @@ def check(
                                  f"state {v!r} with the same context recurred {c} times with no "
                                  f"new state in between (loop >= {loop})"))
         if limit is not None:
-            at = recorded_at_ms(tl._entries[step.index])
+            at = recorded_at_ms(step.entry)
             if since is None or since[0] != v:
                 since, stuck_reported = (v, step.index, at), False
             elif (not stuck_reported and at is not None and since[2] is not None

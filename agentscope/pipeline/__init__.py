@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["ReplayResult", "Timeline", "VerifyReport", "apply_entry", "replay", "verify"]
+__all__ = ["ReplayResult", "Step", "Timeline", "VerifyReport", "apply_entry", "replay", "verify"]
 
 _HOME = {
     "ReplayResult": "agentscope.pipeline.fold",
@@ -32,6 +32,7 @@ _HOME = {
     "VerifyReport": "agentscope.pipeline.report",
     "verify": "agentscope.pipeline.report",
     "Timeline": "agentscope.pipeline.timeline",
+    "Step": "agentscope.pipeline.timeline",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.pipeline.fold import replay as replay
     from agentscope.pipeline.report import VerifyReport as VerifyReport
     from agentscope.pipeline.report import verify as verify
+    from agentscope.pipeline.timeline import Step as Step
     from agentscope.pipeline.timeline import Timeline as Timeline
 
 

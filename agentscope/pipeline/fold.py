@@ -4,7 +4,9 @@
 - :func:`fold_segment` folds one segment in batches through ``Machine.fold`` (one engine round
   trip per batch) with one actor-session rebinding cache, and names the failing entry when the
   engine fails;
-- :func:`apply_entry` is the named single step;
+- :func:`apply_entry` is the named single step: :func:`fold_segment` takes it entry by entry
+  when a batch fails (to name the failing entry), and a batch is that step over many events in
+  one ``Machine.fold`` call (same rebinding cache, same results);
 - :func:`replay` is the reference ``replay(machine, entries, {verify})``: validate, fold, raise at
   the first divergence.
 
@@ -227,9 +229,9 @@ def fold_segment(
                     yield i + k, sn
                 _note(batch_exc, entries, i + bad)
                 raise
-            for k, ev in enumerate(events):
+            for k in range(j - i):  # the named step, one entry at a time
                 try:
-                    cur = machine.fold(cur, [ev], sessions=cache)[0]
+                    cur = apply_entry(machine, cur, entries[i + k], cache)
                 except Exception as exc:
                     _note(exc, entries, i + k)
                     raise

@@ -10,6 +10,7 @@ import time
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -20,7 +21,7 @@ from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
-from agentscope.log.entry import entries_of, event_type, session_key, source_of
+from agentscope.log.entry import entries_of, event_of, event_type, session_key, source_of
 from agentscope.log.problems import ProblemKind
 from agentscope.log.validate import is_validated
 from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
@@ -29,7 +30,78 @@ from agentscope.pipeline.report import VerifyReport, report_from_index
 from agentscope.pipeline.segments import as_log
 from agentscope.pipeline.snapshots import DEFAULT_BUDGET, SnapshotStore
 
-__all__ = ["Timeline", "choose_checkpoint_every", "fork_timelines"]
+__all__ = ["Step", "Timeline", "choose_checkpoint_every", "fork_timelines"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of the one pass, as :meth:`Timeline.steps` yields it: the pass as a value.
+
+    Attributes
+    ----------
+    index : int
+        The entry's position in the log (0-based).
+    segment : int
+        Its ``@agent.init`` segment (0-based, spec §1.5).
+    entry : Mapping
+        The entry exactly as read.
+    machine : Machine or None
+        The machine that replayed its segment; ``None`` when the segment had none.
+    before, after : Mapping or None
+        The persisted snapshots (spec §4.1) after the previous entry and after this one.
+        ``after`` is ``None`` for an entry the pass did not replay (no machine, an engine
+        failure); ``before`` is ``None`` at a segment's first entry too.
+    verdict : Verdict
+        The pass's verdict for the entry (recorded vs recomputed hash).
+    ignored : bool
+        The state did not react: ``after`` equals ``before``.
+
+    The derived views are properties: :attr:`value` and :attr:`context` (of ``after``),
+    :attr:`event` and :attr:`event_type` (of the entry, through :mod:`agentscope.log.entry`) and
+    :attr:`changed_paths` (RFC 6901 pointers, :func:`agentscope.jsondiff.changed_paths`).
+    """
+
+    index: int
+    segment: int
+    entry: Mapping[str, Any]
+    machine: Machine | None
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+    verdict: Verdict
+    ignored: bool
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the pass replayed this entry (``after`` is known)."""
+        return self.after is not None
+
+    @property
+    def value(self) -> Any:
+        """The state value after the entry (``None`` when not replayed)."""
+        return None if self.after is None else self.after.get("value")
+
+    @property
+    def context(self) -> Any:
+        """The context after the entry (``None`` when not replayed)."""
+        return None if self.after is None else self.after.get("context")
+
+    @property
+    def event(self) -> Mapping[str, Any]:
+        """The entry's event (spec §1.1)."""
+        return event_of(self.entry)
+
+    @property
+    def event_type(self) -> str:
+        """The entry's ``event.type``."""
+        return event_type(self.entry)
+
+    @property
+    def changed_paths(self) -> tuple[str, ...]:
+        """RFC 6901 pointers of what the entry changed in the persisted snapshot (empty when not
+        replayed)."""
+        if self.after is None:
+            return ()
+        return tuple(changed_paths(self.before, self.after))
 
 def choose_checkpoint_every(
     machine: Machine,
@@ -314,6 +386,54 @@ class Timeline:
                 yield self._frame(j, p, prev)
                 prev = p
             i = hi
+
+    def steps(self, start: int = 0, stop: int | None = None) -> Iterator[Step]:
+        """Yield the :class:`Step` of every position ``start .. stop - 1``, in order: the one
+        walk of the pass every question reads (``states``, ``find``, ``check``, ``coverage``).
+
+        Each segment's replayed range comes from the pass's snapshot store where it keeps the
+        states (no engine call), else from one continuous fold, in large batches, from the
+        nearest checkpoint at or before ``start - 1``. Entries the pass did not replay come
+        with ``after=None``.
+        """
+        idx = self._index
+        stop = idx.n if stop is None else min(stop, idx.n)
+        start = max(0, start)
+        entries = self._entries
+        for seg_no, seg in enumerate(idx.segments):
+            lo, hi = max(start, seg.start), min(stop, seg.stop)
+            if lo >= hi:
+                continue
+            m = idx.machines[seg_no] if seg_no < len(idx.machines) else None
+            upto = idx.replayed_upto[seg_no] if m is not None else seg.start
+            r_hi = min(hi, upto)
+            if m is not None and lo < r_hi:
+                first = lo - 1 if lo > seg.start else lo
+                prev: Mapping[str, Any] | None = None
+                for i, p in self._persisted_from(seg_no, m, first, r_hi):
+                    if i >= lo:
+                        yield Step(i, seg_no, entries[i], m, prev, p, idx.verdict_of(i),
+                                   bool(idx.ignored[i]))
+                    prev = p
+            for i in range(max(lo, r_hi), hi):
+                yield Step(i, seg_no, entries[i], None, None, None, idx.verdict_of(i),
+                           bool(idx.ignored[i]))
+
+    def frame_of(self, step: Step) -> Frame:
+        """The :class:`Frame` of ``step`` (equal to ``timeline[step.index]``), built from the
+        step's states without a seek."""
+        if step.after is None:  # not replayed: the frame needs no fold
+            return self._make_frame(step.index)
+        return self._frame(step.index, step.after, step.before)
+
+    @property
+    def segment_machines(self) -> tuple[Machine, ...]:
+        """The distinct machines that replayed the log's segments, in segment order."""
+        out: list[Machine] = []
+        for m in self._index.machines:
+            if m is not None and all(m is not o for o in out):
+                out.append(m)
+        return tuple(out)
 
     def follow(self, source: Any = None, *, thread: str | None = None) -> Any:
         """Keep this timeline up to date with its source as entries are appended (live follow).

@@ -1,0 +1,58 @@
+"""The pass as a value: ``Timeline.steps()`` yields one frozen ``Step`` per entry, the one walk
+every question reads (``states``, ``find``, ``check``, ``coverage``). Real fixture logs, the
+Python engine's ports of their real machines."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from agentscope.examples import python_machines as pm
+from agentscope.frames import Verdict
+from agentscope.jsondiff import changed_paths
+from agentscope.log.entry import event_type
+from agentscope.pipeline import Step, Timeline
+from tests.conftest import load_json
+
+
+@pytest.mark.parametrize("checkpoint_every", [None, 7])
+def test_every_step_is_the_frame_at_its_index(checkpoint_every: int | None) -> None:
+    """Kept states or sparse checkpoints, each step carries what ``timeline[i]`` shows: the
+    entry, the persisted state, verdict, ``ignored`` and the changed paths."""
+    log = load_json("g_triage.main.log.json")
+    tl = Timeline(pm.triage_machine(), log, checkpoint_every=checkpoint_every)
+    steps = list(tl.steps())
+    assert [s.index for s in steps] == list(range(len(log)))
+    prev = None
+    for s in steps:
+        frame = tl[s.index]
+        assert s.entry is log[s.index] or s.entry == log[s.index]
+        assert s.after == frame.persisted and s.verdict == frame.verdict == Verdict.VERIFIED
+        assert s.ignored == frame.ignored and s.event_type == event_type(log[s.index])
+        assert s.value == frame.persisted["value"] and s.context == frame.persisted["context"]
+        assert list(s.changed_paths) == list(frame.changed_paths) == list(changed_paths(prev, s.after))
+        assert tl.frame_of(s) == frame
+        prev = s.after
+    assert isinstance(steps[0], Step)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        steps[0].index = 3  # type: ignore[misc]
+
+
+def test_a_window_of_steps_starts_with_the_state_before_it() -> None:
+    log = load_json("g_triage.main.log.json")
+    tl = Timeline(pm.triage_machine(), log, checkpoint_every=10)
+    window = list(tl.steps(25, 31))
+    assert [s.index for s in window] == list(range(25, 31))
+    assert window[0].before == tl[24].persisted and window[-1].after == tl[30].persisted
+
+
+def test_an_entry_the_pass_did_not_replay_is_a_step_without_states() -> None:
+    """Entries of a segment with no machine come as steps with ``after=None``: not replayed."""
+    log = load_json("g_triage.main.log.json")
+    tl = Timeline(None, log)
+    steps = list(tl.steps())
+    assert len(steps) == len(log)
+    assert all(not s.replayed and s.after is None and s.machine is None for s in steps)
+    assert all(s.verdict == Verdict.UNCHECKED and s.changed_paths == () for s in steps)
+    assert tl.frame_of(steps[3]) == tl[3]
