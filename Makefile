@@ -24,7 +24,12 @@ demo: setup
 	$(VENV)/bin/agentscope demo
 
 ## The whole test suite: lint, types, tests (pytest's "no tests collected" counts as a failure).
-test: setup lint typecheck pytest
+## Every phase runs even when an earlier one failed, and the last line lists each phase's result.
+test: setup
+	@fail=""; for phase in lint typecheck pytest; do \
+	  $(MAKE) --no-print-directory $$phase || fail="$$fail $$phase"; done; \
+	  if [ -n "$$fail" ]; then echo "make test: FAILED:$$fail"; exit 1; fi; \
+	  echo "make test: lint, typecheck and pytest passed"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check agentscope tests benchmarks
@@ -34,16 +39,19 @@ typecheck: $(STAMP)
 
 ## Two runs: everything but the real-browser tests on $(PYTEST_WORKERS) worker processes
 ## (pytest-xdist; each file's tests on one worker: a notebook's cells share one kernel), then the
-## browser tests alone, one at a time (they time the page's round trip).
-## "No tests collected" fails a run, unless PYTEST_ARGS (e.g. -k) chose the tests.
+## browser tests alone, one at a time (they time the page's round trip). Both runs always run (a
+## red first run does not hide the browser tests' state); the target fails if either failed, and
+## says which. "No tests collected" fails a run, unless PYTEST_ARGS (e.g. -k) chose the tests.
 PYTEST_WORKERS ?= 2
 pytest: setup
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not browser" --nbval-lax tests notebooks $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ] && [ -z "$(PYTEST_ARGS)" ]; then echo "pytest collected no tests: failing"; exit 1; fi; \
-	  [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
-	$(VENV)/bin/pytest -m "browser and not slow" tests $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ] && [ -z "$(PYTEST_ARGS)" ]; then echo "pytest collected no browser tests: failing"; exit 1; fi; \
-	  if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+	@$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not browser" --nbval-lax tests notebooks $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ] && [ -z "$(PYTEST_ARGS)" ]; then echo "pytest collected no tests"; one=1; \
+	  elif [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; then one=0; else one=$$rc; fi; \
+	  $(VENV)/bin/pytest -m "browser and not slow" tests $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ] && [ -z "$(PYTEST_ARGS)" ]; then echo "pytest collected no browser tests"; two=1; \
+	  elif [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; then two=0; else two=$$rc; fi; \
+	  echo "make pytest: main run exit $$one, browser run exit $$two"; \
+	  [ $$one -eq 0 ] && [ $$two -eq 0 ]
 
 bench: setup
 	$(PY) -m benchmarks $(BENCH_ARGS)
