@@ -351,13 +351,13 @@ def _summarize(report: Any) -> dict[str, Any]:
     unexplained = sum(v == "mismatch" for v in verdicts)
     explained = sum(v == "explained" for v in verdicts)
     error: str | None = None
-    fatal = [f"{kind}: {detail}" for kind, detail, is_fatal in report.log_problems if is_fatal]
-    if fatal:
-        error = fatal[0]
+    fatal = report.log_failures
+    if len(fatal):
+        error = f"{fatal['kind'].iloc[0]}: {fatal['message'].iloc[0]}"
     else:
-        for reason, failed in zip(df["reason"], df["failed"], strict=True):
-            if bool(failed) and isinstance(reason, str) and not reason.startswith(_HASH_REASONS):
-                error = reason
+        for i, kind, failed in zip(df["index"], df["kind"], df["failed"], strict=True):
+            if bool(failed) and isinstance(kind, str) and kind not in _HASH_REASONS:
+                error = "; ".join(report.problems_of(int(i)))
                 break
     return {
         "mismatches": unexplained + explained,

@@ -41,7 +41,7 @@ from agentscope.errors import (
     MachineLoadError,
     ThreadNotFoundError,
 )
-from agentscope.log.problems import ProblemKind
+from agentscope.log.problems import FAILS_THE_LOG, ProblemKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
@@ -420,9 +420,10 @@ def _verify_one(log: EventLog, ms: _Machines, strict: bool) -> Any:
 def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, Any]:
     counts = report.counts()
     first = report.first_mismatch
-    problems = _records(report.mismatches[[
-        "index", "id", "event_type", "recorded_hash", "computed_hash", "verdict", "reason", "explanation",
+    mismatches = _records(report.mismatches[[
+        "index", "id", "event_type", "recorded_hash", "computed_hash", "verdict", "kind", "explanation",
     ]])
+    table = report.problems
     return {
         "source": log.source,
         "thread": log.thread,
@@ -433,10 +434,8 @@ def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, A
         "counts": counts,
         "first_mismatch": None if first is None else _cell(first["index"]),
         "first_mismatch_id": None if first is None else first["id"],
-        "problems": problems,
-        "log_problems": [
-            {"kind": k, "detail": d, "fatal": bool(f)} for k, d, f in report.log_problems
-        ],
+        "mismatches": mismatches,
+        "problems": _records(table[["index", "id", "field", "kind", "message", "expected", "actual"]]),
         "summary": report.summary(),
     }
 
@@ -490,8 +489,9 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
     first = _first_failure(report)
     if first is not None:
         out.print(f"  first failure: {first}", markup=False)
-    for kind, detail, fatal in report.log_problems:
-        out.print(f"  {'error' if fatal else 'note'}: {kind}: {detail}", markup=False)
+    whole = report.problems[report.problems["index"].isna()]
+    for kind, detail in zip(whole["kind"], whole["message"], strict=True):
+        out.print(f"  {'error' if kind in FAILS_THE_LOG else 'note'}: {kind}: {detail}", markup=False)
     probs = report.mismatches
     if len(probs):
         shown = probs.head(_PROBLEM_ROWS)

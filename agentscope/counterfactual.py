@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from agentscope.bulk import ChunkFailure, MachineSpec
-    from agentscope.pipeline import Timeline
+    from agentscope.pipeline import Timeline, VerifyReport
     from agentscope.widgets import ForkView
 
 __all__ = ["WHATIF_COLUMNS", "ThreadWhatIf", "WhatIf", "WhatIfKind", "fork_at", "whatif"]
@@ -350,19 +350,27 @@ def _recorded_ignored(rec: Sequence[Any], seg: Sequence[Any]) -> list[bool | Non
     return out
 
 
-def _engine_failure(df: Any) -> tuple[int, str] | None:
-    for i, reason in zip(df["index"].tolist(), df["reason"].tolist(), strict=True):
-        if isinstance(reason, str) and ProblemKind.ENGINE_ERROR in reason:
-            return int(i), reason
-    return None
+def _engine_failure(report: VerifyReport) -> tuple[int, str] | None:
+    """The first entry with an ``engine-error`` problem, and all its problems as one line."""
+    p = report.problems
+    hit = p[p["kind"] == ProblemKind.ENGINE_ERROR]
+    if hit.empty:
+        return None
+    i = int(hit["index"].iloc[0])
+    return i, "; ".join(report.problems_of(i))
 
 
-def _identity_failure(df: Any) -> tuple[int, str] | None:
-    for i, reason in zip(df["index"].tolist(), df["reason"].tolist(), strict=True):
-        if isinstance(reason, str) and reason.startswith((
-                ProblemKind.MACHINE_MISMATCH, ProblemKind.INVALID_ENTRY, ProblemKind.NO_INIT,
-                ProblemKind.NON_CONTIGUOUS)):
-            return int(i), reason
+_IDENTITY = (ProblemKind.MACHINE_MISMATCH, ProblemKind.INVALID_ENTRY, ProblemKind.NO_INIT,
+             ProblemKind.NON_CONTIGUOUS)
+
+
+def _identity_failure(report: VerifyReport) -> tuple[int, str] | None:
+    """The first entry whose first problem says it is not this machine's or not a valid entry
+    of the log, and all its problems as one line."""
+    df = report.df
+    for i, kind in zip(df["index"].tolist(), df["kind"].tolist(), strict=True):
+        if kind in _IDENTITY:
+            return int(i), "; ".join(report.problems_of(int(i)))
     return None
 
 
@@ -386,10 +394,12 @@ def whatif_log(
     base_tl: Timeline | None = None
     if baseline is not None:
         base_tl = Timeline(baseline, log, machines=_by_version(log, baseline, baseline_machines))
-    bad = _identity_failure(new_df)
+    bad = _identity_failure(new_tl.report)
     if bad is not None:
         return ThreadWhatIf(thread, n, "error", detail=f"entry {bad[0]}: {bad[1]}")
-    problems = tuple(f"{k}: {d}" for k, d, _ in new_tl.report.log_problems if k != ProblemKind.CACHE_STALE)
+    whole = new_tl.report.problems
+    whole = whole[whole["index"].isna() & (whole["kind"] != ProblemKind.CACHE_STALE)]
+    problems = tuple(f"{k}: {d}" for k, d in zip(whole["kind"], whole["message"], strict=True))
     seg = new_df["segment"].tolist()
     new_hash: list[str | None] = new_df["computed_hash"].tolist()
     new_ign = [bool(x) for x in new_df["ignored"].tolist()]
@@ -403,7 +413,7 @@ def whatif_log(
         compared = sum(v in ("verified", "explained", "mismatch") for v in verdicts)
     else:
         base_df = base_tl.report.df
-        bfail = _identity_failure(base_df) or _engine_failure(base_df)
+        bfail = _identity_failure(base_tl.report) or _engine_failure(base_tl.report)
         if bfail is not None:
             return ThreadWhatIf(thread, n, "error",
                                 detail=f"the baseline cannot replay entry {bfail[0]}: {bfail[1]}")
@@ -415,7 +425,7 @@ def whatif_log(
                                                                         strict=True))
         explained = 0
 
-    fail = _engine_failure(new_df)
+    fail = _engine_failure(new_tl.report)
     k: int | None = None
     stamped = 0
     changes: tuple[Change, ...] = ()

@@ -115,7 +115,7 @@ def test_verify_log_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert data["ok"] is True and data["entries"] == 17
     assert data["counts"]["verified"] == 17 and data["first_mismatch"] is None
-    assert data["problems"] == []
+    assert data["problems"] == [] and data["mismatches"] == []
 
 
 @needs_node
@@ -127,8 +127,12 @@ def test_verify_tampered_log_names_the_entry(capsys: pytest.CaptureFixture[str],
     code, data = run_json(capsys, "verify", tampered_counter, "--machine", COUNTER)
     assert code == 1
     assert data["ok"] is False and data["first_mismatch"] == 5 and data["first_mismatch_id"] == "evt_00000005"
-    assert [p["index"] for p in data["problems"]] == [5]
-    assert data["problems"][0]["recorded_hash"] == "deadbeef"
+    assert [p["index"] for p in data["mismatches"]] == [5]
+    assert data["mismatches"][0]["recorded_hash"] == "deadbeef"
+    assert data["mismatches"][0]["kind"] == "state-mismatch"
+    # the one problems table: the entry's position and id, the recorded hash as `expected`
+    assert [(p["index"], p["id"], p["kind"], p["expected"]) for p in data["problems"]] == [
+        (5, "evt_00000005", "state-mismatch", "deadbeef")]
     assert data["counts"]["mismatch"] == 1 and data["counts"]["verified"] == 16
 
 
@@ -176,7 +180,8 @@ def test_verify_version_bridge_with_machines(capsys: pytest.CaptureFixture[str])
 def test_verify_with_another_machine_fails(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = run_json(capsys, "verify", COUNTER_LOG, "--machine", TRIAGE)
     assert code == 1 and not data["ok"] and data["first_mismatch"] == 0
-    assert "machine" in data["problems"][0]["reason"]
+    assert data["mismatches"][0]["kind"] == "machine-mismatch"
+    assert "machine" in data["problems"][0]["message"] and data["problems"][0]["index"] == 0
 
 
 @pytest.mark.skipif(not _has_python_machine("counter_machine"), reason="no Python counter machine yet")

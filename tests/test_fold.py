@@ -211,7 +211,7 @@ def test_timeline_extend_validates_and_starts_new_segments() -> None:
     tl = Timeline(inner, log)
     bad = dict(log[2], index=7, id="x")
     tl.extend([bad])
-    kinds = tl.report.df.loc[3, "reason"]
+    kinds = "; ".join(tl.report.problems_of(3))
     assert "non-contiguous" in kinds
     tl2 = Timeline(inner, [])
     assert not tl2.report.ok

@@ -143,7 +143,7 @@ def test_strict_mode_missing_verification() -> None:
     strict = verify(SpecCounter(), log, strict=True)
     assert not strict.ok and strict.first_mismatch is not None
     assert strict.first_mismatch["index"] == 3
-    assert strict.first_mismatch["reason"].startswith("missing-verification")
+    assert strict.first_mismatch["kind"] == "missing-verification"
 
 
 def test_empty_log_and_bad_verify_mode() -> None:
@@ -181,7 +181,7 @@ def test_machine_version_mismatch() -> None:
     rep = verify(SpecCounter(), log)
     bad = rep.mismatches
     assert list(bad["index"]) == [1, 3]  # both reported, not only the first
-    assert all(r.startswith("machine-mismatch") for r in bad["reason"])
+    assert list(bad["kind"]) == ["machine-mismatch"] * 2
     assert not rep.ok
 
 
@@ -323,13 +323,18 @@ def _cached(k: int, *, hash_of: int | None = None) -> dict[str, Any]:
     return out
 
 
+def _whole(rep: Any) -> list[str]:
+    """The kinds of the problems about the log as a whole (``index`` <NA>), in order."""
+    return list(rep.problems[rep.problems["index"].isna()]["kind"])
+
+
 def test_cached_snapshot_agrees_disagrees_stale() -> None:
-    assert verify(SpecCounter(), Log(SPEC_72, _cached(5))).log_problems == ()
+    assert verify(SpecCounter(), Log(SPEC_72, _cached(5))).problems.empty
     stale = verify(SpecCounter(), Log(SPEC_72, _cached(3)))
-    assert stale.ok and [k for k, _, _ in stale.log_problems] == ["cache-stale"]
+    assert stale.ok and _whole(stale) == ["cache-stale"] and stale.log_failures.empty
     bad = verify(SpecCounter(), Log(SPEC_72, _cached(5, hash_of=4)))
     assert not bad.ok
-    assert [k for k, _, f in bad.log_problems if f] == ["cache-diverged"]
+    assert list(bad.log_failures["kind"]) == ["cache-diverged"]
     with pytest.raises(SnapshotDivergedError) as ei:
         bad.raise_if_failed()
     assert (ei.value.expected, ei.value.actual, ei.value.log_index) == (
@@ -365,7 +370,7 @@ def _assert_index_restart_only(rep: Any, at: int) -> None:
     """The report fails exactly at the restarted index, with read_log's message."""
     assert not rep.ok
     assert list(rep.df.index[rep.df["failed"]]) == [at]
-    reason = rep.df["reason"][at]
+    (reason,) = rep.problems_of(at)
     assert reason.startswith("non-contiguous: Event log must be contiguous from index 0; "
                              f"found entry.index 0 at position {at}")
 
@@ -380,18 +385,19 @@ def test_bridge_segments_with_machines_per_version() -> None:
     assert list(rep.df["computed_hash"]) == list(rep.df["recorded_hash"])  # each segment replays
     # the v2 segment's bridge init restarts its own numbering at 0 (§1.5, §4.2 step 3)
     assert rep.ok, rep.summary()
-    assert rep.log_problems == ()  # migratedFrom names segment 0, executionId inherited
+    assert _whole(rep) == []  # migratedFrom names segment 0, executionId inherited
     twice = verify(m1, v1 + v1)
     _assert_index_restart_only(twice, 3)
-    assert [k for k, _, _ in twice.log_problems] == ["bridge-link"]  # ... and it is no bridge
+    assert _whole(twice) == ["bridge-link"]  # ... and it is no bridge (a note: not a failure)
+    assert twice.log_failures.empty
     bad_link = copy.deepcopy(both)
     bad_link[3]["metadata"]["migratedFrom"]["logIndex"] = 9
-    notes = verify(None, bad_link, machines={"1": m1, "2": m2}).log_problems
-    assert [k for k, _, _ in notes] == ["bridge-link"] and "logIndex" in notes[0][1]
+    notes = verify(None, bad_link, machines={"1": m1, "2": m2})
+    assert _whole(notes) == ["bridge-link"] and "logIndex" in notes.problems["message"].iloc[-1]
     missing = verify(None, both, machines={"1": m1})
     assert not missing.ok
-    kinds = [(k, d) for k, d, _ in missing.log_problems]
-    assert kinds[0][0] == "no-machine" and "segment 1" in kinds[0][1] and "'2'" in kinds[0][1]
+    (kind, detail), = missing.log_failures[["kind", "message"]].itertuples(index=False)
+    assert kind == "no-machine" and "segment 1" in detail and "'2'" in detail
     assert (missing.df["verdict"][3:] == "unchecked").all()
     tl = Timeline(None, both, machines={"1": m1, "2": m2}, checkpoint_every=2)
     assert [f.computed_hash for f in tl] == [e["verification"]["stateHash"] for e in both]
@@ -585,7 +591,7 @@ def test_engine_failure_mid_batch(name_index: bool) -> None:
     rep = verify(m, log)
     assert not rep.ok
     row = rep.first_mismatch
-    assert row is not None and row["index"] == 3 and row["reason"].startswith("engine-error")
+    assert row is not None and row["index"] == 3 and row["kind"] == "engine-error"
     assert list(rep.df["verdict"]) == ["verified"] * 3 + ["unchecked"] * 2  # not replayed
 
 
@@ -656,7 +662,7 @@ def test_verify_reports_structure_problems_once_each() -> None:
     del log[2]  # a gap: entries 3 and 4 are contiguous with each other
     log[3]["id"] = log[1]["id"]
     rep = verify(SpecCounter(), log)
-    reasons = rep.mismatches.set_index("index")["reason"].to_dict()
+    reasons = {i: "; ".join(rep.problems_of(i)) for i in rep.mismatches["index"]}
     assert reasons[2].startswith("non-contiguous") and "expected 2" in reasons[2]
     assert "duplicate-id" in reasons[3] and "non-contiguous" not in reasons[3]
     assert not rep.ok
@@ -688,9 +694,10 @@ def test_first_mismatch_is_plain_python() -> None:
     assert row == {
         "index": 4, "segment": 0, "id": "evt_00000004", "event_type": "DONE",
         "recorded_hash": "00000000", "computed_hash": "76e9d64c", "verdict": "mismatch",
-        "kind": "state-mismatch", "reason": "state-mismatch: expected '00000000', got '76e9d64c'",
-        "explanation": row["explanation"], "ignored": False, "failed": True,
+        "kind": "state-mismatch", "explanation": row["explanation"], "ignored": False, "failed": True,
     }
+    assert verify(SpecCounter(), log).problems_of(4) == [
+        "state-mismatch: expected '00000000', got '76e9d64c'"]
     assert row["explanation"].startswith("unexplained: hash variant 8b7f21a0 does not")
 
 

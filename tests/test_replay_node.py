@@ -137,7 +137,7 @@ def test_bridge_v1_v2_with_machines_per_version(machines: Any) -> None:
     assert list(rep.df["computed_hash"]) == list(rep.df["recorded_hash"])
     assert list(rep.df["segment"]) == [0] * len(v1) + [1] * len(v2)
     lacking = verify(None, both, machines={"1": v1m})
-    assert not lacking.ok and lacking.log_problems[0][0] == "no-machine"
+    assert not lacking.ok and list(lacking.log_failures["kind"]) == ["no-machine"]
     tl = Timeline(None, both, machines={"1": v1m, "2": v2m}, checkpoint_every=2)
     assert tl[len(v1)].computed_hash == "cba54eed" and tl[-1].computed_hash == "d1f45447"
     assert tl[len(v1) - 1].computed_hash == "6aa1b5fc"

@@ -270,7 +270,6 @@ def _same_timeline(a: agentscope.Timeline, b: agentscope.Timeline) -> None:
     assert a.computed_hashes == b.computed_hashes
     assert list(a.report.df["verdict"]) == list(b.report.df["verdict"])
     assert a.report.df.equals(b.report.df) and a.report.problems.equals(b.report.problems)
-    assert a.report.log_problems == b.report.log_problems
     assert [a[i] for i in range(len(a))] == [b[i] for i in range(len(b))]
 
 

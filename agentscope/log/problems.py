@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["PROBLEM_COLUMNS", "ProblemKind", "problems_frame"]
+__all__ = ["FAILS_THE_LOG", "PROBLEM_COLUMNS", "ProblemKind", "problems_frame"]
 
 
 class ProblemKind(StrEnum):
@@ -53,6 +53,19 @@ class ProblemKind(StrEnum):
     STATE_MISMATCH = "state-mismatch"
     TIMESTAMP_OUT_OF_RANGE = "timestamp-out-of-range"
 
+
+FAILS_THE_LOG: frozenset[ProblemKind] = frozenset({
+    ProblemKind.CACHE_BAD_INDEX,
+    ProblemKind.CACHE_DIVERGED,
+    ProblemKind.CACHE_LINEAGE,
+    ProblemKind.CACHE_MACHINE,
+    ProblemKind.EMPTY_LOG,
+    ProblemKind.NO_MACHINE,
+})
+"""The log-level kinds (a problems row with ``index`` ``<NA>``) that make a verify fail: an empty
+log, a segment the given ``machines`` have no machine for, a cached snapshot (§4.2) that does not
+belong to the log or disagrees with it. The other log-level kinds are notes (``bridge-link``,
+``cache-stale``, ``cache-unstamped``, ``cache-unchecked``)."""
 
 PROBLEM_COLUMNS: tuple[str, ...] = (
     "index",

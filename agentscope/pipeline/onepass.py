@@ -79,7 +79,9 @@ class LogIndex:
 
     ``problems[i]`` is a list of ``(kind, detail)``; ``failures[i]`` the typed errors that make
     entry ``i`` fail (``raise_if_failed`` raises the first). ``log_problems`` are log-level
-    ``(kind, detail, fatal)`` items (segment without a machine, cached snapshot disagreement).
+    ``(kind, detail, fatal)`` items (segment without a machine, cached snapshot disagreement),
+    ``fatal`` always ``kind in FAILS_THE_LOG``; the report shows them as rows of its one problems
+    table.
     """
 
     n: int
@@ -873,8 +875,8 @@ class Pass:
                     f"machines={{{seg.machine_version!r}: ...}} "
                     f"(given: {have})"
                 )
-                idx.log_problems.append((ProblemKind.NO_MACHINE, detail, self.machines is not None))
-                if self.machines is not None:
+                if self.machines is not None:  # no machine at all given: entries only, no problem
+                    idx.log_problems.append((ProblemKind.NO_MACHINE, detail, True))
                     idx.log_failures.append(EngineError(detail))
         m = idx.machines[seg.number]
         assert self._check is not None

@@ -17,7 +17,7 @@ from agentscope.engines.base import Machine
 from agentscope.errors import AgentscopeError, MachineVersionMismatchError
 from agentscope.frames import Verdict
 from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
-from agentscope.log.problems import problems_frame
+from agentscope.log.problems import FAILS_THE_LOG, problems_frame
 from agentscope.log.validate import is_validated
 from agentscope.pipeline.fold import DEFAULT_BATCH
 from agentscope.pipeline.onepass import VERDICTS, LogIndex, build_index, check_machines
@@ -34,7 +34,6 @@ COLUMNS = (
     "computed_hash",
     "verdict",
     "kind",
-    "reason",
     "explanation",
     "ignored",
     "failed",
@@ -54,23 +53,23 @@ class VerifyReport:
         ``recorded_hash`` / ``computed_hash`` (8 hex digits or ``None``), ``verdict`` (a
         :class:`~agentscope.frames.Verdict` value), ``kind`` (the
         :class:`~agentscope.log.problems.ProblemKind` code of the entry's first problem, or
-        ``None``), ``reason`` (a readable summary of the entry's rows in :attr:`problems`:
-        ``"<kind>: <detail>"`` items joined with ``"; "``, e.g. ``state-mismatch``, ``machine-mismatch``,
-        ``missing-verification`` (strict), ``invalid-entry``, ``engine-error``,
-        ``explained-mismatch``), ``explanation`` (for a hash mismatch: the benign cause confirmed,
+        ``None``; every problem of the entry is a row of :attr:`problems`), ``explanation`` (for a
+        hash mismatch: the benign cause confirmed,
         or every cause tried), ``ignored`` (the state did not react: the persisted snapshot
         equals the previous one) and ``failed`` (the row makes the log fail).
     problems : pandas.DataFrame
-        The shared problems table (:data:`~agentscope.log.problems.PROBLEM_COLUMNS`: ``index``,
-        ``id``, ``field``, ``kind``, ``message``, ``expected``, ``actual``, ``source``): one row
-        per problem, entry problems in log order (e.g. ``state-mismatch`` with the recorded hash
-        as ``expected`` and the recomputed one as ``actual``; ``machine-mismatch`` with
-        ``id@version`` on both sides), then the log-level ones (``index`` ``<NA>``). The same
-        columns and kinds as :attr:`agentscope.EventLog.problems`.
-    log_problems : tuple of (kind, detail, fatal)
-        Problems not tied to one entry: a segment without a machine (``no-machine``), a cached
-        snapshot that disagrees with the log (``cache-diverged``) or is stale (``cache-stale``,
-        not fatal), an empty log.
+        **The** problems list: the shared problems table
+        (:data:`~agentscope.log.problems.PROBLEM_COLUMNS`: ``index``, ``id``, ``field``,
+        ``kind``, ``message``, ``expected``, ``actual``, ``source``): one row per problem, entry
+        problems in log order (e.g. ``state-mismatch`` with the recorded hash as ``expected`` and
+        the recomputed one as ``actual``; ``machine-mismatch`` with ``id@version`` on both sides;
+        ``missing-verification`` (strict), ``invalid-entry``, ``engine-error``,
+        ``explained-mismatch``), then the problems of the log as a whole (``index`` ``<NA>``): a
+        segment the ``machines`` have no machine for (``no-machine``), a cached snapshot that
+        disagrees with the log (``cache-diverged``) or is stale (``cache-stale``), a bridge that
+        does not link (``bridge-link``), an empty log. Those in
+        :data:`~agentscope.log.problems.FAILS_THE_LOG` make the log fail; the others are notes.
+        The same columns and kinds as :attr:`agentscope.EventLog.problems`.
     errors : tuple of AgentscopeError
         The typed error of every failure, in log order, then the log-level ones.
     strict : bool
@@ -94,21 +93,34 @@ class VerifyReport:
 
     df: pd.DataFrame
     problems: pd.DataFrame = field(default_factory=lambda: problems_frame([]), repr=False)
-    log_problems: tuple[tuple[str, str, bool], ...] = ()
     errors: tuple[AgentscopeError, ...] = field(default=(), repr=False)
     strict: bool = False
     source: str | None = None
 
     @property
     def ok(self) -> bool:
-        """True when no entry failed and no log-level problem is fatal."""
-        return not bool(self.df["failed"].any()) and not any(f for _, _, f in self.log_problems)
+        """True when no entry failed and no problem of the log as a whole fails it
+        (:data:`~agentscope.log.problems.FAILS_THE_LOG`)."""
+        return not bool(self.df["failed"].any()) and self.log_failures.empty
+
+    @property
+    def log_failures(self) -> pd.DataFrame:
+        """The rows of :attr:`problems` about the log as a whole (``index`` ``<NA>``) that make
+        it fail (kinds in :data:`~agentscope.log.problems.FAILS_THE_LOG`)."""
+        p = self.problems
+        return p[p["index"].isna() & p["kind"].isin([str(k) for k in FAILS_THE_LOG])]
+
+    def problems_of(self, index: int) -> list[str]:
+        """The entry's problems as ``"<kind>: <message>"`` lines, in the order found."""
+        p = self.problems
+        rows = p[p["index"] == index]
+        return [f"{k}: {str(m).rstrip('.')}" for k, m in zip(rows["kind"], rows["message"], strict=True)]
 
     @property
     def mismatches(self) -> pd.DataFrame:
         """Rows with any problem: failures, explained (benign) mismatches, identity mismatches."""
         df = self.df
-        mask = df["reason"].notna() | df["verdict"].isin(
+        mask = df["kind"].notna() | df["verdict"].isin(
             [Verdict.MISMATCH.value, Verdict.EXPLAINED.value]
         )
         return df[mask]
@@ -168,9 +180,9 @@ class VerifyReport:
         if first is not None:
             line += (
                 f"; first failure at entry {first['index']} ({first['id']} "
-                f"{first['event_type']!r}): {first['reason']}"
+                f"{first['event_type']!r}): {'; '.join(self.problems_of(first['index']))}"
             )
-        fatal = [d for _, d, f in self.log_problems if f]
+        fatal = self.log_failures["message"].tolist()
         if fatal:
             line += f"; {len(fatal)} log problem(s): {fatal[0]}"
         return line
@@ -193,17 +205,19 @@ class VerifyReport:
     def _repr_html_(self) -> str:
         esc = html.escape
         out = [f"<div class='agentscope-verify'><p><b>{esc(self.summary())}</b></p>"]
-        if self.log_problems:
+        p = self.problems
+        whole = p[p["index"].isna()]
+        if len(whole):
             out.append("<ul>")
-            for kind, detail, fatal in self.log_problems:
-                tag = "error" if fatal else "note"
-                out.append(f"<li>{esc(tag)}: {esc(kind)}: {esc(detail)}</li>")
+            for kind, detail in zip(whole["kind"], whole["message"], strict=True):
+                tag = "error" if kind in FAILS_THE_LOG else "note"
+                out.append(f"<li>{esc(tag)}: {esc(str(kind))}: {esc(str(detail))}</li>")
             out.append("</ul>")
         probs = self.mismatches
         if not probs.empty:
             shown = probs.head(_HTML_ROWS)
             cols = ["index", "id", "event_type", "recorded_hash", "computed_hash", "verdict",
-                    "reason", "explanation"]
+                    "kind", "explanation"]
             out.append("<table><thead><tr>")
             out.extend(f"<th>{esc(c)}</th>" for c in cols)
             out.append("</tr></thead><tbody>")
@@ -265,11 +279,9 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
     recorded = _hex(idx.recorded, idx.has_recorded)
     for i, h in idx.odd_recorded.items():
         recorded[i] = h
-    reasons: list[str | None] = [None] * n
     kinds: list[str | None] = [None] * n
     for i, items in idx.problems.items():
-        reasons[i] = "; ".join(f"{k}: {str(d).rstrip('.')}" for k, d in items)
-        kinds[i] = items[0][0]
+        kinds[i] = str(items[0][0])
     expl: list[str | None] = [None] * n
     for i, t in idx.explanations.items():
         expl[i] = t
@@ -289,7 +301,6 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
                 idx.verdict.astype(np.int8), categories=pd.Index([v.value for v in VERDICTS]),
             ),
             "kind": pd.Series(kinds, dtype=object),
-            "reason": pd.Series(reasons, dtype=object),
             "explanation": pd.Series(expl, dtype=object),
             "ignored": idx.ignored.copy(),
             "failed": failed,
@@ -316,7 +327,6 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
     return VerifyReport(
         df=df,
         problems=problems_frame(rows),
-        log_problems=tuple(idx.log_problems),
         errors=tuple(errors),
         strict=idx.strict,
         source=idx.source,
@@ -347,7 +357,7 @@ def verify(
         §4.2), when present, is checked against the log.
     machines : Mapping[str, Machine], optional
         Machines by ``machineVersion``: each segment replays with the machine for its version.
-        A segment with no machine is reported (``log_problems`` kind ``no-machine``).
+        A segment with no machine is reported (a ``no-machine`` row of ``problems``).
     strict : bool
         Count entries without ``verification.stateHash`` as failures.
     machine_version : str, optional
