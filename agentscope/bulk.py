@@ -18,14 +18,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import itertools
 import math
 import multiprocessing
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import ne
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -489,8 +493,18 @@ default_workers = _default_workers
 
 
 def _list_threads(store: str) -> list[str]:
+    """The store's thread ids, from the key column only (``SELECT DISTINCT thread_id`` on a
+    one-table SQLite store); anything else (another source, several tables, a damaged file) is
+    listed by :func:`agentscope.log.read_threads`, which explains what is wrong."""
     from agentscope.log import read_threads
+    from agentscope.log.sqlite import event_tables, open_store
 
+    with contextlib.suppress(AgentscopeError, sqlite3.Error, UnicodeDecodeError), open_store(store) as conn:
+        tables = event_tables(conn)
+        if len(tables) == 1:
+            table = tables[0].replace('"', '""')
+            q = f'SELECT DISTINCT thread_id FROM "{table}" ORDER BY thread_id'
+            return [r[0] for r in conn.execute(q) if isinstance(r[0], str)]
     df = read_threads(store)
     return [str(t) for t in df["thread_id"]]
 
@@ -622,49 +636,83 @@ def verify_store(
     return _frame([rows_by_thread[t] for t in wanted])
 
 
+def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[int]] | None:
+    """Per wanted thread, a digest of each stored entry's text in ``idx`` order (raw rows, never
+    parsed: one query), or ``None`` when the source is not a one-table SQLite store.
+
+    The only place the tree reads the source: entries equal here are byte-identical rows.
+    """
+    from agentscope.log.sqlite import event_tables, open_store
+
+    keep = set(wanted)
+    out: dict[str, list[int]] = {t: [] for t in wanted}
+    try:
+        with open_store(store_path) as conn:
+            tables = event_tables(conn)
+            if len(tables) != 1:
+                return None
+            table = tables[0].replace('"', '""')
+            for thread, text in conn.execute(
+                f'SELECT thread_id, entry FROM "{table}" ORDER BY thread_id, idx'
+            ):
+                if thread in keep:
+                    out[thread].append(hash(text))
+    except (AgentscopeError, sqlite3.Error, UnicodeDecodeError):
+        return None
+    return out
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    return next(compress(count(), map(ne, a, b)), n) if n else 0
+
+
+def fold_links(keys: Mapping[str, Sequence[int]]) -> dict[str, tuple[str, int]]:
+    """The fork tree the fold follows: ``{thread: (parent, shared)}`` for every thread that
+    shares its first ``shared >= 1`` entries with another (spec §5.1: a fork copies a prefix
+    verbatim), from per-entry content keys (equal keys: the same entry).
+
+    Threads sorted by their key sequences form a chain, each linked to the one before it with
+    their common prefix: every thread shares its longest prefix with a neighbour in that order,
+    and the chain folds exactly the distinct prefixes of the store (the sum over threads of
+    length minus shared). Roots (shared 0: another execution) are not keys of the result.
+    """
+    order = sorted(keys, key=lambda t: (tuple(keys[t]), t))
+    links: dict[str, tuple[str, int]] = {}
+    for prev, t in itertools.pairwise(order):
+        k = _common(keys[prev], keys[t])
+        if k >= 1:
+            links[t] = (prev, k)
+    return links
+
+
 def _tree_chunks(
     store_path: str, wanted: Sequence[str], spec: MachineSpec, extra: tuple[tuple[str, MachineSpec], ...],
     strict: bool, max_workers: int | None, chunk_size: int | None, ship_entries: bool,
 ) -> list[_Chunk]:
-    """Chunks of whole subtrees of the fork tree of ``wanted`` (a parent not wanted makes its
-    child a root), parents before children, packed to about four chunks per worker."""
-    from agentscope.forks import fork_tree
+    """Chunks of whole subtrees of the fold tree (:func:`fold_links`) of ``wanted``, parents
+    before children, about four chunks per worker; a subtree is never cut (so a worker never
+    needs another's state, and each shared prefix is folded once). A source :func:`_entry_keys` cannot
+    read gives one root per thread (the worker reports what is wrong with it)."""
     from agentscope.log import read_log
 
-    logs: dict[str, Any] = {}
-    for t in wanted:
-        with contextlib.suppress(AgentscopeError):  # unreadable: a root, its worker says why
-            logs[t] = read_log(store_path, thread=t)
-    tree = fork_tree(logs)
-    link: dict[str, tuple[str, int]] = {}
-    for t, parent, k in zip(tree["thread"], tree["parent"], tree["fork_index"], strict=True):
-        if isinstance(parent, str) and parent in logs:
-            link[str(t)] = (parent, int(k))
-
-    def root_of(t: str) -> tuple[str, int]:
-        depth = 0
-        while t in link:
-            t, depth = link[t][0], depth + 1
-        return t, depth
-
-    groups: dict[str, list[tuple[int, int, str]]] = {}
-    for pos, t in enumerate(wanted):
-        root, depth = root_of(t)
-        groups.setdefault(root, []).append((depth, pos, t))
+    keys = _entry_keys(store_path, wanted)
+    links = fold_links(keys) if keys is not None else {}
     workers = max_workers or _default_workers()
     size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
+    order = sorted(wanted, key=lambda t: (tuple(keys[t]), t)) if keys is not None else list(wanted)
     packed: list[list[str]] = [[]]
-    for members in groups.values():
-        if packed[-1] and len(packed[-1]) + len(members) > size:
+    for t in order:  # a chain: a root starts a subtree, its members follow it
+        if len(packed[-1]) >= size and t not in links:
             packed.append([])
-        packed[-1].extend(t for _d, _p, t in sorted(members))
+        packed[-1].append(t)
     chunks: list[_Chunk] = []
     for group in packed:
-        parents = tuple(link.get(t, ("", 0)) for t in group)
+        members = set(group)
+        parents = tuple(links[t] if t in links and links[t][0] in members else ("", 0) for t in group)
         entries = None
-        if ship_entries:  # an unreadable thread is read again on the worker, which reports it
-            entries = tuple(list(logs[t].entries) if t in logs else read_log(store_path, thread=t).entries
-                            for t in group)
+        if ship_entries:
+            entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
         chunks.append(_Chunk(store_path, tuple(group), spec, extra, strict, entries, parents))
     return chunks
 
