@@ -80,17 +80,57 @@ _PIPE_WIDTH = 240
 """Columns assumed when stdout is not a terminal (the widest table row fits without folding)."""
 
 
-class _WellFormed:
-    """A text stream that writes each lone UTF-16 surrogate (legal in log data) as its ``\\udxxx``
-    escape: a terminal, pipe or file takes only well-formed text (``hashing.escape_lone_surrogates``)."""
+class _Writer:
+    """The one path from a command to standard output (and error): every write is checked.
+
+    Text is written with each lone UTF-16 surrogate (legal in log data) as its ``\\udxxx`` escape
+    (``hashing.escape_lone_surrogates``: a terminal, pipe or file takes only well-formed text);
+    bytes (``export -o -``) as they are. On a real file descriptor, the bytes go out through
+    ``os.write`` in a loop until all are written (CPython's buffered stdout returns a short
+    write's count without an error, so a reader that went away mid-write would go unnoticed); a
+    closed pipe raises :class:`BrokenPipeError`, which :func:`main` answers with exit 141 and no
+    word. A stream without a descriptor (a notebook's, a test's capture) takes the text itself.
+    rich's console and the JSON printers write through here; other attributes (``isatty``,
+    ``encoding``, ``fileno``, …) are the stream's.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        try:
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            self._fd = None
+
+    @property
+    def takes_bytes(self) -> bool:
+        """Whether :meth:`write_bytes` can write any bytes (a real descriptor)."""
+        return self._fd is not None
 
     def write(self, text: str) -> int:
         from agentscope.hashing import escape_lone_surrogates
 
-        return self._stream.write(escape_lone_surrogates(text))
+        text = escape_lone_surrogates(text)
+        if self._fd is None:
+            return self._stream.write(text)
+        encoding = getattr(self._stream, "encoding", None) or "utf-8"
+        errors = getattr(self._stream, "errors", None) or "strict"
+        self.write_bytes(text.encode(encoding, errors))
+        return len(text)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write all of ``data``; raises BrokenPipeError when the reader went away."""
+        if self._fd is None:  # a text-only stream: only text formats come here
+            self._stream.write(data.decode("utf-8"))
+            self._stream.flush()
+            return
+        self._stream.flush()  # anything the text layer still holds goes first
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def flush(self) -> None:
+        self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -102,8 +142,6 @@ class _Out:
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
         from rich.console import Console as _Console
 
-        stdout, stderr = _WellFormed(stdout), _WellFormed(stderr)  # type: ignore[assignment]
-
         from agentscope.hashing import escape_lone_surrogates
 
         class Console(_Console):
@@ -111,7 +149,7 @@ class _Out:
                 # every string rich lays out (a table cell, a title, a printed line) goes through
                 # here before it is measured: a lone surrogate takes its six-character
                 # ``\udxxx`` escape now, so the columns are sized for the text the stream
-                # writes (_WellFormed would otherwise widen a measured cell afterwards)
+                # writes (_Writer would otherwise widen a measured cell afterwards)
                 return super().render_str(escape_lone_surrogates(text), **kwargs)
 
             def on_broken_pipe(self) -> None:
@@ -121,15 +159,16 @@ class _Out:
                 raise BrokenPipeError(32, "Broken pipe")
 
         self.as_json = as_json
-        self.stdout = stdout
-        self.console = Console(file=stdout, highlight=False, soft_wrap=True)
+        self.stdout = _Writer(stdout)
+        self.console = Console(file=self.stdout, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
         if not self.console.is_terminal:
             # piped or redirected: rich would assume 80 columns and fold cells letter by letter;
             # tables take only their natural width, so a wide console just keeps rows whole
             self.console = Console(
-                file=stdout, highlight=False, soft_wrap=True, width=max(self.console.width, _PIPE_WIDTH)
+                file=self.stdout, highlight=False, soft_wrap=True,  # type: ignore[arg-type]
+                width=max(self.console.width, _PIPE_WIDTH),
             )
-        self.err = Console(file=stderr, highlight=False, soft_wrap=True)
+        self.err = Console(file=_Writer(stderr), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
 
     @property
     def interactive(self) -> bool:
@@ -1008,17 +1047,9 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
             raise UsageError("Parquet is binary: redirect standard output to a file, or pick -o FILE")
     log = _read(source, args.thread or thread)
     if args.output == "-":
-        data = _export_bytes(log, args.to)
-        stream = getattr(sys.stdout, "buffer", None)
-        if stream is None:  # a text-only stdout (a notebook, a test): the text formats only
-            if args.to == "parquet":
-                raise UsageError("Parquet is binary and this standard output takes text; pick -o FILE")
-            sys.stdout.write(data.decode("utf-8"))
-            sys.stdout.flush()
-        else:
-            sys.stdout.flush()
-            stream.write(data)
-            stream.flush()
+        if args.to == "parquet" and not out.stdout.takes_bytes:  # a notebook's or a test's stdout
+            raise UsageError("Parquet is binary and this standard output takes text; pick -o FILE")
+        out.stdout.write_bytes(_export_bytes(log, args.to))  # all of it, or exit 141 and no note
         out.note(f"wrote {len(log)} entries to standard output")
         return EXIT_OK
     src_path = Path(source).resolve()
