@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.engines.base import Machine
     from agentscope.log import EventLog
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main", "verdict_exit"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -482,15 +482,36 @@ def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, A
 _VERDICTS = ("verified", "explained", "mismatch", "missing", "unchecked")
 
 
-def _checked(report: Any) -> int:
+def _checked(counts: Mapping[str, int]) -> int:
     """Entries whose recorded hash was compared with the replayed state."""
-    counts = report.counts()
     return int(counts.get("verified", 0) + counts.get("explained", 0) + counts.get("mismatch", 0))
+
+
+def _nothing_checked(counts: Mapping[str, int], allow_missing: bool) -> bool:
+    """Entries were replayed but none carried a hash to check (and ``--allow-missing`` was not
+    given): "nothing verified"."""
+    entries = sum(counts.get(k, 0) for k in _VERDICTS)
+    return not allow_missing and entries > 0 and _checked(counts) == 0
+
+
+def verdict_exit(counts: Mapping[str, int], *, failed: bool, allow_missing: bool) -> int:
+    """The one verdict -> exit-code rule of every command that verifies (``verify``, ``show
+    --machine``, ``demo``, ``watch``).
+
+    ``counts`` maps verdicts (``verified``, ``explained``, ``mismatch``, ``missing``,
+    ``unchecked``) to entries; ``failed`` is a failure beyond the counts (a report that is not
+    ok, a followed source that went wrong). :data:`EXIT_FAILED` on a failure or a mismatch, and
+    when entries were replayed but none carried a hash ("nothing verified", docs/cli.md) unless
+    ``allow_missing``; else :data:`EXIT_OK`.
+    """
+    if failed or counts.get("mismatch", 0) or _nothing_checked(counts, allow_missing):
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _nothing_verified(report: Any, log: EventLog, allow_missing: bool) -> bool:
     """True when no entry carried a hash to check (and ``--allow-missing`` was not given)."""
-    return not allow_missing and bool(report.ok) and _checked(report) == 0 and len(log) > 0
+    return bool(report.ok) and _nothing_checked(report.counts(), allow_missing)
 
 
 def _verdict_line(report: Any) -> str:
@@ -568,7 +589,7 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
             out.json(data)
         else:
             _print_report(out, report, log, allow_missing=args.allow_missing)
-        return EXIT_OK if report.ok and not nothing else EXIT_FAILED
+        return verdict_exit(report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
 
 
 def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
@@ -710,14 +731,18 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
 
             report = verify(machine, log)
             summary["verification"] = report.summary()
-            summary["ok"] = bool(report.ok)
+            code = verdict_exit(report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
+            summary["ok"] = code == EXIT_OK
+            if _nothing_verified(report, log, args.allow_missing):
+                summary["nothing_verified"] = True
         if args.coverage and (args.html is None or machine is None):
             raise UsageError("show: --coverage needs --html and --machine (the heat map "
                              "counts replayed states)")
         if args.html is not None:
             summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or (),
                                                coverage=args.coverage))
-    code = EXIT_OK if report is None or report.ok else EXIT_FAILED
+    code = EXIT_OK if report is None else verdict_exit(
+        report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
     if out.as_json:
         out.json(summary)
         return code
@@ -736,7 +761,9 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
         if value is not None:
             head.add_row(key.replace("_", " "), _short(value, 200))
     if report is not None:
-        status = "OK" if report.ok else "FAILED"
+        status = "OK" if code == EXIT_OK else "FAILED"
+        if _nothing_verified(report, log, args.allow_missing):
+            status = "nothing verified (no entry carries a hash; --allow-missing accepts that)"
         line = _verdict_line(report)
         head.add_row("verification", f"{status}: {line}" if line else status)
         if report.machine_mismatch is not None:
@@ -957,6 +984,8 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
         if waiting:
             stopped += f"; {waiting}"
     parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    if machine is not None and _nothing_checked(counts, args.allow_missing):
+        parts += "; nothing verified: no entry carries a hash"
     summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
     if out.as_json:
         out.note(summary)
@@ -964,7 +993,8 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
         out.print(summary, markup=False)
     if problem is not None and problem.kind == "invalid":
         return EXIT_BAD_INPUT
-    return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+    return verdict_exit(counts, failed=problem is not None,
+                        allow_missing=args.allow_missing or machine is None)
 
 
 def _still_waiting(source: str, thread: str | None, tail: Any, seen: int) -> str | None:
@@ -1139,7 +1169,7 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
                   markup=False)
         if activate is not None:
             out.print(f"(`source {activate}` puts the agentscope command on your PATH)", markup=False)
-    return EXIT_OK if report.ok else EXIT_FAILED
+    return verdict_exit(report.counts(), failed=not report.ok, allow_missing=False)
 
 
 def _invocation() -> tuple[str, str | None]:
@@ -1390,6 +1420,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", metavar="STORE")
     p.set_defaults(func=_cmd_threads)
 
+    allow_missing_help = "exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)"
     redact_help = ("replace the values at these paths with a marker in the player (JSON Pointer or "
                    "dotted, * for any key or index; into the entry or the persisted snapshot)")
     p = sub.add_parser("show", parents=[common], help="summarise a log; optionally write a static player")
@@ -1401,6 +1432,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
     p.add_argument("--coverage", action="store_true",
                    help="with --html: add a heat-map toggle (visits per state) to the player")
+    p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("verify", parents=[common],
@@ -1410,8 +1442,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
     p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)")
+    p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.add_argument("--workers", type=_workers, default=None,
                    help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_verify)
@@ -1469,6 +1500,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
     p.add_argument("--interval", type=_seconds, default=0.2, metavar="SECONDS",
                    help="seconds between polls (default 0.2)")
+    p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.set_defaults(func=_cmd_watch)
 
     p = sub.add_parser("query", parents=[common],
