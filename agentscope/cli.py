@@ -1214,12 +1214,30 @@ def _find_quickstart() -> Path | None:
     return None
 
 
+_LAB = (
+    "import runpy, sys, warnings\n"
+    "show = warnings.showwarning\n"
+    "def quiet(message, *args, **kwargs):\n"
+    "    if not str(message).startswith('ServerApp.token config is deprecated'):\n"
+    "        show(message, *args, **kwargs)\n"
+    "warnings.showwarning = quiet\n"
+    "sys.argv[0] = 'jupyterlab'\n"
+    "runpy.run_module('jupyterlab', run_name='__main__', alter_sys=True)\n"
+)
+"""``python -c _LAB NOTEBOOK …`` is ``python -m jupyterlab NOTEBOOK …`` without the
+``ServerApp.token`` DeprecationWarning. notebook_shim lists every ServerApp trait, which computes
+the deprecated trait's default on every start, whatever token is configured
+(``--IdentityProvider.token`` included); and installed extensions (voila) put a "default" filter
+for traitlets' DeprecationWarnings in front of ``-W``/``PYTHONWARNINGS``. So that one warning is
+dropped where warnings are shown; every other warning still shows."""
+
+
 def _open_lab(out: _Out) -> int:
     notebook = _find_quickstart()
     if notebook is None:
         raise UsageError("the quickstart notebook (notebooks/01_*.ipynb) is not here; --lab needs a "
                          "source checkout of agentscope")
-    argv = [sys.executable, "-m", "jupyterlab", str(notebook)]
+    argv = [sys.executable, "-c", _LAB, str(notebook)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")
         out.note("running as root: passing --allow-root to JupyterLab (it refuses root otherwise)")
