@@ -504,7 +504,8 @@ def whatif_log(
                   and new_hash[i] is not None)
     e = new_f.entry
     detail = _divergence_detail(k, e, rec_hash[k], new_hash[k], changes, vs, rec_ign[k],
-                                new_ign[k], ignored, newly)
+                                new_ign[k], ignored, newly,
+                                against="recorded" if base_tl is None else "baseline")
     return ThreadWhatIf(
         thread, n, "diverges", k, detail, str(e.get("id", "")), _etype(e), rec_hash[k],
         new_hash[k], before, recorded, new_f, changes, vs, ignored, newly, explained, compared,
@@ -558,7 +559,11 @@ def _divergence_detail(
     new_ignored: bool,
     ignored: Sequence[int],
     newly: Sequence[int],
+    *,
+    against: Literal["recorded", "baseline"],
 ) -> str:
+    """One line on the divergence at ``k``; ``against`` names the side the new machine is compared
+    with: the recorded run (its hashes) or the baseline machine's replay."""
     what = f"{_etype(e)!r} ({e.get('id')})"
     if new_ignored and recorded_ignored is False:
         how = "the new machine ignores it"
@@ -569,7 +574,7 @@ def _divergence_detail(
     text = f"{what}: {how}; state {rec} -> {new}"
     paths = [c.path for c in changes[:4]]
     if paths:
-        label = "vs recorded" if vs == "recorded" else "(new machine's own changes)"
+        label = f"vs {against}" if vs == "recorded" else "(new machine's own changes)"
         text += f"; {label}: " + ", ".join(paths) + (f" (+{len(changes) - 4})" if len(changes) > 4 else "")
     if ignored:
         text += f"; {len(ignored)} event(s) from here on ignored by the new machine"
