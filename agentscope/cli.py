@@ -377,7 +377,12 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.log import read_threads
 
     path = _existing(args.store)
-    if path.stat().st_size and not _is_sqlite(path):
+    with path.open("rb") as fh:  # unreadable: "Permission denied" (OSError), as every command says
+        head = fh.read(len(_SQLITE_MAGIC))
+    if not head:
+        raise LogFormatError("the file is empty: `threads` lists the threads of a §5.2 SQLite store",
+                             source=str(path))
+    if head != _SQLITE_MAGIC:
         raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a JSON, "
                              "JSONL, CSV or Parquet log is one run (`agentscope show` summarises it)",
                              source=str(path))
