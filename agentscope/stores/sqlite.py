@@ -87,7 +87,6 @@ class SqliteStore(RowStore):
         self.address = str(path)
         with connect(self.path) as conn:
             self.table = pick_table(conn, table, self.address)
-        self._seen: dict[str, tuple[tuple[Any, ...], float]] = {}
 
     def threads(self) -> list[ThreadInfo]:
         """Every thread (``thread_id`` order): the count and entries 0 and last, by key; a
@@ -151,7 +150,6 @@ class SqliteStore(RowStore):
 
     def close(self) -> None:
         """Nothing held open between calls (each call opens and closes its connection)."""
-        self._seen.clear()
 
     def cached_snapshot(self, thread: str, execution_id: str | None) -> dict[str, Any] | None:
         """The thread's persisted snapshot from an ``agent_snapshots`` table (§4.2, §5.2)."""
@@ -180,8 +178,7 @@ class SqliteStore(RowStore):
         if sig[0] is None or sig[0][1] == 0:
             return Change([], cursor)
         now = time.monotonic()
-        last = self._seen.get(thread)
-        if cursor.token is not None and last is not None and last[0] == sig and now - last[1] < _RECHECK_S:
+        if isinstance(cursor.token, tuple) and cursor.token[0] == sig and now - cursor.token[1] < _RECHECK_S:
             return Change([], cursor)
         immutable = sig[1] is None and is_wal(self.path)
         try:
@@ -194,6 +191,6 @@ class SqliteStore(RowStore):
             return Change([], cursor)  # locked or busy (a journal writer mid-commit): try again
         if immutable and _signature(self.path) != sig:
             return Change([], cursor)  # a writer started while it was read as immutable: again
-        self._seen[thread] = (sig, now)
-        return Change(change.entries, Cursor(change.cursor.position, change.cursor.last, (sig,)),
+        return Change(change.entries,
+                      Cursor(change.cursor.position, change.cursor.last, (sig, now)),
                       change.problem)
