@@ -22,7 +22,6 @@ import itertools
 import math
 import multiprocessing
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -422,7 +421,9 @@ def _verify_forest(chunk: _Chunk, machine: Machine,
                 (_shared_prefix(ents, entries_of(logs[c]), k), c) for c, k in children.get(thread, [])
             )
             for at, child in kids:
-                if at > p.index.n:
+                if at < p.index.n:
+                    at = 0  # this fold resumed past the child's fork point: the child folds alone
+                elif at > p.index.n:
                     p.feed(ents[:at])
                 todo.append((child, p.copy() if at > 0 else None, at))
             types = event_types(ents)
@@ -493,20 +494,14 @@ default_workers = _default_workers
 
 
 def _list_threads(store: str) -> list[str]:
-    """The store's thread ids, from the key column only (``SELECT DISTINCT thread_id`` on a
-    one-table SQLite store); anything else (another source, several tables, a damaged file) is
-    listed by :func:`agentscope.log.read_threads`, which explains what is wrong."""
-    from agentscope.log import read_threads
-    from agentscope.log.sqlite import event_tables, open_store
+    """The store's thread ids, from key columns only (:meth:`agentscope.stores.Store.threads`)."""
+    from agentscope.stores import open_store
 
-    with contextlib.suppress(AgentscopeError, sqlite3.Error, UnicodeDecodeError), open_store(store) as conn:
-        tables = event_tables(conn)
-        if len(tables) == 1:
-            table = tables[0].replace('"', '""')
-            q = f'SELECT DISTINCT thread_id FROM "{table}" ORDER BY thread_id'
-            return [r[0] for r in conn.execute(q) if isinstance(r[0], str)]
-    df = read_threads(store)
-    return [str(t) for t in df["thread_id"]]
+    src = open_store(store)
+    try:
+        return [info.thread_id for info in src.threads()]
+    finally:
+        src.close()
 
 
 def verify_store(
@@ -637,27 +632,21 @@ def verify_store(
 
 
 def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[int]] | None:
-    """Per wanted thread, a digest of each stored entry's text in ``idx`` order (raw rows, never
-    parsed: one query), or ``None`` when the source is not a one-table SQLite store.
-
-    The only place the tree reads the source: entries equal here are byte-identical rows.
+    """Per wanted thread, a digest of each stored entry's text in ``idx`` order (the store's raw
+    records, never parsed: :meth:`agentscope.stores.Store.read`), or ``None`` when the store
+    cannot be read so (the workers then report what is wrong).
     """
-    from agentscope.log.sqlite import event_tables, open_store
+    from agentscope.stores import open_store
 
-    keep = set(wanted)
-    out: dict[str, list[int]] = {t: [] for t in wanted}
+    out: dict[str, list[int]] = {}
     try:
-        with open_store(store_path) as conn:
-            tables = event_tables(conn)
-            if len(tables) != 1:
-                return None
-            table = tables[0].replace('"', '""')
-            for thread, text in conn.execute(
-                f'SELECT thread_id, entry FROM "{table}" ORDER BY thread_id, idx'
-            ):
-                if thread in keep:
-                    out[thread].append(hash(text))
-    except (AgentscopeError, sqlite3.Error, UnicodeDecodeError):
+        src = open_store(store_path)
+        try:
+            for t in wanted:
+                out[t] = [hash(r.text) for batch in src.read(t) for r in batch]
+        finally:
+            src.close()
+    except AgentscopeError:
         return None
     return out
 
@@ -681,6 +670,8 @@ def fold_links(keys: Mapping[str, Sequence[int]]) -> dict[str, tuple[str, int]]:
     links: dict[str, tuple[str, int]] = {}
     for prev, t in itertools.pairwise(order):
         k = _common(keys[prev], keys[t])
+        while prev in links and k < links[prev][1]:
+            prev = links[prev][0]  # prev resumed past k from its parent, whose fold passes k
         if k >= 1:
             links[t] = (prev, k)
     return links

@@ -119,3 +119,12 @@ def test_generated_forests_verify_identically_with_and_without_the_tree(
     _same_table(tree, full)
     assert tree["verified"].all()
     assert tree["folded"].sum() <= full["folded"].sum()
+
+
+def test_a_fork_point_before_its_chain_neighbours_own_fork_point_links_to_the_ancestor() -> None:
+    from agentscope.bulk import fold_links
+
+    # b is a full copy of a (resumes at 4); c shares 3 entries: b's fold starts past them
+    assert fold_links({"a": [1, 2, 3, 4], "b": [1, 2, 3, 4], "c": [1, 2, 3, 9], "d": [7]}) == {
+        "b": ("a", 4), "c": ("a", 3),
+    }
