@@ -6,7 +6,7 @@ The log: the counter machine's log of :func:`benchmarks.bench_python_verify.make
 written as JSONL; in the long case entry 0 starts from a snapshot whose context carries a ``note``
 string of N MB (default 18, ``--quick`` 4) of mixed ASCII, accented and astral characters, so one
 JSONL line is that long and every state hash runs djb2 over it. Each case runs in a fresh child process (``read_log`` + ``verify``), which reports its
-peak RSS (``ru_maxrss``) and its RSS after the log and report are dropped (``/proc/self/statm``).
+peak RSS (``VmHWM``) and its RSS after the log and report are dropped (``/proc/self/statm``).
 The baseline is the same log without the long string, in the same run. Targets (issue 26): the
 long-line peak under 1 GiB, and the RSS retained after the drop within a few MB of the baseline's
 (nothing sized to the longest string stays resident, e.g. no power table in ``hashing``).
@@ -27,7 +27,7 @@ from agentscope.hashing import state_hash
 from benchmarks.bench_python_verify import make_log
 
 _CHILD = r"""
-import gc, json, os, resource, sys
+import gc, json, os, sys
 import agentscope
 from agentscope.examples.python_machines import counter_machine
 page = os.sysconf("SC_PAGE_SIZE")
@@ -41,7 +41,8 @@ ok = report.ok
 del log, report
 gc.collect()
 after = rss()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+with open("/proc/self/status") as f:  # VmHWM: this process image's peak (ru_maxrss keeps the forking parent's)
+    peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 print(json.dumps({"ok": ok, "before": before, "after": after, "peak": peak}))
 """
 
