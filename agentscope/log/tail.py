@@ -9,7 +9,7 @@ Two tails read **only what is new** (work per entry O(1) amortised; nothing is r
 - :class:`SqliteTail`: one thread of a §5.2 store, also in WAL mode while the host's writer
   appends. Each poll first compares a cheap ``stat`` signature of the database and its ``-wal``
   (no change: no open at all); otherwise it opens the file read-only through
-  :func:`agentscope.log.sqlite.open_store` (the one place for the read-only rules: ``mode=ro``,
+  :func:`agentscope.log.sqlite.connect` (the one place for the read-only rules: ``mode=ro``,
   one read transaction, so a poll sees one consistent committed prefix; ``immutable`` only when
   no ``-wal`` exists; a ``-wal`` without ``-shm`` read from a private copy) and selects
   ``idx >= next`` on the primary key. A poll that read a WAL-mode file as ``immutable`` (no
@@ -30,11 +30,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from agentscope.errors import AgentscopeError, LogFormatError
+from agentscope.errors import FollowError, FollowKind, FollowProblem, LogFormatError
 
 
 class Extendable(Protocol):
@@ -60,38 +59,8 @@ _T = TypeVar("_T", bound=Extendable)
 __all__ = ["Extendable", "FollowError", "FollowProblem", "Follower", "JsonlTail", "SqliteTail",
            "follow_timeline", "open_tail"]
 
-ProblemKind = Literal["truncated", "rewritten", "replaced", "gap", "invalid"]
+ProblemKind = FollowKind
 _RECHECK_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class FollowProblem:
-    """Why following stopped: the source no longer extends what was read.
-
-    ``kind``: ``truncated`` (fewer entries / bytes than already read), ``rewritten`` (the entry
-    at an index already read changed: a fork or an edit under the follower), ``replaced`` (the
-    file was replaced), ``gap`` (new rows do not continue the indices read), ``invalid`` (a
-    complete line or row that is not a JSON entry). ``index`` is the entry index concerned.
-    """
-
-    kind: ProblemKind
-    index: int | None
-    message: str
-    source: str
-
-    def __str__(self) -> str:
-        where = f" at entry {self.index}" if self.index is not None else ""
-        return f"{self.source}: {self.kind}{where}: {self.message}"
-
-
-class FollowError(AgentscopeError):
-    """Following stopped because of a :class:`FollowProblem` (``.problem``)."""
-
-    code = "follow-stopped"
-
-    def __init__(self, problem: FollowProblem) -> None:
-        super().__init__(str(problem))
-        self.problem = problem
 
 
 def _sig(*paths: Path) -> tuple[Any, ...]:
@@ -156,7 +125,7 @@ class SqliteTail(_Tail):
 
     def poll(self) -> list[dict[str, Any]]:
         """Entries appended since the last poll (empty when nothing changed or after a problem)."""
-        from agentscope.log.sqlite import _is_wal, _quote_ident, event_tables, open_store
+        from agentscope.log.sqlite import connect, event_tables, is_wal, quote_ident
         from agentscope.log.validate import loads
 
         if self.problem is not None:
@@ -171,16 +140,16 @@ class SqliteTail(_Tail):
         if before == self._seen and now - self._read_at < _RECHECK_S:
             return []
         self._read_at = now
-        immutable_read = before[1] is None and _is_wal(self.path)
+        immutable_read = before[1] is None and is_wal(self.path)
         try:
-            with open_store(self.path) as conn:
+            with connect(self.path) as conn:
                 tables = event_tables(conn)
                 name = self.table or (tables[0] if tables else None)
                 if name is None or name not in tables:
                     rows: list[Any] = []
                     last_row = None
                 else:  # both on the (thread_id, idx) primary key: O(new rows), never a scan
-                    q = _quote_ident(name)
+                    q = quote_ident(name)
                     last_row = (
                         conn.execute(f"SELECT entry FROM {q} WHERE thread_id = ? AND idx = ?",
                                      (self.thread, self.next - 1)).fetchone()
