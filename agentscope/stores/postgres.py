@@ -128,7 +128,7 @@ def parse_url(url: str, *, table: str | None = None, schema: str | None = None,
         raise StoreError(f"not a usable postgresql:// URL ({_scrub_raw(str(exc), url)})",
                          source=display_address(url)) from None
     secrets = _secrets(url, parts)
-    address = display_address(urlunsplit(parts._replace(fragment="")))
+    address = display_address(urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, "")))
     if parts.scheme.lower() not in _SCHEMES:
         raise StoreError(f"not a postgresql:// URL (scheme {parts.scheme!r})", source=address)
     ours: dict[str, str] = {}
@@ -151,7 +151,7 @@ def parse_url(url: str, *, table: str | None = None, schema: str | None = None,
             raise StoreError(f"the column mapping {Columns().parameter(key)} is empty", source=address)
     cols = Columns(**mapping)  # type: ignore[arg-type]
     name = table or ours.get("table") or DEFAULT_TABLE
-    conninfo = urlunsplit(parts._replace(query=urlencode(theirs), fragment=""))
+    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(theirs), ""))
     return PgSource(conninfo=conninfo, address=address, table=name,
                     schema=schema or ours.get("schema") or None, columns=cols,
                     thread=unquote(parts.fragment) or None, secrets=secrets)
@@ -362,6 +362,7 @@ class PostgresStore(RowStore):
         and last entry, from one query over the key columns (the two end rows by key)."""
         from psycopg import sql
 
+        from agentscope.log.entry import recorded_at_text
         from agentscope.log.validate import loads
 
         rows = self._query("cannot list the threads", sql.SQL(
@@ -377,8 +378,7 @@ class PostgresStore(RowStore):
                 value = loads(text) if text is not None else None
             except ValueError:
                 return None
-            got = value.get("recordedAt") if isinstance(value, dict) else None
-            return got if isinstance(got, str) else None
+            return recorded_at_text(value) if isinstance(value, dict) else None
 
         return [ThreadInfo(th, int(n), at(first), at(last)) for th, n, first, last in rows]
 
