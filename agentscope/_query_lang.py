@@ -2,7 +2,11 @@
 ``query``/``check`` commands: predicates and paths over one replayed step.
 
 Nothing here calls ``eval``: an expression is tokenised and parsed by a hand-written
-recursive-descent parser into a tree of closures, so log content is only ever data.
+operator-precedence parser into a small postfix program (:func:`_run` evaluates it), so log
+content is only ever data. Neither parsing nor evaluating recurses: parentheses and ``not``
+prefixes nest up to :data:`MAX_NESTING` levels (past it, :class:`QueryError` naming the
+column), member chains have no limit, and values compared by content may nest up to
+:data:`agentscope._deep.MAX_DEPTH` levels.
 
 Grammar (lowest precedence first)::
 
@@ -22,6 +26,10 @@ when that state (a path of state keys from the root) is active; ``in('#id')`` na
 its id.
 
 Semantics follow JavaScript where it matters for logs written by JS:
+
+- numbers are IEEE doubles: a literal is the nearest double (``9007199254740993`` is ``2**53``;
+  overflow is ``Infinity``, for any number of digits), and numbers compare as doubles, so an int
+  past ``2**53`` in a Python-engine context compares as the Node engine's double does;
 
 - a missing member is ``undefined`` (reading through ``undefined``/``null`` also gives
   ``undefined``, like ``?.``), shown as ``<NA>`` in DataFrames;
@@ -44,11 +52,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentscope._deep import call_deep
 from agentscope.errors import QueryError
+from agentscope.hashing import js_number, js_values
 
 __all__ = [
     "UNDEFINED",
@@ -134,8 +144,20 @@ def js_truthy(v: Any) -> bool:
     return True
 
 
+def _double(v: Any) -> Any:
+    """A number as the IEEE double JS holds (an int beyond ±2**53 rounds, as ``JSON.parse``)."""
+    return js_values(v) if type(v) is int else v
+
+
 def js_equal(a: Any, b: Any) -> bool:
-    """JS ``===`` for JSON values, comparing arrays and objects by content (see module doc)."""
+    """JS ``===`` for JSON values, comparing arrays and objects by content (see module doc).
+
+    Numbers compare as IEEE doubles (``2**53 == 2**53 + 1``, as in JS), whichever engine produced
+    them; values nested up to :data:`agentscope._deep.MAX_DEPTH` levels compare."""
+    return call_deep(_equal, a, b)
+
+
+def _equal(a: Any, b: Any) -> bool:
     if a is UNDEFINED or b is UNDEFINED:
         return a is b
     if a is None or b is None:
@@ -145,21 +167,20 @@ def js_equal(a: Any, b: Any) -> bool:
     if _is_number(a) or _is_number(b):
         if not (_is_number(a) and _is_number(b)):
             return False
-        if isinstance(a, int) and isinstance(b, int):
-            return a == b
-        return float(a) == float(b)
+        return bool(_double(a) == _double(b))
     if isinstance(a, str) or isinstance(b, str):
         return isinstance(a, str) and isinstance(b, str) and a == b
     if isinstance(a, list) or isinstance(b, list):
         return (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
-                and all(js_equal(x, y) for x, y in zip(a, b, strict=True)))
+                and all(_equal(x, y) for x, y in zip(a, b, strict=True)))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return bool(a.keys() == b.keys()) and all(js_equal(a[k], b[k]) for k in a)
+        return bool(a.keys() == b.keys()) and all(_equal(a[k], b[k]) for k in a)
     return bool(a == b)
 
 
 def _js_less(a: Any, b: Any, *, equal: bool) -> bool:
     if _is_number(a) and _is_number(b):
+        a, b = _double(a), _double(b)
         return bool(a <= b) if equal else bool(a < b)
     if isinstance(a, str) and isinstance(b, str):
         ka, kb = _utf16(a), _utf16(b)
@@ -220,27 +241,52 @@ class Env:
 _Fn = Callable[[Env], Any]
 
 
+def _context(env: Env) -> Any:
+    return UNDEFINED if env.persisted is None else env.persisted.get("context", UNDEFINED)
+
+
+def _event(env: Env) -> Any:
+    ev = env.entry.get("event")
+    return ev if isinstance(ev, Mapping) else UNDEFINED
+
+
+def _entry(env: Env) -> Any:
+    return env.entry
+
+
+def _value(env: Env) -> Any:
+    return UNDEFINED if env.value is None else env.value
+
+
+def _status(env: Env) -> Any:
+    return UNDEFINED if env.persisted is None else env.persisted.get("status", UNDEFINED)
+
+
+def _index(env: Env) -> Any:
+    return env.index
+
+
+def _verdict(env: Env) -> Any:
+    return env.verdict
+
+
+_ROOTS: dict[str, _Fn] = {"context": _context, "event": _event, "entry": _entry, "value": _value,
+                          "status": _status, "index": _index, "verdict": _verdict}
+_ROOT_FNS = frozenset(_ROOTS.values())
+
+
 def _root(name: str) -> _Fn:
-    if name == "context":
-        return lambda env: UNDEFINED if env.persisted is None else env.persisted.get(
-            "context", UNDEFINED)
-    if name == "event":
-        def event(env: Env) -> Any:
-            ev = env.entry.get("event")
-            return ev if isinstance(ev, Mapping) else UNDEFINED
-        return event
-    if name == "entry":
-        return lambda env: env.entry
-    if name == "value":
-        return lambda env: UNDEFINED if env.value is None else env.value
-    if name == "status":
-        return lambda env: UNDEFINED if env.persisted is None else env.persisted.get(
-            "status", UNDEFINED)
-    if name == "index":
-        return lambda env: env.index
-    if name == "verdict":
-        return lambda env: env.verdict
-    raise KeyError(name)
+    return _ROOTS[name]
+
+
+def _path(root: _Fn, keys: tuple[str | int, ...]) -> _Fn:
+    """``root`` then its member chain, walked in a loop (a path of any length)."""
+    def path(env: Env) -> Any:
+        base = root(env)
+        for key in keys:
+            base = get_member(base, key)
+        return base
+    return path
 
 
 ROOT_NAMES = ("context", "event", "entry", "value", "status", "index", "verdict")
@@ -253,7 +299,7 @@ ROOT_NAMES = ("context", "event", "entry", "value", "status", "index", "verdict"
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
-  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<num>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
   | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<name>[A-Za-z_$][A-Za-z0-9_$]*)
   | (?P<op>===|!==|==|!=|<=|>=|&&|\|\||[<>!().\[\],-])
@@ -295,8 +341,18 @@ def _unquote(raw: str, pos: int, source: str) -> str:
     return "".join(out).encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
 
 
+_SHOWN = 60
+"""Characters of the expression shown either side of the caret in an error."""
+
+
 def _error(source: str, pos: int, message: str) -> QueryError:
-    return QueryError(f"{message} at column {pos + 1}:\n  {source}\n  {' ' * pos}^",
+    """A :class:`QueryError` at ``pos``: the message, the column, and the expression (around the
+    column, for a long one) with a caret under it."""
+    start, stop = max(0, pos - _SHOWN), min(len(source), pos + _SHOWN)
+    head = "…" if start else ""
+    shown = head + source[start:stop] + ("…" if stop < len(source) else "")
+    caret = " " * (len(head) + pos - start) + "^"
+    return QueryError(f"{message} at column {pos + 1}:\n  {shown}\n  {caret}",
                       expression=source, position=pos)
 
 
@@ -317,6 +373,82 @@ def _tokens(source: str) -> list[_Tok]:
 
 _COMPARE = {"==", "!=", "===", "!==", "<", "<=", ">", ">="}
 _KEYWORDS = {"and", "or", "not", "true", "false", "null", "undefined", "in"}
+
+MAX_NESTING = 1_000
+"""Deepest nesting of an expression: open parentheses plus pending ``not``/``!`` prefixes.
+
+Far above anything a person writes (100-deep parentheses are fine); past it, :class:`QueryError`
+naming the column. Parsing and evaluating are loops over an explicit stack, never recursion, so
+every expression within the limit, and a member chain of any length, parses and evaluates."""
+
+_SAFE_INT = 1 << 53
+
+
+def _js_number(text: str) -> Any:
+    """A number literal as the IEEE double JS reads (overflow is ``inf``); an integral value
+    within ±2**53 as ``int`` (the same double, shown as JS shows it)."""
+    x = float(text)  # correctly rounded for any number of digits; no int-digit limit
+    return int(x) if x.is_integer() and abs(x) <= _SAFE_INT else x
+
+
+def _member_key(text: str) -> str | int:
+    """The key of ``a[123]``: an index for an integral double within ±2**53, else JS's
+    ``String(number)`` (``a[1e21]`` reads the member ``"1e+21"``)."""
+    x = _js_number(text)
+    return x if isinstance(x, int) else js_number(x, nonfinite="literal")
+
+
+# instruction codes of a compiled program (see _run)
+_CONST, _LOAD, _MEMBER, _NOT, _CMP, _AND, _OR = range(7)
+_Instr = tuple[int, Any]
+
+
+def _run(program: Sequence[_Instr], env: Env) -> Any:
+    """Evaluate a compiled program at ``env``: one loop over a value stack (postfix order, with
+    jumps for the short-circuits of ``and``/``or``), so no expression can exhaust Python's stack."""
+    stack: list[Any] = []
+    pc, end = 0, len(program)
+    while pc < end:
+        op, arg = program[pc]
+        pc += 1
+        if op == _CONST:
+            stack.append(arg)
+        elif op == _LOAD:
+            stack.append(arg(env))
+        elif op == _MEMBER:
+            base = stack[-1]
+            for key in arg:
+                base = get_member(base, key)
+            stack[-1] = base
+        elif op == _CMP:
+            right = stack.pop()
+            stack[-1] = arg(stack[-1], right)
+        elif op == _NOT:
+            stack[-1] = not js_truthy(stack[-1])
+        elif op == _AND:  # falsy left operand: it is the result, skip the right one
+            if js_truthy(stack[-1]):
+                stack.pop()
+            else:
+                pc = arg
+        elif js_truthy(stack[-1]):  # _OR: truthy left operand is the result
+            pc = arg
+        else:
+            stack.pop()
+    return stack[0]
+
+
+_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": js_equal,
+    "===": js_equal,
+    "!=": lambda a, b: not js_equal(a, b),
+    "!==": lambda a, b: not js_equal(a, b),
+    "<": lambda a, b: _js_less(a, b, equal=False),
+    "<=": lambda a, b: _js_less(a, b, equal=True),
+    ">": lambda a, b: _js_less(b, a, equal=False),
+    ">=": lambda a, b: _js_less(b, a, equal=True),
+}
+# binding strength of the operators waiting on the parser's stack ("(" is a barrier)
+_PAREN, _OR_PREC, _AND_PREC, _NOT_PREC, _CMP_PREC = range(5)
 
 
 @dataclass
@@ -344,168 +476,192 @@ class Expression:
         return js_truthy(self.fn(env))
 
 
-def _member(base: _Fn, key: str | int) -> _Fn:
-    return lambda env: get_member(base(env), key)
+@dataclass(slots=True)
+class _Pending:
+    """An operator on the parser's stack: its strength, the token and its argument."""
+
+    prec: int
+    tok: _Tok
+    arg: Any = None
 
 
 class _Parser:
+    """Operator precedence over an explicit stack (no recursion): operands are emitted as they
+    are read, operators wait on ``ops`` until a weaker one (or ``)``, or the end) closes them."""
+
     def __init__(self, source: str) -> None:
         self.source = source
         self.toks = _tokens(source)
         self.i = 0
         self.state_refs: list[str] = []
+        self.program: list[_Instr] = []
+        self.ops: list[_Pending] = []
+        self.nesting = 0
 
-    def peek(self) -> _Tok:
-        return self.toks[self.i]
+    def fail(self, tok: _Tok, message: str) -> QueryError:
+        return _error(self.source, tok.pos, message)
 
     def take(self) -> _Tok:
         t = self.toks[self.i]
         self.i += 1
         return t
 
-    def accept(self, *texts: str) -> _Tok | None:
-        t = self.peek()
-        if t.kind in ("op", "name") and t.text in texts:
-            self.i += 1
-            return t
-        return None
+    def is_(self, tok: _Tok, *texts: str) -> bool:
+        return tok.kind in ("op", "name") and tok.text in texts
 
-    def expect(self, text: str) -> _Tok:
-        t = self.accept(text)
-        if t is None:
-            got = self.peek()
-            raise _error(self.source, got.pos,
-                         f"expected {text!r}, found {got.text!r}" if got.text else
-                         f"expected {text!r} before the end")
-        return t
+    def push(self, prec: int, tok: _Tok, arg: Any = None) -> None:
+        if prec in (_PAREN, _NOT_PREC):
+            if self.nesting >= MAX_NESTING:
+                raise self.fail(tok, f"the expression nests deeper than {MAX_NESTING:,} levels "
+                                     f"(parentheses and not/! prefixes)")
+            self.nesting += 1
+        self.ops.append(_Pending(prec, tok, arg))
+
+    def close(self, prec: int) -> None:
+        """Emit every waiting operator at least as strong as ``prec`` (left-associative)."""
+        ops, program = self.ops, self.program
+        while ops and ops[-1].prec >= prec and ops[-1].prec != _PAREN:
+            p = ops.pop()
+            if p.prec == _NOT_PREC:
+                self.nesting -= 1
+                program.append((_NOT, None))
+            elif p.prec == _CMP_PREC:
+                program.append((_CMP, p.arg))
+            else:  # and/or: the jump over the right operand lands here
+                code, _ = program[p.arg]
+                program[p.arg] = (code, len(program))
 
     def parse(self) -> _Fn:
-        if self.peek().kind == "end":
+        if self.toks[0].kind == "end":
             raise _error(self.source, 0, "empty expression")
-        fn = self.or_()
-        t = self.peek()
-        if t.kind != "end":
-            raise _error(self.source, t.pos, f"unexpected {t.text!r}")
-        return fn
-
-    def or_(self) -> _Fn:
-        left = self.and_()
-        while self.accept("or", "||"):
-            right = self.and_()
-            left = (lambda a, b: lambda env: (lambda x: x if js_truthy(x) else b(env))(a(env)))(
-                left, right)
-        return left
-
-    def and_(self) -> _Fn:
-        left = self.not_()
-        while self.accept("and", "&&"):
-            right = self.not_()
-            left = (lambda a, b: lambda env: (lambda x: b(env) if js_truthy(x) else x)(a(env)))(
-                left, right)
-        return left
-
-    def not_(self) -> _Fn:
-        if self.accept("not", "!"):
-            inner = self.not_()
-            return lambda env: not js_truthy(inner(env))
-        return self.compare()
-
-    def compare(self) -> _Fn:
-        left = self.postfix()
-        t = self.peek()
-        if t.kind == "op" and t.text in _COMPARE:
-            self.i += 1
-            right = self.postfix()
-            op = t.text
-            nxt = self.peek()
-            if nxt.kind == "op" and nxt.text in _COMPARE:
-                raise _error(self.source, nxt.pos,
-                             "comparisons do not chain; write 'a < b and b < c'")
-            if op in ("==", "==="):
-                return lambda env: js_equal(left(env), right(env))
-            if op in ("!=", "!=="):
-                return lambda env: not js_equal(left(env), right(env))
-            if op == "<":
-                return lambda env: _js_less(left(env), right(env), equal=False)
-            if op == "<=":
-                return lambda env: _js_less(left(env), right(env), equal=True)
-            if op == ">":
-                return lambda env: _js_less(right(env), left(env), equal=False)
-            return lambda env: _js_less(right(env), left(env), equal=True)
-        return left
-
-    def postfix(self) -> _Fn:
-        fn = self.primary()
         while True:
-            if self.accept("."):
-                t = self.take()
-                if t.kind != "name":
-                    raise _error(self.source, t.pos, "expected a member name after '.'")
-                fn = _member(fn, t.text)
-            elif self.accept("["):
-                t = self.take()
-                key: str | int
-                if t.kind == "str":
-                    key = _unquote(t.text, t.pos, self.source)
-                elif t.kind == "num" and t.text.isdigit():
-                    key = int(t.text)
-                else:
-                    raise _error(self.source, t.pos,
-                                 "expected a string or a non-negative integer inside [ ]")
-                self.expect("]")
-                fn = _member(fn, key)
-            else:
-                return fn
+            self.operand()
+            self.postfix()
+            if self.operator():
+                break
+        program = tuple(self.program)
+        if len(program) == 1 and program[0][0] == _LOAD:
+            return program[0][1]  # type: ignore[no-any-return]
+        return lambda env: _run(program, env)
 
-    def primary(self) -> _Fn:
-        t = self.take()
+    def operand(self) -> None:
+        """Prefixes and ``(`` (pushed), then one primary (emitted)."""
+        while True:
+            t = self.take()
+            # a comparison's operands are primaries: `a == !b` is refused, `a == (!b)` is not
+            after_compare = bool(self.ops) and self.ops[-1].prec == _CMP_PREC
+            if self.is_(t, "not", "!") and not after_compare:
+                self.push(_NOT_PREC, t)
+            elif self.is_(t, "("):
+                self.push(_PAREN, t)
+            else:
+                self.primary(t)
+                return
+
+    def primary(self, t: _Tok) -> None:
+        emit = self.program.append
         if t.kind == "num":
-            num: Any = float(t.text) if any(c in t.text for c in ".eE") else int(t.text)
-            return lambda env: num
-        if t.kind == "str":
-            text = _unquote(t.text, t.pos, self.source)
-            return lambda env: text
-        if t.kind == "op" and t.text == "-":
+            emit((_CONST, _js_number(t.text)))
+        elif t.kind == "str":
+            emit((_CONST, _unquote(t.text, t.pos, self.source)))
+        elif self.is_(t, "-"):
             n = self.take()
             if n.kind != "num":
-                raise _error(self.source, n.pos, "'-' is only allowed before a number")
-            neg: Any = -(float(n.text) if any(c in n.text for c in ".eE") else int(n.text))
-            return lambda env: neg
-        if t.kind == "op" and t.text == "(":
-            inner = self.or_()
+                raise self.fail(n, "'-' is only allowed before a number")
+            emit((_CONST, -_js_number(n.text)))
+        elif t.kind == "name" and t.text in ("true", "false", "null", "undefined"):
+            emit((_CONST, {"true": True, "false": False, "null": None}.get(t.text, UNDEFINED)))
+        elif t.kind == "name" and t.text == "in":
+            self.expect("(")
+            arg = self.take()
+            if arg.kind != "str":
+                raise self.fail(arg, "in(...) takes one quoted state path, e.g. in('working.escalating')")
+            ref = _unquote(arg.text, arg.pos, self.source)
             self.expect(")")
-            return inner
-        if t.kind == "name":
-            if t.text == "true":
-                return lambda env: True
-            if t.text == "false":
-                return lambda env: False
-            if t.text == "null":
-                return lambda env: None
-            if t.text == "undefined":
-                return lambda env: UNDEFINED
-            if t.text == "in":
-                self.expect("(")
-                arg = self.take()
-                if arg.kind != "str":
-                    raise _error(self.source, arg.pos,
-                                 "in(...) takes one quoted state path, e.g. in('working.escalating')")
-                ref = _unquote(arg.text, arg.pos, self.source)
-                self.expect(")")
-                self.state_refs.append(ref)
-                return _in_state(ref)
-            if t.text in _KEYWORDS:
-                raise _error(self.source, t.pos, f"unexpected {t.text!r}")
+            self.state_refs.append(ref)
+            emit((_LOAD, _in_state(ref)))
+        elif t.kind == "name" and t.text not in _KEYWORDS:
             try:
-                return _root(t.text)
+                emit((_LOAD, _root(t.text)))
             except KeyError:
-                raise _error(
-                    self.source, t.pos,
-                    f"unknown name {t.text!r} (names: {', '.join(ROOT_NAMES)}, in('state'))",
+                raise self.fail(
+                    t, f"unknown name {t.text!r} (names: {', '.join(ROOT_NAMES)}, in('state'))"
                 ) from None
-        if t.kind == "end":
-            raise _error(self.source, t.pos, "unexpected end of expression")
-        raise _error(self.source, t.pos, f"unexpected {t.text!r}")
+        elif t.kind == "end":
+            raise self.fail(t, "unexpected end of expression")
+        else:
+            raise self.fail(t, f"unexpected {t.text!r}")
+
+    def expect(self, text: str) -> None:
+        t = self.take()
+        if not self.is_(t, text):
+            raise self.fail(t, f"expected {text!r}, found {t.text!r}" if t.text else
+                            f"expected {text!r} before the end")
+
+    def postfix(self) -> None:
+        """``.name`` and ``[key]`` after an operand or ``)``: one instruction for the chain."""
+        keys: list[str | int] = []
+        while True:
+            t = self.toks[self.i]
+            if self.is_(t, "."):
+                self.i += 1
+                name = self.take()
+                if name.kind != "name":
+                    raise self.fail(name, "expected a member name after '.'")
+                keys.append(name.text)
+            elif self.is_(t, "["):
+                self.i += 1
+                k = self.take()
+                if k.kind == "str":
+                    keys.append(_unquote(k.text, k.pos, self.source))
+                elif k.kind == "num" and k.text.isdigit():
+                    keys.append(_member_key(k.text))
+                else:
+                    raise self.fail(k, "expected a string or a non-negative integer inside [ ]")
+                self.expect("]")
+            else:
+                break
+        if not keys:
+            return
+        program = self.program
+        last_op, last_arg = program[-1]
+        if last_op == _LOAD and last_arg in _ROOT_FNS:
+            # a root and its member chain read in one step
+            program[-1] = (_LOAD, _path(last_arg, tuple(keys)))
+        else:
+            program.append((_MEMBER, tuple(keys)))
+
+    def operator(self) -> bool:
+        """After an operand: ``)`` (then postfix), a binary operator, or the end (True)."""
+        while True:
+            t = self.take()
+            if t.kind == "end":
+                self.close(_OR_PREC)
+                if self.ops:
+                    raise self.fail(t, "expected ')' before the end")
+                return True
+            if self.is_(t, ")"):
+                self.close(_OR_PREC)
+                if not self.ops:
+                    raise self.fail(t, "unexpected ')'")
+                self.ops.pop()
+                self.nesting -= 1
+                self.postfix()
+                continue
+            if t.kind == "op" and t.text in _COMPARE:
+                if self.ops and self.ops[-1].prec == _CMP_PREC:
+                    raise self.fail(t, "comparisons do not chain; write 'a < b and b < c'")
+                self.push(_CMP_PREC, t, _COMPARISONS[t.text])
+                return False
+            for words, prec, code in ((("and", "&&"), _AND_PREC, _AND), (("or", "||"), _OR_PREC, _OR)):
+                if self.is_(t, *words):
+                    self.close(prec)
+                    self.program.append((code, None))  # its target is set when it closes
+                    self.push(prec, t, len(self.program) - 1)
+                    return False
+            if any(p.prec == _PAREN for p in self.ops):
+                raise self.fail(t, f"expected ')', found {t.text!r}")
+            raise self.fail(t, f"unexpected {t.text!r}")
 
 
 def resolve_state_ref(graph: Any, ref: str) -> str | None:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.engines.base import Machine
     from agentscope.log import EventLog
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main", "verdict_exit"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -80,17 +80,57 @@ _PIPE_WIDTH = 240
 """Columns assumed when stdout is not a terminal (the widest table row fits without folding)."""
 
 
-class _WellFormed:
-    """A text stream that writes each lone UTF-16 surrogate (legal in log data) as its ``\\udxxx``
-    escape: a terminal, pipe or file takes only well-formed text (``hashing.escape_lone_surrogates``)."""
+class _Writer:
+    """The one path from a command to standard output (and error): every write is checked.
+
+    Text is written with each lone UTF-16 surrogate (legal in log data) as its ``\\udxxx`` escape
+    (``hashing.escape_lone_surrogates``: a terminal, pipe or file takes only well-formed text);
+    bytes (``export -o -``) as they are. On a real file descriptor, the bytes go out through
+    ``os.write`` in a loop until all are written (CPython's buffered stdout returns a short
+    write's count without an error, so a reader that went away mid-write would go unnoticed); a
+    closed pipe raises :class:`BrokenPipeError`, which :func:`main` answers with exit 141 and no
+    word. A stream without a descriptor (a notebook's, a test's capture) takes the text itself.
+    rich's console and the JSON printers write through here; other attributes (``isatty``,
+    ``encoding``, ``fileno``, …) are the stream's.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        try:
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            self._fd = None
+
+    @property
+    def takes_bytes(self) -> bool:
+        """Whether :meth:`write_bytes` can write any bytes (a real descriptor)."""
+        return self._fd is not None
 
     def write(self, text: str) -> int:
         from agentscope.hashing import escape_lone_surrogates
 
-        return self._stream.write(escape_lone_surrogates(text))
+        text = escape_lone_surrogates(text)
+        if self._fd is None:
+            return self._stream.write(text)
+        encoding = getattr(self._stream, "encoding", None) or "utf-8"
+        errors = getattr(self._stream, "errors", None) or "strict"
+        self.write_bytes(text.encode(encoding, errors))
+        return len(text)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write all of ``data``; raises BrokenPipeError when the reader went away."""
+        if self._fd is None:  # a text-only stream: only text formats come here
+            self._stream.write(data.decode("utf-8"))
+            self._stream.flush()
+            return
+        self._stream.flush()  # anything the text layer still holds goes first
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def flush(self) -> None:
+        self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -102,8 +142,6 @@ class _Out:
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
         from rich.console import Console as _Console
 
-        stdout, stderr = _WellFormed(stdout), _WellFormed(stderr)  # type: ignore[assignment]
-
         from agentscope.hashing import escape_lone_surrogates
 
         class Console(_Console):
@@ -111,7 +149,7 @@ class _Out:
                 # every string rich lays out (a table cell, a title, a printed line) goes through
                 # here before it is measured: a lone surrogate takes its six-character
                 # ``\udxxx`` escape now, so the columns are sized for the text the stream
-                # writes (_WellFormed would otherwise widen a measured cell afterwards)
+                # writes (_Writer would otherwise widen a measured cell afterwards)
                 return super().render_str(escape_lone_surrogates(text), **kwargs)
 
             def on_broken_pipe(self) -> None:
@@ -121,15 +159,16 @@ class _Out:
                 raise BrokenPipeError(32, "Broken pipe")
 
         self.as_json = as_json
-        self.stdout = stdout
-        self.console = Console(file=stdout, highlight=False, soft_wrap=True)
+        self.stdout = _Writer(stdout)
+        self.console = Console(file=self.stdout, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
         if not self.console.is_terminal:
             # piped or redirected: rich would assume 80 columns and fold cells letter by letter;
             # tables take only their natural width, so a wide console just keeps rows whole
             self.console = Console(
-                file=stdout, highlight=False, soft_wrap=True, width=max(self.console.width, _PIPE_WIDTH)
+                file=self.stdout, highlight=False, soft_wrap=True,  # type: ignore[arg-type]
+                width=max(self.console.width, _PIPE_WIDTH),
             )
-        self.err = Console(file=stderr, highlight=False, soft_wrap=True)
+        self.err = Console(file=_Writer(stderr), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
 
     @property
     def interactive(self) -> bool:
@@ -331,7 +370,12 @@ def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.log import read_threads
 
     path = _existing(args.store)
-    if path.stat().st_size and not _is_sqlite(path):
+    with path.open("rb") as fh:  # unreadable: "Permission denied" (OSError), as every command says
+        head = fh.read(len(_SQLITE_MAGIC))
+    if not head:
+        raise LogFormatError("the file is empty: `threads` lists the threads of a §5.2 SQLite store",
+                             source=str(path))
+    if head != _SQLITE_MAGIC:
         raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a JSON, "
                              "JSONL, CSV or Parquet log is one run (`agentscope show` summarises it)",
                              source=str(path))
@@ -436,15 +480,36 @@ def _report_json(report: Any, log: EventLog, machine: str | None) -> dict[str, A
 _VERDICTS = ("verified", "explained", "mismatch", "missing", "unchecked")
 
 
-def _checked(report: Any) -> int:
+def _checked(counts: Mapping[str, int]) -> int:
     """Entries whose recorded hash was compared with the replayed state."""
-    counts = report.counts()
     return int(counts.get("verified", 0) + counts.get("explained", 0) + counts.get("mismatch", 0))
+
+
+def _nothing_checked(counts: Mapping[str, int], allow_missing: bool) -> bool:
+    """Entries were replayed but none carried a hash to check (and ``--allow-missing`` was not
+    given): "nothing verified"."""
+    entries = sum(counts.get(k, 0) for k in _VERDICTS)
+    return not allow_missing and entries > 0 and _checked(counts) == 0
+
+
+def verdict_exit(counts: Mapping[str, int], *, failed: bool, allow_missing: bool) -> int:
+    """The one verdict -> exit-code rule of every command that verifies (``verify``, ``show
+    --machine``, ``demo``, ``watch``).
+
+    ``counts`` maps verdicts (``verified``, ``explained``, ``mismatch``, ``missing``,
+    ``unchecked``) to entries; ``failed`` is a failure beyond the counts (a report that is not
+    ok, a followed source that went wrong). :data:`EXIT_FAILED` on a failure or a mismatch, and
+    when entries were replayed but none carried a hash ("nothing verified", docs/cli.md) unless
+    ``allow_missing``; else :data:`EXIT_OK`.
+    """
+    if failed or counts.get("mismatch", 0) or _nothing_checked(counts, allow_missing):
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _nothing_verified(report: Any, log: EventLog, allow_missing: bool) -> bool:
     """True when no entry carried a hash to check (and ``--allow-missing`` was not given)."""
-    return not allow_missing and bool(report.ok) and _checked(report) == 0 and len(log) > 0
+    return bool(report.ok) and _nothing_checked(report.counts(), allow_missing)
 
 
 def _verdict_line(report: Any) -> str:
@@ -522,7 +587,7 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
             out.json(data)
         else:
             _print_report(out, report, log, allow_missing=args.allow_missing)
-        return EXIT_OK if report.ok and not nothing else EXIT_FAILED
+        return verdict_exit(report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
 
 
 def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
@@ -664,14 +729,18 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
 
             report = verify(machine, log)
             summary["verification"] = report.summary()
-            summary["ok"] = bool(report.ok)
+            code = verdict_exit(report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
+            summary["ok"] = code == EXIT_OK
+            if _nothing_verified(report, log, args.allow_missing):
+                summary["nothing_verified"] = True
         if args.coverage and (args.html is None or machine is None):
             raise UsageError("show: --coverage needs --html and --machine (the heat map "
                              "counts replayed states)")
         if args.html is not None:
             summary["html"] = str(_html_player(machine, log, Path(args.html), args.redact or (),
                                                coverage=args.coverage))
-    code = EXIT_OK if report is None or report.ok else EXIT_FAILED
+    code = EXIT_OK if report is None else verdict_exit(
+        report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
     if out.as_json:
         out.json(summary)
         return code
@@ -690,7 +759,9 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
         if value is not None:
             head.add_row(key.replace("_", " "), _short(value, 200))
     if report is not None:
-        status = "OK" if report.ok else "FAILED"
+        status = "OK" if code == EXIT_OK else "FAILED"
+        if _nothing_verified(report, log, args.allow_missing):
+            status = "nothing verified (no entry carries a hash; --allow-missing accepts that)"
         line = _verdict_line(report)
         head.add_row("verification", f"{status}: {line}" if line else status)
         if report.machine_mismatch is not None:
@@ -908,6 +979,8 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
         if waiting:
             stopped += f"; {waiting}"
     parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    if machine is not None and _nothing_checked(counts, args.allow_missing):
+        parts += "; nothing verified: no entry carries a hash"
     summary = f"{seen} entries ({parts or 'none'}); stopped: {stopped}"
     if out.as_json:
         out.note(summary)
@@ -915,7 +988,8 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
         out.print(summary, markup=False)
     if problem is not None and problem.kind == "invalid":
         return EXIT_BAD_INPUT
-    return EXIT_FAILED if counts.get("mismatch") or problem is not None else EXIT_OK
+    return verdict_exit(counts, failed=problem is not None,
+                        allow_missing=args.allow_missing or machine is None)
 
 
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
@@ -977,17 +1051,9 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
             raise UsageError("Parquet is binary: redirect standard output to a file, or pick -o FILE")
     log = _read(source, args.thread or thread)
     if args.output == "-":
-        data = _export_bytes(log, args.to)
-        stream = getattr(sys.stdout, "buffer", None)
-        if stream is None:  # a text-only stdout (a notebook, a test): the text formats only
-            if args.to == "parquet":
-                raise UsageError("Parquet is binary and this standard output takes text; pick -o FILE")
-            sys.stdout.write(data.decode("utf-8"))
-            sys.stdout.flush()
-        else:
-            sys.stdout.flush()
-            stream.write(data)
-            stream.flush()
+        if args.to == "parquet" and not out.stdout.takes_bytes:  # a notebook's or a test's stdout
+            raise UsageError("Parquet is binary and this standard output takes text; pick -o FILE")
+        out.stdout.write_bytes(_export_bytes(log, args.to))  # all of it, or exit 141 and no note
         out.note(f"wrote {len(log)} entries to standard output")
         return EXIT_OK
     src_path = Path(source).resolve()
@@ -1077,7 +1143,7 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
                   markup=False)
         if activate is not None:
             out.print(f"(`source {activate}` puts the agentscope command on your PATH)", markup=False)
-    return EXIT_OK if report.ok else EXIT_FAILED
+    return verdict_exit(report.counts(), failed=not report.ok, allow_missing=False)
 
 
 def _invocation() -> tuple[str, str | None]:
@@ -1122,12 +1188,30 @@ def _find_quickstart() -> Path | None:
     return None
 
 
+_LAB = (
+    "import runpy, sys, warnings\n"
+    "show = warnings.showwarning\n"
+    "def quiet(message, *args, **kwargs):\n"
+    "    if not str(message).startswith('ServerApp.token config is deprecated'):\n"
+    "        show(message, *args, **kwargs)\n"
+    "warnings.showwarning = quiet\n"
+    "sys.argv[0] = 'jupyterlab'\n"
+    "runpy.run_module('jupyterlab', run_name='__main__', alter_sys=True)\n"
+)
+"""``python -c _LAB NOTEBOOK …`` is ``python -m jupyterlab NOTEBOOK …`` without the
+``ServerApp.token`` DeprecationWarning. notebook_shim lists every ServerApp trait, which computes
+the deprecated trait's default on every start, whatever token is configured
+(``--IdentityProvider.token`` included); and installed extensions (voila) put a "default" filter
+for traitlets' DeprecationWarnings in front of ``-W``/``PYTHONWARNINGS``. So that one warning is
+dropped where warnings are shown; every other warning still shows."""
+
+
 def _open_lab(out: _Out) -> int:
     notebook = _find_quickstart()
     if notebook is None:
         raise UsageError("the quickstart notebook (notebooks/01_*.ipynb) is not here; --lab needs a "
                          "source checkout of agentscope")
-    argv = [sys.executable, "-m", "jupyterlab", str(notebook)]
+    argv = [sys.executable, "-c", _LAB, str(notebook)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")
         out.note("running as root: passing --allow-root to JupyterLab (it refuses root otherwise)")
@@ -1328,6 +1412,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", metavar="STORE")
     p.set_defaults(func=_cmd_threads)
 
+    allow_missing_help = "exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)"
     redact_help = ("replace the values at these paths with a marker in the player (JSON Pointer or "
                    "dotted, * for any key or index; into the entry or the persisted snapshot)")
     p = sub.add_parser("show", parents=[common], help="summarise a log; optionally write a static player")
@@ -1339,6 +1424,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
     p.add_argument("--coverage", action="store_true",
                    help="with --html: add a heat-map toggle (visits per state) to the player")
+    p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("verify", parents=[common],
@@ -1348,8 +1434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--machines", metavar="V=M,...", help="machines by machineVersion, for version bridges")
     p.add_argument("--strict", action="store_true", help="entries without a recorded hash fail")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="exit 0 even when no entry carries a hash (default: 'nothing verified', exit 1)")
+    p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.add_argument("--workers", type=_workers, default=None,
                    help="processes for a store (default: CPU count)")
     p.set_defaults(func=_cmd_verify)
@@ -1407,6 +1492,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after SECONDS without a new entry (default: follow until Ctrl-C)")
     p.add_argument("--interval", type=_seconds, default=0.2, metavar="SECONDS",
                    help="seconds between polls (default 0.2)")
+    p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.set_defaults(func=_cmd_watch)
 
     p = sub.add_parser("query", parents=[common],

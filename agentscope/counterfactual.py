@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentscope.engines.base import Machine
-from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
+from agentscope.errors import (
+    AgentscopeError,
+    EngineError,
+    LogFormatError,
+    MachineLoadError,
+    SnapshotRestoreError,
+)
 from agentscope.frames import Frame
 from agentscope.jsondiff import Change, diff_json
 from agentscope.log.problems import ProblemKind
@@ -389,11 +395,18 @@ def whatif_log(
     n = len(log)
     if n == 0:
         return ThreadWhatIf(thread, 0, "error", detail="empty log")
-    new_tl = Timeline(machine, log, machines=_by_version(log, machine, machines))
+    try:
+        new_tl = Timeline(machine, log, machines=_by_version(log, machine, machines))
+    except SnapshotRestoreError as exc:  # the log's first snapshot names what the machine lacks
+        return _cannot_restore(log, thread, exc)
     new_df = new_tl.report.df
     base_tl: Timeline | None = None
     if baseline is not None:
-        base_tl = Timeline(baseline, log, machines=_by_version(log, baseline, baseline_machines))
+        try:
+            base_tl = Timeline(baseline, log, machines=_by_version(log, baseline, baseline_machines))
+        except SnapshotRestoreError as exc:
+            return ThreadWhatIf(thread, n, "error", detail=(
+                f"the baseline cannot restore the snapshot of entry {exc.index or 0}: {exc.detail}"))
     bad = _identity_failure(new_tl.report)
     if bad is not None:
         return ThreadWhatIf(thread, n, "error", detail=f"entry {bad[0]}: {bad[1]}")
@@ -491,12 +504,25 @@ def whatif_log(
                   and new_hash[i] is not None)
     e = new_f.entry
     detail = _divergence_detail(k, e, rec_hash[k], new_hash[k], changes, vs, rec_ign[k],
-                                new_ign[k], ignored, newly)
+                                new_ign[k], ignored, newly,
+                                against="recorded" if base_tl is None else "baseline")
     return ThreadWhatIf(
         thread, n, "diverges", k, detail, str(e.get("id", "")), _etype(e), rec_hash[k],
         new_hash[k], before, recorded, new_f, changes, vs, ignored, newly, explained, compared,
         problems,
     )
+
+
+def _cannot_restore(log: Any, thread: str | None, exc: SnapshotRestoreError) -> ThreadWhatIf:
+    """The result of a log whose snapshot init (entry ``exc.index``, 0 for a log's own init) the
+    new machine cannot restore: ``kind="cannot-restore"`` there, with the engine's reason."""
+    from agentscope.log.entry import entry_id, recorded_hash
+
+    i = exc.index or 0
+    e = _entry(log, i)
+    what = f"the new machine cannot restore the snapshot of entry {i}"
+    return ThreadWhatIf(thread, len(log), "cannot-restore", i, f"{what}: {exc.detail}",
+                        entry_id(e), _etype(e), recorded_hash(e), problems=(what,))
 
 
 def _entry(log: Any, i: int) -> Mapping[str, Any]:
@@ -533,7 +559,11 @@ def _divergence_detail(
     new_ignored: bool,
     ignored: Sequence[int],
     newly: Sequence[int],
+    *,
+    against: Literal["recorded", "baseline"],
 ) -> str:
+    """One line on the divergence at ``k``; ``against`` names the side the new machine is compared
+    with: the recorded run (its hashes) or the baseline machine's replay."""
     what = f"{_etype(e)!r} ({e.get('id')})"
     if new_ignored and recorded_ignored is False:
         how = "the new machine ignores it"
@@ -544,7 +574,7 @@ def _divergence_detail(
     text = f"{what}: {how}; state {rec} -> {new}"
     paths = [c.path for c in changes[:4]]
     if paths:
-        label = "vs recorded" if vs == "recorded" else "(new machine's own changes)"
+        label = f"vs {against}" if vs == "recorded" else "(new machine's own changes)"
         text += f"; {label}: " + ", ".join(paths) + (f" (+{len(changes) - 4})" if len(changes) > 4 else "")
     if ignored:
         text += f"; {len(ignored)} event(s) from here on ignored by the new machine"

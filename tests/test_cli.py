@@ -563,7 +563,7 @@ def test_demo_lab_starts_jupyterlab_on_the_quickstart(
     code, _, _ = run(capsys, "demo", "--lab")
     assert code == 0
     root = ["--allow-root"] if os.geteuid() == 0 else []
-    assert calls == [[sys.executable, "-m", "jupyterlab", str(nb), *root]]
+    assert calls == [[sys.executable, "-c", cli._LAB, str(nb), *root]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,7 +57,9 @@ ENVELOPE_CASES = [
     # (changes, field, message fragment)
     ({"schemaVersion": 2}, "schemaVersion", "Unsupported agent event schema version '2'; expected '1'."),
     ({"schemaVersion": "1"}, "schemaVersion", "Unsupported agent event schema version '1'"),
-    ({"schemaVersion": _DELETE}, "schemaVersion", "schema version 'undefined'"),
+    ({"schemaVersion": _DELETE}, "schemaVersion", "Agent event entry.schemaVersion is missing; expected 1."),
+    ({"index": _DELETE}, "index", "Agent event entry.index is missing; expected a non-negative integer."),
+    ({"recordedAt": _DELETE}, "recordedAt", "entry.recordedAt is missing; expected an RFC 3339 timestamp."),
     ({"index": -1}, "index", "Agent event entry.index must be a non-negative integer; got -1."),
     ({"index": 1.5}, "index", "non-negative integer; got 1.5."),
     ({"index": "1"}, "index", "non-negative integer"),

@@ -104,6 +104,9 @@ def test_baseline_gives_both_states_and_the_structural_diff(machines: dict[str, 
     by_path = {c.path: (c.left, c.right) for c in fork.changes}
     assert by_path["/context/rejections"] == (2, 1)
     assert by_path["/value/working/awaitingAgent"] == ("drafting", "reviewing")
+    # the detail names the side compared with: the baseline's replay, not the recorded run
+    assert "; vs baseline: /context/draft, /context/rejections" in fork.detail
+    assert "vs recorded" not in fork.detail
     # later REJECT/APPROVE pairs also meet a machine in another state
     assert set(fork.ignored) >= {20}
     html = result._repr_html_()

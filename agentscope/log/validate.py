@@ -281,6 +281,11 @@ def _is_js_integer(value: object) -> bool:
     return isinstance(value, float) and math.isfinite(value) and value.is_integer()
 
 
+_MISSING = "Agent event entry.{field} is missing; expected {want}."
+"""A required field that is absent: said as "missing" (the reference library's message would
+print JS's ``undefined`` in the place of the value, spec §1.2)."""
+
+
 def _js_repr(value: object) -> str:
     """Render a value roughly as a JS template literal would (for messages only)."""
     if value is None:
@@ -329,10 +334,11 @@ def entry_problem(
         return NonSerializableError(unsafe[0], unsafe[1], source=source, index=index, line=line)
     if era == "A":
         # Era A: {index, event, metadata?}; no envelope, no hashes (spec §0).
+        if "index" not in entry:
+            return bad(_MISSING.format(field="index", want="a non-negative integer"), "index")
         if not _is_js_integer(entry.get("index")) or entry["index"] < 0:
             return bad(
-                "Agent event entry.index must be a non-negative integer; "
-                f"got {_js_repr(entry.get('index', 'undefined'))}.",
+                f"Agent event entry.index must be a non-negative integer; got {_js_repr(entry['index'])}.",
                 "index",
             )
         event = entry.get("event")
@@ -342,14 +348,18 @@ def entry_problem(
             return bad("Agent event entry.metadata must be an object when present.", "metadata")
         return None
     # 3. schemaVersion
-    version = entry.get("schemaVersion", "undefined")
+    if "schemaVersion" not in entry:
+        return bad(_MISSING.format(field="schemaVersion", want="1"), "schemaVersion")
+    version = entry["schemaVersion"]
     if isinstance(version, bool) or version != 1:
         return bad(
             f"Unsupported agent event schema version '{_js_repr(version)}'; expected '1'.",
             "schemaVersion",
         )
     # 4. index
-    idx = entry.get("index", "undefined")
+    if "index" not in entry:
+        return bad(_MISSING.format(field="index", want="a non-negative integer"), "index")
+    idx = entry["index"]
     if not (type(idx) is int or _is_js_integer(idx)) or idx < 0:
         return bad(
             f"Agent event entry.index must be a non-negative integer; got {_js_repr(idx)}.", "index"
@@ -360,7 +370,9 @@ def entry_problem(
         if not (type(v) is str and v) and not _is_nonempty_str(v):
             return bad(f"Agent event entry.{name} must be a non-empty string.", name)
     # 6. recordedAt (§1.4)
-    recorded_at = entry.get("recordedAt", "undefined")
+    if "recordedAt" not in entry:
+        return bad(_MISSING.format(field="recordedAt", want="an RFC 3339 timestamp"), "recordedAt")
+    recorded_at = entry["recordedAt"]
     if not is_recorded_at(recorded_at):
         return bad(f"Agent event entry.recordedAt is not RFC 3339: '{_js_repr(recorded_at)}'.", "recordedAt")
     # 7. event

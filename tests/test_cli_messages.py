@@ -1,0 +1,56 @@
+"""The CLI's messages say what the docs promise (issue 26): ``threads`` on an unreadable store
+says "Permission denied" as every command does, on an empty file it says the file is empty (not
+"an empty database"), and a missing required field is "missing", never "got undefined"."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentscope.cli import main
+from tests.conftest import FIXTURES, load_json
+
+STORE = FIXTURES / "g_triage.sqlite"
+
+
+@pytest.mark.parametrize("name", ["empty.json", "empty.sqlite"])
+def test_threads_of_an_empty_file_says_it_is_empty(name: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / name).write_bytes(b"")
+    assert main(["threads", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"agentscope: error: {tmp_path / name}: the file is empty: `threads` lists the threads " \
+                  "of a §5.2 SQLite store\n"
+    assert "empty database" not in err
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root reads files whatever their mode")
+def test_threads_of_an_unreadable_store_says_permission_denied(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "locked.sqlite"
+    shutil.copyfile(STORE, store)
+    store.chmod(0)
+    for argv in (["threads", str(store)], ["show", f"{store}#main"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"agentscope: error: {store}: Permission denied\n"
+
+
+@pytest.mark.parametrize(("field", "want"), [
+    ("index", "entry.index is missing; expected a non-negative integer"),
+    ("schemaVersion", "entry.schemaVersion is missing; expected 1"),
+    ("recordedAt", "entry.recordedAt is missing; expected an RFC 3339 timestamp"),
+])
+def test_a_missing_field_is_missing_not_undefined(field: str, want: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    entries = load_json("a_counter.log.json")
+    del entries[3][field]
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(entries))
+    assert main(["show", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert want in err and "entry 3" in err and "undefined" not in err
