@@ -44,6 +44,8 @@ BINDIR_ENV = "AGENTSCOPE_PG_BINDIR"
 
 DATABASE = "agentscope"
 READER = "agentscope_reader"
+SUPERUSER_PASSWORD = "superuser-pw-4tests"
+"""The bootstrap superuser's password (SCRAM over TCP; the Unix socket trusts)."""
 READER_PASSWORD = "pw-s3cret-Zq9!x"  # a real password, checked by the server (SCRAM over TCP)
 """The read-only role the tests connect as; its password must never be printed back."""
 
@@ -115,7 +117,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         libc.prctl(1, signal.SIGQUIT)  # PR_SET_PDEATHSIG
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -141,6 +143,11 @@ class PgServer:
         cred = quote(user, safe="") + (":" + quote(password, safe="") if password is not None else "")
         tail = ("?" + query if query else "") + ("#" + fragment if fragment else "")
         return f"postgresql://{cred}@127.0.0.1:{self.port}/{db}{tail}"
+
+    def socket_url(self, *, db: str = DATABASE, user: str = READER, query: str = "") -> str:
+        """A URL through the Unix socket (trusted: no password), ``host=`` the socket directory."""
+        q = f"host={quote(str(self.root), safe='')}&port={self.port}" + ("&" + query if query else "")
+        return f"postgresql://{quote(user, safe='')}@/{db}?{q}"
 
     def admin(self, db: str = DATABASE) -> Any:
         """A superuser connection through the Unix socket (autocommit), for setting up tests."""
@@ -195,15 +202,15 @@ def start_server(bindir: Path | None = None, *, attempts: int = 5) -> PgServer:
         if account:
             os.chown(root, *account)
         root.chmod(0o700)
-        pwfile = root / "superuser.pw"  # initdb wants a password for SCRAM host auth; unused
-        pwfile.write_text("unused-superuser-password\n")
+        pwfile = root / "superuser.pw"  # initdb wants a password for SCRAM host auth
+        pwfile.write_text(SUPERUSER_PASSWORD + "\n")
         if account:
             os.chown(pwfile, *account)
         _run([str(bindir / "initdb"), "-D", str(root / "data"), "-U", server.superuser,
               "--pwfile", str(pwfile), "--auth-local=trust", "--auth-host=scram-sha-256",
               "--encoding=UTF8", "--locale=C", "--no-sync"], account, server.log)
         for _ in range(attempts):
-            server.port = _free_port()
+            server.port = free_port()
             kw: dict[str, Any] = {"user": account[0], "group": account[1], "extra_groups": []} if account else {}
             with server.log.open("ab") as out:
                 server.proc = subprocess.Popen(
@@ -235,6 +242,22 @@ def start_server(bindir: Path | None = None, *, attempts: int = 5) -> PgServer:
     except BaseException:
         server.stop()
         raise
+
+
+def admin_connection(url: str) -> Any:
+    """A superuser connection (autocommit) to the server and database of ``url`` (a reader's
+    URL as the tests write it): how a test's writer process reaches the same server."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    import psycopg
+
+    parts = urlsplit(url)
+    q = dict(parse_qsl(parts.query))
+    if "host" in q:
+        return psycopg.connect(host=q["host"], port=int(q["port"]), user="postgres",
+                               dbname=parts.path.lstrip("/"), autocommit=True)
+    return psycopg.connect(host=parts.hostname, port=parts.port, user="postgres", password=SUPERUSER_PASSWORD,
+                           dbname=parts.path.lstrip("/"), autocommit=True)
 
 
 # --- the data -------------------------------------------------------------------------------

@@ -121,9 +121,12 @@ def connect(path: str | Path) -> Iterator[sqlite3.Connection]:
         private = False
         if wal_file.exists() and not p.with_name(p.name + "-shm").exists() and is_wal(p):
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentscope-")))
-            shutil.copyfile(p, tmp / "store.sqlite")
-            shutil.copyfile(wal_file, tmp / "store.sqlite-wal")
-            p = tmp / "store.sqlite"
+            try:
+                shutil.copyfile(p, tmp / "store.sqlite")
+                shutil.copyfile(wal_file, tmp / "store.sqlite-wal")
+                p = tmp / "store.sqlite"
+            except FileNotFoundError:  # the last writer closed meanwhile: checkpointed, -wal gone
+                pass  # the database file itself now holds every committed entry
         elif journal is not None:
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentscope-")))
             try:

@@ -53,18 +53,24 @@ SCHEMES: dict[str, str] = {
 
 
 def split_thread(source: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """``SOURCE#THREAD`` → ``(SOURCE, THREAD)``; ``(source, None)`` without a ``#``.
+    """``SOURCE#THREAD`` → ``(SOURCE, THREAD)``; ``(source, None)`` without a thread.
 
-    A URL's fragment is its thread (``postgresql://h/db#main``); for a path, ``#`` splits only
-    when the whole text is not an existing file (a file may have ``#`` in its name).
+    A URL's fragment is its thread (``postgresql://h/db#main``). A path that exists as written
+    is never split; otherwise the split is at the first ``#`` whose left part is an existing
+    file, so a thread id may hold ``#`` itself (``store.sqlite#run#2`` is thread ``run#2``);
+    when no left part exists, at the first ``#`` (an error then names the missing file).
     """
     text = os.fspath(source)
     if "#" not in text:
         return text, None
-    if "://" not in text and Path(text).exists():
+    if _scheme(text) is not None:
+        head, _, thread = text.partition("#")
+        return head, thread or None
+    if Path(text).expanduser().exists():
         return text, None
-    head, _, thread = text.rpartition("#")
-    return head, thread or None
+    cuts = [i for i, ch in enumerate(text) if ch == "#"]
+    cut = next((i for i in cuts if Path(text[:i]).expanduser().is_file()), cuts[0])
+    return text[:cut], text[cut + 1:] or None
 
 
 def _scheme(text: str) -> str | None:

@@ -166,6 +166,9 @@ class SqliteStore(RowStore):
         is an empty change, tried again on the next call."""
         source = self.thread_source(thread)
         sig = _signature(self.path)
+        if sig[0] is None and cursor.position > 0:
+            return Change([], cursor, FollowProblem(
+                "removed", None, "the store file was removed after it was read", source))
         if isinstance(cursor.token, tuple):
             seen_sig = cursor.token[0][0]  # the database's (inode, size, mtime) when last read
             if sig[0] is None:
