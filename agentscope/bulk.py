@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import importlib
 import itertools
 import math
@@ -312,12 +313,13 @@ def _empty_row(thread: str) -> dict[str, Any]:
 def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
     """Verify each thread of ``chunk`` on this worker; returns one row per thread.
 
-    Errors about one thread (unreadable entries, a thread of another machine) become that row's
-    ``error``. Errors that would hit every thread (the machine cannot load) come back as a
-    :class:`_Failure` so the caller can stop. Exceptions never cross the process boundary, since
-    some of ours do not survive pickling.
+    The worker opens the store itself (:func:`agentscope.stores.open_store` on ``chunk.store``,
+    a path or a URL) unless the chunk carries the entries. Errors about one thread (unreadable
+    entries, a thread of another machine) become that row's ``error``. Errors that would hit
+    every thread (the machine cannot load) come back as a :class:`_Failure` so the caller can
+    stop. Exceptions never cross the process boundary, since some of ours do not survive
+    pickling.
     """
-    from agentscope.log import read_log
     from agentscope.pipeline import verify
 
     try:
@@ -325,90 +327,140 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
         machines = {v: _machine_for(s) for v, s in chunk.machines} or None
     except AgentscopeError as exc:
         return _Failure(type(exc).__name__, str(exc))
-
-    if chunk.parents is not None:
-        return _verify_forest(chunk, machine, machines)
-    rows: list[dict[str, Any]] = []
-    for i, thread in enumerate(chunk.threads):
-        row = _empty_row(thread)
-        t0 = time.perf_counter()
-        try:
-            log: Any
-            if chunk.entries is not None:
-                log = list(chunk.entries[i])
-            else:
-                log = read_log(chunk.store, thread=thread)
-            row["length"] = len(log)
-            report = verify(machine, log, machines=machines, strict=chunk.strict)
-            row.update(_summarize(report))
-            row["folded"] = len(log)
-        except EngineError as exc:
-            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
-        except AgentscopeError as exc:
-            row["error"] = f"{type(exc).__name__}: {exc}"
-        row["seconds"] = time.perf_counter() - t0
-        rows.append(row)
-    return rows
+    with _open_source(chunk) as store:
+        if chunk.parents is not None:
+            return _verify_forest(chunk, store, machine, machines)
+        rows: list[dict[str, Any]] = []
+        for i, thread in enumerate(chunk.threads):
+            row = _empty_row(thread)
+            t0 = time.perf_counter()
+            try:
+                log = _whole_log(chunk, store, i)
+                row["length"] = len(log)
+                report = verify(machine, log, machines=machines, strict=chunk.strict)
+                row.update(_summarize(report))
+                row["folded"] = len(log)
+            except EngineError as exc:
+                return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+            except AgentscopeError as exc:
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            row["seconds"] = time.perf_counter() - t0
+            rows.append(row)
+        return rows
 
 
-def _shared_prefix(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], k: int) -> int:
-    """How many of the first ``k`` positions hold byte-identical entries (orjson bytes: ``True``
-    is not ``1``); the prefix a fork may take from its parent's fold. 0 when they cannot be
-    serialized."""
-    import orjson
+@contextlib.contextmanager
+def _open_source(chunk: _Chunk) -> Iterator[Any]:
+    """The chunk's store, opened once for all its threads (``None`` when the chunk carries its
+    entries or the store cannot be opened: each thread then reports why)."""
+    from agentscope.stores import open_store
 
-    n = min(k, len(a), len(b))
+    store: Any = None
+    if chunk.entries is None:
+        with contextlib.suppress(AgentscopeError):
+            store = open_store(chunk.store)
     try:
-        return next((i for i in range(n) if a[i] is not b[i]
-                     and orjson.dumps(a[i]) != orjson.dumps(b[i])), n)
-    except TypeError:  # orjson.JSONEncodeError: not plain JSON, let the fork fold alone
-        return 0
+        yield store
+    finally:
+        if store is not None:
+            store.close()
 
 
-def _verify_forest(chunk: _Chunk, machine: Machine,
+def _whole_log(chunk: _Chunk, store: Any, i: int) -> Any:
+    """Thread ``i`` of the chunk read whole and validated (the store's one read path)."""
+    if chunk.entries is not None:
+        return list(chunk.entries[i])
+    if store is None:
+        from agentscope.stores import open_store
+
+        open_store(chunk.store).close()  # raises why the store cannot be opened
+    return store.log(chunk.threads[i])
+
+
+def _suffix_entries(store: Any, thread: str, prefix: list[Mapping[str, Any]],
+                    era: Any) -> list[Mapping[str, Any]] | None:
+    """``prefix`` (a parent's entries ``[:k]``, equal in content to this thread's: the content
+    keys) extended with ``thread``'s records from ``k`` on, read raw from the store and parsed
+    (``idx``/``entry_id`` columns against the entry, §1.2 per entry); ``None`` when any of them
+    is not plainly right, so the caller reads the thread whole and reports it as a refold
+    does. The §1.3 log rules across the fork point (contiguity, unique ids, one init) are the
+    resumed pass's :class:`~agentscope.log.validate.SegmentChecker`'s."""
+    from agentscope.log.validate import entry_problem, loads
+
+    out = prefix
+    try:
+        for batch in store.read(thread, len(prefix)):
+            for rec in batch:
+                if isinstance(rec.text, bytes) or rec.idx != len(out):
+                    return None
+                value = loads(rec.text)
+                if (type(value) is not dict or value.get("index") != rec.idx
+                        or (rec.entry_id is not None and value.get("id") != rec.entry_id)
+                        or entry_problem(value, index=rec.idx, era=era) is not None):
+                    return None
+                out.append(value)
+    except (AgentscopeError, ValueError, TypeError):
+        return None
+    return out
+
+
+def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
                    machines: Mapping[str, Machine] | None) -> list[dict[str, Any]] | _Failure:
-    """Verify the threads of ``chunk`` (whole subtrees of the fork tree) folding each shared
+    """Verify the threads of ``chunk`` (whole subtrees of the fold tree) folding each shared
     prefix once (spec §5.1: a fork copies its parent's entries verbatim, and the fold is pure).
 
-    A parent's one :class:`~agentscope.pipeline.onepass.Pass` is fed up to each child's fork
-    point and copied there (:meth:`Pass.copy`, an exact continuation: the same engine snapshot
-    and rebinding cache), and the child feeds only its own entries. The fork point used is the
-    number of leading entries byte-identical to the parent's (at most the tree's
-    ``fork_index``): a copy that differs earlier (tampered, re-recorded) resumes from that
-    entry, and one that differs at the init entry folds alone. Each row is the row
+    A root is read whole (:meth:`~agentscope.stores.Store.log`). A fork shares its first ``k``
+    entries with its parent (``chunk.parents``, from the content keys of every entry): only its
+    records from ``k`` on are read and parsed, its entries are the parent's ``[:k]`` plus those,
+    and its fold is a copy of the parent's :class:`~agentscope.pipeline.onepass.Pass` at ``k``
+    (:meth:`Pass.copy`, an exact continuation) fed its own entries only. A fork whose own
+    records or rows are not plainly right (a row error, a problem the verdict table names) is
+    read whole and verified alone, so its row is the refold's. Each row is the row
     :func:`agentscope.pipeline.verify` of the thread gives, plus ``folded`` (entries fed).
     """
-    from agentscope.log import read_log
-    from agentscope.log.entry import entries_of, event_types, source_of
+    from agentscope.log.entry import entries_of, source_of
     from agentscope.log.validate import is_validated
     from agentscope.pipeline.onepass import Pass, check_cache
-    from agentscope.pipeline.report import report_from_index, verify
+    from agentscope.pipeline.report import verify
 
     assert chunk.parents is not None
+    position = {t: i for i, t in enumerate(chunk.threads)}
     rows: dict[str, dict[str, Any]] = {t: _empty_row(t) for t in chunk.threads}
-    logs: dict[str, Any] = {}
-    for i, thread in enumerate(chunk.threads):
-        try:
-            logs[thread] = (list(chunk.entries[i]) if chunk.entries is not None
-                            else read_log(chunk.store, thread=thread))
-        except AgentscopeError as exc:
-            rows[thread]["error"] = f"{type(exc).__name__}: {exc}"
-    children: dict[str, list[tuple[str, int]]] = {}
+    children: dict[str, list[tuple[int, str]]] = {}
     roots: list[str] = []
     for thread, (parent, k) in zip(chunk.threads, chunk.parents, strict=True):
-        if thread not in logs:
-            continue
-        if parent and parent in logs and k > 0:
-            children.setdefault(parent, []).append((thread, k))
+        if parent and parent in position and k > 0:
+            children.setdefault(parent, []).append((k, thread))
         else:
             roots.append(thread)
 
-    todo: list[tuple[str, Pass | None, int]] = [(r, None, 0) for r in reversed(roots)]
+    def alone(thread: str) -> None:
+        row = rows[thread]
+        log = _whole_log(chunk, store, position[thread])
+        row["length"] = len(log)
+        row.update(_summarize(verify(machine, log, machines=machines, strict=chunk.strict)))
+        row["folded"] = len(log)
+
+    # (thread, the parent's pass copied at the fork point, the parent's entries, the fork point)
+    todo: list[tuple[str, Pass | None, Any, int]] = [(r, None, None, 0) for r in reversed(roots)]
     while todo:
-        thread, p, start = todo.pop()
-        row, log = rows[thread], logs[thread]
+        thread, p, parent_log, start = todo.pop()
+        row = rows[thread]
         t0 = time.perf_counter()
         try:
+            if p is None:
+                log = _whole_log(chunk, store, position[thread])
+            else:
+                parent_ents = entries_of(parent_log)
+                log = None
+                if store is not None:
+                    log = _suffix_entries(store, thread, list(parent_ents[:start]),
+                                          getattr(parent_log, "era", "C"))
+                if log is None:  # not plainly right: verified alone, as a refold does
+                    for _k, child in children.get(thread, []):
+                        todo.append((child, None, None, 0))
+                    alone(thread)
+                    continue
             ents = entries_of(log)
             row["length"] = len(ents)
             if not ents:
@@ -417,22 +469,23 @@ def _verify_forest(chunk: _Chunk, machine: Machine,
             if p is None:
                 p = Pass(machine=machine, machines=machines, strict=chunk.strict,
                          source=source_of(log), validated=is_validated(log))
-            kids = sorted(
-                (_shared_prefix(ents, entries_of(logs[c]), k), c) for c, k in children.get(thread, [])
-            )
-            for at, child in kids:
+            for at, child in sorted(children.get(thread, [])):
+                at = min(at, len(ents))
                 if at < p.index.n:
-                    at = 0  # this fold resumed past the child's fork point: the child folds alone
-                elif at > p.index.n:
+                    todo.append((child, None, None, 0))  # this fold resumed past the fork point
+                    continue
+                if at > p.index.n:
                     p.feed(ents[:at])
-                todo.append((child, p.copy() if at > 0 else None, at))
-            types = event_types(ents)
+                todo.append((child, p.copy(), log, at))
             p.feed(ents)
-            cached = getattr(log, "cached_snapshot", None)
+            cached = (getattr(log, "cached_snapshot", None) if start == 0
+                      else _stored_snapshot(store, thread, ents))
             if isinstance(cached, Mapping):
                 check_cache(p.index, ents, cached)
-            row.update(_summarize(report_from_index(p.index, ents, types=types)))
+            row.update(_summarize_index(p.index, ents))
             row["folded"] = len(ents) - start
+            if start and row["error"] is not None:  # name it exactly as a refold does
+                alone(thread)
         except EngineError as exc:
             return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
         except AgentscopeError as exc:
@@ -442,7 +495,50 @@ def _verify_forest(chunk: _Chunk, machine: Machine,
     return [rows[t] for t in chunk.threads]
 
 
+def _stored_snapshot(store: Any, thread: str, ents: Sequence[Mapping[str, Any]]) -> Any:
+    """The persisted snapshot the store keeps for ``thread`` (§5.2 ``agent_snapshots``), as
+    :meth:`~agentscope.stores.Store.log` attaches it to a whole read."""
+    from agentscope.log.entry import AGENT_INIT, event_type, execution_id
+
+    getter = getattr(store, "cached_snapshot", None)
+    init = next((e for e in ents if event_type(e) == AGENT_INIT), None)
+    if getter is None:
+        return None
+    lineage = execution_id(init) if init is not None else None
+    try:
+        return getter(thread, lineage if isinstance(lineage, str) else None)
+    except AgentscopeError:
+        return None
+
+
 _HASH_REASONS = (ProblemKind.STATE_MISMATCH, ProblemKind.MISSING_VERIFICATION, ProblemKind.EXPLAINED_MISMATCH)
+
+
+def _summarize_index(index: Any, ents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`_summarize` of ``report_from_index(index, ents)`` without building the report when
+    no entry failed and the log has no problem as a whole (then nothing but the verdict counts
+    is read from it: a numpy count of the verdict codes, O(n) in C rather than a DataFrame)."""
+    if index.failures or index.log_problems or index.log_failures:
+        from agentscope.pipeline.report import report_from_index
+
+        return _summarize(report_from_index(index, ents))
+    import numpy as np
+
+    from agentscope.frames import Verdict
+    from agentscope.pipeline.onepass import VERDICTS
+
+    counts = np.bincount(index.verdict[: index.n].astype(np.int64), minlength=len(VERDICTS))
+    by = {v: int(c) for v, c in zip(VERDICTS, counts.tolist(), strict=False)}
+    unexplained, explained = by[Verdict.MISMATCH], by[Verdict.EXPLAINED]
+    return {
+        "mismatches": unexplained + explained,
+        "unexplained": unexplained,
+        "explained": explained,
+        "missing": by[Verdict.MISSING],
+        "first_mismatch": None,
+        "verified": True,
+        "error": None,
+    }
 
 
 def _summarize(report: Any) -> dict[str, Any]:
@@ -631,19 +727,19 @@ def verify_store(
     return _frame([rows_by_thread[t] for t in wanted])
 
 
-def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[int]] | None:
+def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[bytes]] | None:
     """Per wanted thread, a digest of each stored entry's text in ``idx`` order (the store's raw
     records, never parsed: :meth:`agentscope.stores.Store.read`), or ``None`` when the store
     cannot be read so (the workers then report what is wrong).
     """
     from agentscope.stores import open_store
 
-    out: dict[str, list[int]] = {}
+    out: dict[str, list[bytes]] = {}
     try:
         src = open_store(store_path)
         try:
             for t in wanted:
-                out[t] = [hash(r.text) for batch in src.read(t) for r in batch]
+                out[t] = [_digest(r.text) for batch in src.read(t) for r in batch]
         finally:
             src.close()
     except AgentscopeError:
@@ -651,12 +747,19 @@ def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[int]] 
     return out
 
 
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
+def _digest(text: str | bytes) -> bytes:
+    """The content key of one stored entry: BLAKE2b-128 of its stored text (UTF-8), so equal
+    keys mean byte-identical entries (no collision is expected among 2^64 entries)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _common(a: Sequence[Any], b: Sequence[Any]) -> int:
     n = min(len(a), len(b))
     return next(compress(count(), map(ne, a, b)), n) if n else 0
 
 
-def fold_links(keys: Mapping[str, Sequence[int]]) -> dict[str, tuple[str, int]]:
+def fold_links(keys: Mapping[str, Sequence[Any]]) -> dict[str, tuple[str, int]]:
     """The fork tree the fold follows: ``{thread: (parent, shared)}`` for every thread that
     shares its first ``shared >= 1`` entries with another (spec §5.1: a fork copies a prefix
     verbatim), from per-entry content keys (equal keys: the same entry).

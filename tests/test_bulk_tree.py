@@ -128,3 +128,26 @@ def test_a_fork_point_before_its_chain_neighbours_own_fork_point_links_to_the_an
     assert fold_links({"a": [1, 2, 3, 4], "b": [1, 2, 3, 4], "c": [1, 2, 3, 9], "d": [7]}) == {
         "b": ("a", 4), "c": ("a", 3),
     }
+
+
+def _rewrite(store: Path, thread: str, idx: int, text: str) -> None:
+    con = sqlite3.connect(store)
+    try:
+        con.execute("UPDATE agent_event_log SET entry=? WHERE thread_id=? AND idx=?", (text, thread, idx))
+        con.commit()
+    finally:
+        con.close()
+
+
+def test_a_fork_whose_own_entries_are_broken_gets_the_row_a_refold_gives(tmp_path: Path) -> None:
+    # 'fork' shares main's first 18 entries; only its own records are read on the tree's fast
+    # path, and a broken one sends it back to the whole read, which names the problem as a refold
+    for n, (idx, text) in enumerate([(30, "{not json"), (25, '{"index": 25}')]):
+        store = tmp_path / f"broken{n}.sqlite"
+        shutil.copyfile(FIXTURES / "g_triage.sqlite", store)
+        _rewrite(store, "fork", idx, text)
+        tree, full = _both(store, TRIAGE)
+        _same_table(tree, full)
+        row = tree.set_index("thread").loc["fork"]
+        assert not row["verified"] and f"idx {idx}" in str(row["error"])
+        assert tree.set_index("thread").loc["main", "verified"]

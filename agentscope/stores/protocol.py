@@ -233,13 +233,17 @@ class RowStore(abc.ABC):
         return f"{self.address}#{thread}"
 
     def pick_thread(self, thread: str | None) -> str:
-        """``thread``, or the only thread when ``None``; checked against :meth:`threads`.
+        """``thread``, or the only thread when ``None``; a named thread is checked by
+        :meth:`length` (one key lookup), the only thread found by :meth:`threads`.
 
         Raises
         ------
         ThreadNotFoundError
             An unknown thread (the message lists the available ones), or several and none named.
         """
+        if thread is not None:
+            self.length(thread)  # raises ThreadNotFoundError naming the threads held
+            return thread
         names = [t.thread_id for t in self.threads()]
         if thread is None:
             if len(names) != 1:

@@ -118,6 +118,12 @@ class SqliteStore(RowStore):
         return out
 
     def _check(self, conn: Any, thread: str) -> None:
+        try:  # one probe of the (thread_id, idx) key, not a listing of every thread
+            probe = f"SELECT 1 FROM {quote_ident(self.table)} WHERE thread_id = ? LIMIT 1"
+            if conn.execute(probe, (thread,)).fetchone() is not None:
+                return
+        except DAMAGE:
+            pass
         if thread not in thread_ids(conn, self.table):
             raise ThreadNotFoundError(
                 f"no thread {thread!r} in table {self.table!r}; available threads: "
