@@ -613,6 +613,7 @@ def verify_store(
     ship_entries: bool = False,
     progress: Callable[[int, int], None] | None = None,
     tree: bool = True,
+    cache: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
     """Verify every thread of a store against a machine, in parallel (spec §4.1, §5.2).
 
@@ -657,6 +658,16 @@ def verify_store(
         subtrees, and a fork's fold resumes from its parent's state at the fork point (the
         entries the two hold byte-identical). The table is the one ``tree=False`` (every thread
         folded from its init entry) gives, but for ``folded`` and ``seconds``.
+    cache : path, optional
+        A verdict cache file (SQLite, :mod:`agentscope.verify_cache`; created when missing,
+        never inside the store). A thread whose stored entries (a digest of each entry's
+        bytes), machine module and mode are those of a cached row takes that row without being
+        read further or folded (``folded`` 0, ``seconds`` 0.0); every other thread is verified
+        and its row stored. The table is the one without the cache, but for ``folded`` and
+        ``seconds``; ``df.attrs["cache"]`` says ``reused`` (threads), ``grown`` (thread:
+        cached length) and ``rewritten`` (thread: first changed entry, also a
+        :class:`~agentscope.errors.CacheWarning`). A file that is not a verdict cache is
+        ignored with a ``CacheWarning`` and left as it is.
 
     Returns
     -------
@@ -682,6 +693,8 @@ def verify_store(
         The engine failed on a worker.
     ThreadNotFoundError, LogFormatError
         The store cannot be read, or a requested thread is not in it.
+    StoreError
+        ``cache`` is the store, one of its side files, or inside a directory store.
 
     Examples
     --------
@@ -704,27 +717,96 @@ def verify_store(
     spec = as_spec(machine)
     extra = tuple((str(v), as_spec(s)) for v, s in (machines or {}).items())
     wanted = store_threads(store_path, threads)
+    cache_path = None
+    if cache is not None:
+        from agentscope.verify_cache import check_cache_path
+
+        cache_path = check_cache_path(cache, store_path)
     if not wanted:
         return _frame([])
+    keys = _entry_keys(store_path, wanted) if tree or cache_path is not None else None
     rows_by_thread: dict[str, dict[str, Any]] = {}
-    if tree:
-        chunks = _tree_chunks(store_path, wanted, spec, extra, strict, max_workers, chunk_size,
-                              ship_entries)
-        for _chunk, result in run_chunks(
-            _verify_chunk, chunks, executor=executor, max_workers=max_workers, progress=progress,
-            sizes=lambda c: len(c.threads),
-        ):
-            for row in result:
-                rows_by_thread[row["thread"]] = row
-        return _frame([rows_by_thread[t] for t in wanted])
-    for result in map_chunks(
-        _verify_chunk, store_path, wanted, spec, extra, strict=strict, executor=executor,
-        max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
-        progress=progress,
-    ):
-        for row in result:
-            rows_by_thread[row["thread"]] = row
-    return _frame([rows_by_thread[t] for t in wanted])
+    status: dict[str, Any] = {}
+    todo = list(wanted)
+    vc: Any = None
+    mkey = address = ""
+    if cache_path is not None:
+        from agentscope.stores import display_address
+        from agentscope.verify_cache import VerdictCache, machine_key
+
+        vc = VerdictCache.open(cache_path)
+        mkey, address = machine_key(spec, extra, strict), display_address(store_path)
+        if keys is not None:
+            rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
+            todo = [t for t in wanted if t not in rows_by_thread]
+    try:
+        done = len(wanted) - len(todo)
+        if progress is not None and done:
+            progress(done, len(wanted))
+        step = None if progress is None else (lambda n, _total: progress(done + n, len(wanted)))
+        if todo and tree:
+            chunks = _tree_chunks(store_path, todo, spec, extra, strict, max_workers, chunk_size,
+                                  ship_entries, keys)
+            for _chunk, result in run_chunks(
+                _verify_chunk, chunks, executor=executor, max_workers=max_workers, progress=step,
+                sizes=lambda c: len(c.threads),
+            ):
+                for row in result:
+                    rows_by_thread[row["thread"]] = row
+        elif todo:
+            for result in map_chunks(
+                _verify_chunk, store_path, todo, spec, extra, strict=strict, executor=executor,
+                max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
+                progress=step,
+            ):
+                for row in result:
+                    rows_by_thread[row["thread"]] = row
+        if vc is not None and keys is not None:
+            from agentscope.verify_cache import CachedRow
+
+            vc.put(mkey, address, {t: CachedRow(b"".join(keys[t]), rows_by_thread[t])
+                                   for t in todo if t in keys})
+    finally:
+        if vc is not None:
+            vc.close()
+    df = _frame([rows_by_thread[t] for t in wanted])
+    if cache_path is not None:
+        df.attrs["cache"] = status
+    return df
+
+
+def _cached_rows(cached: Mapping[str, Any], keys: Mapping[str, Sequence[bytes]]
+                 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The rows a verdict cache gives (every entry digest equal to the cached ones) and what it
+    found: ``{"reused": [thread...], "grown": {thread: cached length}, "rewritten": {thread:
+    first changed entry}}``. A rewritten thread (its stored entries differ from the verified
+    ones before their end: rewritten or tampered) is reported with a
+    :class:`~agentscope.errors.CacheWarning` naming the first changed entry."""
+    import warnings
+
+    from agentscope.errors import CacheWarning
+    from agentscope.verify_cache import DIGEST
+
+    rows: dict[str, dict[str, Any]] = {}
+    status: dict[str, Any] = {"reused": [], "grown": {}, "rewritten": {}}
+    for thread, hit in cached.items():
+        now = b"".join(keys[thread])
+        if now == hit.digests:
+            rows[thread] = {**_empty_row(thread), **hit.row, "thread": thread}
+            status["reused"].append(thread)
+            continue
+        old_n = len(hit.digests) // DIGEST
+        new = keys[thread]
+        first = next((i for i in range(min(old_n, len(new)))
+                      if hit.digests[i * DIGEST:(i + 1) * DIGEST] != new[i]), min(old_n, len(new)))
+        if first == old_n:
+            status["grown"][thread] = old_n
+        else:
+            status["rewritten"][thread] = first
+            warnings.warn(
+                f"thread {thread!r}: entry {first} changed since it was verified (the thread was "
+                "rewritten or tampered with); verified again", CacheWarning, stacklevel=3)
+    return rows, status
 
 
 def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[bytes]] | None:
@@ -783,6 +865,7 @@ def fold_links(keys: Mapping[str, Sequence[Any]]) -> dict[str, tuple[str, int]]:
 def _tree_chunks(
     store_path: str, wanted: Sequence[str], spec: MachineSpec, extra: tuple[tuple[str, MachineSpec], ...],
     strict: bool, max_workers: int | None, chunk_size: int | None, ship_entries: bool,
+    keys: Mapping[str, Sequence[bytes]] | None = None,
 ) -> list[_Chunk]:
     """Chunks of whole subtrees of the fold tree (:func:`fold_links`) of ``wanted``, parents
     before children, about four chunks per worker; a subtree is never cut (so a worker never
@@ -790,7 +873,10 @@ def _tree_chunks(
     read gives one root per thread (the worker reports what is wrong with it)."""
     from agentscope.log import read_log
 
-    keys = _entry_keys(store_path, wanted)
+    if keys is None:
+        keys = _entry_keys(store_path, wanted)
+    if keys is not None:
+        keys = {t: keys[t] for t in wanted}
     links = fold_links(keys) if keys is not None else {}
     workers = max_workers or _default_workers()
     size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
