@@ -740,32 +740,38 @@ def verify_store(
             rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
             todo = [t for t in wanted if t not in rows_by_thread]
     try:
-        done = len(wanted) - len(todo)
-        if progress is not None and done:
-            progress(done, len(wanted))
-        step = None if progress is None else (lambda n, _total: progress(done + n, len(wanted)))
-        if todo and tree:
-            chunks = _tree_chunks(store_path, todo, spec, extra, strict, max_workers, chunk_size,
-                                  ship_entries, keys)
-            for _chunk, result in run_chunks(
-                _verify_chunk, chunks, executor=executor, max_workers=max_workers, progress=step,
-                sizes=lambda c: len(c.threads),
-            ):
-                for row in result:
-                    rows_by_thread[row["thread"]] = row
-        elif todo:
-            for result in map_chunks(
-                _verify_chunk, store_path, todo, spec, extra, strict=strict, executor=executor,
-                max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
-                progress=step,
-            ):
-                for row in result:
-                    rows_by_thread[row["thread"]] = row
+        with _progress_of(progress, len(wanted), executor) as report:
+            done = len(wanted) - len(todo)
+            if done:
+                report(done, len(wanted))
+
+            def step(n: int, _total: int) -> None:
+                report(done + n, len(wanted))
+
+            if todo and tree:
+                chunks = _tree_chunks(store_path, todo, spec, extra, strict, max_workers,
+                                      chunk_size, ship_entries, keys)
+                for _chunk, result in run_chunks(
+                    _verify_chunk, chunks, executor=executor, max_workers=max_workers,
+                    progress=step, sizes=lambda c: len(c.threads), lost=_lost_rows,
+                ):
+                    for row in result:
+                        rows_by_thread[row["thread"]] = row
+            elif todo:
+                for result in map_chunks(
+                    _verify_chunk, store_path, todo, spec, extra, strict=strict,
+                    executor=executor, max_workers=max_workers, chunk_size=chunk_size,
+                    ship_entries=ship_entries, progress=step, lost=_lost_rows,
+                ):
+                    for row in result:
+                        rows_by_thread[row["thread"]] = row
         if vc is not None and keys is not None:
             from agentscope.verify_cache import CachedRow
 
-            vc.put(mkey, address, {t: CachedRow(b"".join(keys[t]), rows_by_thread[t])
-                                   for t in todo if t in keys})
+            vc.put(mkey, address, {
+                t: CachedRow(b"".join(keys[t]), rows_by_thread[t]) for t in todo
+                if t in keys and not str(rows_by_thread[t]["error"]).startswith(_LOST)
+            })
     finally:
         if vc is not None:
             vc.close()
@@ -773,6 +779,43 @@ def verify_store(
     if cache_path is not None:
         df.attrs["cache"] = status
     return df
+
+
+_LOST = "WorkerLost"
+
+
+def _lost_rows(chunk: _Chunk, why: str) -> list[dict[str, Any]]:
+    """The rows of a chunk whose worker died twice: each thread's ``error`` says so."""
+    return [{**_empty_row(t), "error": f"{_LOST}: {why}"} for t in chunk.threads]
+
+
+@contextlib.contextmanager
+def _progress_of(progress: Callable[[int, int], None] | None, total: int,
+                 executor: Executor | None) -> Iterator[Callable[[int, int], None]]:
+    """``progress``, or by default: a transient rich progress bar on stderr when it is a
+    terminal; in a notebook with a Dask executor, the Dask dashboard's address is printed
+    (its task stream is the progress view); otherwise nothing."""
+    import sys
+
+    if progress is not None:
+        yield progress
+        return
+    if type(executor).__module__.startswith("distributed") and "ipykernel" in sys.modules:
+        with contextlib.suppress(Exception):
+            from distributed import default_client
+
+            client = default_client()  # type: ignore[no-untyped-call]
+            print(f"verify_store: {total} threads; Dask dashboard: {client.dashboard_link}")
+    if not sys.stderr.isatty():
+        yield lambda _done, _total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("verifying threads"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("verify", total=total)
+        yield lambda done, _total: bar.update(task, completed=done)
 
 
 def _cached_rows(cached: Mapping[str, Any], keys: Mapping[str, Sequence[bytes]]
@@ -939,6 +982,7 @@ def map_chunks(
     chunk_size: int | None = None,
     ship_entries: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    lost: Callable[[_Chunk, str], Any] | None = None,
 ) -> Iterator[Any]:
     """Split ``wanted`` threads of a store into chunks and yield ``worker(chunk)`` for each, as
     the chunks finish on ``executor`` (through :func:`run_chunks`, the one scale-out seam).
@@ -960,7 +1004,7 @@ def map_chunks(
         chunks.append(_Chunk(store_path, group, spec, extra, strict, entries))
     for _chunk, result in run_chunks(
         worker, chunks, executor=executor, max_workers=workers, progress=progress,
-        sizes=lambda c: len(c.threads),
+        sizes=lambda c: len(c.threads), lost=lost,
     ):
         yield result
 
@@ -977,6 +1021,7 @@ def run_chunks(
     max_workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     sizes: Callable[[_C], int] = lambda _c: 1,
+    lost: Callable[[_C, str], _R] | None = None,
 ) -> Iterator[tuple[_C, _R]]:
     """Submit ``task(chunk)`` for every chunk to an executor and yield ``(chunk, result)`` as
     they finish: the one scale-out seam of bulk work over a store (``verify_store``, ``whatif``,
@@ -989,30 +1034,74 @@ def run_chunks(
     ``spawn`` start method), shut down on return; a passed executor is left running.
     ``progress(done, total)`` is called after each chunk with the summed ``sizes`` (default:
     one per chunk).
+
+    With ``lost``, a worker that dies (a broken process pool, Dask's ``KilledWorker``) loses
+    only the chunks it was running: every chunk that did not finish is retried once, alone (a
+    fresh private pool replaces a broken one), so a second death names its own chunk, whose
+    result is then ``lost(chunk, why)``. Without ``lost`` the death is raised.
     """
     own_pool = executor is None
-    pool: Executor = executor if executor is not None else ProcessPoolExecutor(
-        max_workers=max_workers or _default_workers(), mp_context=multiprocessing.get_context("spawn")
-    )
+
+    def fresh() -> Executor:
+        return ProcessPoolExecutor(max_workers=max_workers or _default_workers(),
+                                   mp_context=multiprocessing.get_context("spawn"))
+
+    pool: Executor = executor if executor is not None else fresh()
     total = sum(sizes(c) for c in chunks)
+    done = 0
+
+    def finish(chunk: _C, result: _R | _Failure) -> tuple[_C, _R]:
+        nonlocal done
+        if isinstance(result, _Failure):
+            cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
+            raise cls(result.message)
+        done += sizes(chunk)
+        if progress is not None:
+            progress(done, total)
+        return chunk, result
+
+    retry: list[_C] = []
     try:
         futures: dict[Future[_R | _Failure], _C] = {pool.submit(task, c): c for c in chunks}
-        done = 0
-        for fut in as_completed(futures):
-            result = fut.result()
-            if isinstance(result, _Failure):
-                for other in futures:
-                    other.cancel()
-                cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
-                raise cls(result.message)
-            chunk = futures[fut]
-            done += sizes(chunk)
-            if progress is not None:
-                progress(done, total)
-            yield chunk, result
+        try:
+            for fut in as_completed(futures):
+                try:
+                    result = fut.result()
+                except Exception as exc:
+                    if lost is None or not _worker_lost(exc):
+                        raise
+                    retry.append(futures[fut])
+                    continue
+                yield finish(futures[fut], result)
+        except BaseException:
+            for other in futures:
+                other.cancel()
+            raise
+        broken = bool(retry)
+        for chunk in retry:  # one at a time: a death now is this chunk's own
+            assert lost is not None
+            if own_pool and broken:  # a process pool is unusable once a worker died
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = fresh()
+            broken = False
+            try:
+                result = pool.submit(task, chunk).result()
+            except Exception as exc:
+                if not _worker_lost(exc):
+                    raise
+                broken = True
+                result = lost(chunk, f"the worker running it died twice ({type(exc).__name__}: {exc})")
+            yield finish(chunk, result)
     finally:
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the worker process died (not that the task raised)."""
+    from concurrent.futures import BrokenExecutor
+
+    return isinstance(exc, BrokenExecutor) or type(exc).__name__ == "KilledWorker"
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
