@@ -88,14 +88,16 @@ def generate_forest(path: Path, n: int, forks: int, own: int, seed: int = 7) -> 
 
 
 def append(path: Path, recs: dict[str, Recorder], total: int, own: int) -> int:
-    """Append about ``total`` entries to the store: ``own`` more to as many forks as needed."""
+    """Append about ``total`` entries to the store, spread over the forks (at least ``own`` to
+    each fork that grows)."""
     con = sqlite3.connect(path)
     added = 0
+    each = max(own, -(-total // max(1, len(recs))))
     for name, rec in recs.items():
         if added >= total:
             break
         lo = len(rec.entries)
-        for _ in range(own):
+        for _ in range(each):
             rec.clock.advance(10)
             rec.send(EVENTS[added % len(EVENTS)])
         rows = _rows(rec, lo)
