@@ -33,7 +33,7 @@ from operator import ne
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
+from agentscope.errors import AgentscopeError, EngineError, MachineLoadError
 from agentscope.log.problems import ProblemKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -624,11 +624,12 @@ def verify_store(
 
     Parameters
     ----------
-    store : path
-        A SQLite event-log store (table ``agent_event_log``, spec §5.2) or anything else
-        :func:`agentscope.log.read_threads` lists threads of. Workers open it by this path
-        (read-only), so on a remote cluster it must sit on storage the workers share, or pass
-        ``ship_entries=True``.
+    store : path or URL
+        Anything :func:`agentscope.stores.open_store` opens: a SQLite event-log store (table
+        ``agent_event_log``, spec §5.2), a directory of logs, a ``postgresql://`` URL. Each task
+        carries this address and its thread ids, never entries: workers open the store
+        themselves (read-only), so on a remote cluster it must be reachable from the workers
+        (shared storage, the database's address), or pass ``ship_entries=True``.
     machine : MachineSpec | str
         The machine to replay with, as a :class:`MachineSpec` or its text form, e.g.
         ``"path/to/triage.mjs:triageMachine"`` or
@@ -768,9 +769,10 @@ def verify_store(
         if vc is not None and keys is not None:
             from agentscope.verify_cache import CachedRow
 
-            vc.put(mkey, address, {
+            vc.put(mkey, address, {  # a row of what the keys were read from (no race, no death)
                 t: CachedRow(b"".join(keys[t]), rows_by_thread[t]) for t in todo
-                if t in keys and not str(rows_by_thread[t]["error"]).startswith(_LOST)
+                if t in keys and rows_by_thread[t]["length"] == len(keys[t])
+                and not str(rows_by_thread[t]["error"]).startswith(_LOST)
             })
     finally:
         if vc is not None:
@@ -951,9 +953,7 @@ def store_threads(store_path: str, threads: Iterable[str] | None) -> list[str]:
     ThreadNotFoundError
         A requested thread is not in the store.
     """
-    if not Path(store_path).exists():
-        raise LogFormatError("no such file", source=store_path)
-    available = _list_threads(store_path)
+    available = _list_threads(store_path)  # open_store: "no such file", a URL's errors
     if threads is None:
         return available
     wanted = [str(t) for t in threads]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,24 @@ def test_a_task_carries_the_store_address_and_thread_ids_never_entries(tmp_path:
         assert set(chunk.threads) <= {"a", "b", "c"}
         assert len(pickle.dumps(chunk)) < 1000  # the address and the ids, not the log
     assert isinstance(chunk, _Chunk)
+
+
+def test_workers_open_a_postgresql_store_by_its_url(postgres: Any, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pandas as pd
+
+    from tests.conftest import FIXTURES
+
+    triage = "py:agentscope.examples.python_machines:triage_machine"
+    url = postgres.url()
+    with ThreadPoolExecutor(2) as pool:
+        on_pg = verify_store(url, triage, executor=pool)
+        from_file = verify_store(FIXTURES / "g_triage.sqlite", triage, executor=pool)
+        cold = verify_store(url, triage, executor=pool, cache=tmp_path / "verdicts.sqlite")
+        warm = verify_store(url, triage, executor=pool, cache=tmp_path / "verdicts.sqlite")
+    timing = ["seconds", "folded"]
+    pd.testing.assert_frame_equal(on_pg.drop(columns=timing), from_file.drop(columns=timing))
+    assert on_pg["verified"].all() and int(on_pg["folded"].sum()) == 91 + 52 + 40 - 18
+    pd.testing.assert_frame_equal(warm.drop(columns=timing), cold.drop(columns=timing))
+    assert sorted(warm.attrs["cache"]["reused"]) == ["fork", "main", "second"]
