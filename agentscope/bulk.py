@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import importlib
 import itertools
 import math
@@ -590,11 +589,14 @@ default_workers = _default_workers
 
 
 def _list_threads(store: str) -> list[str]:
-    """The store's thread ids, from key columns only (:meth:`agentscope.stores.Store.threads`)."""
-    from agentscope.stores import open_store
+    """The store's thread ids, from the key column where the store can
+    (:meth:`agentscope.stores.RowStore.thread_ids`), else :meth:`~agentscope.stores.Store.threads`."""
+    from agentscope.stores import RowStore, open_store
 
     src = open_store(store)
     try:
+        if isinstance(src, RowStore):
+            return src.thread_ids()
         return [info.thread_id for info in src.threads()]
     finally:
         src.close()
@@ -859,26 +861,21 @@ def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[bytes]
     records, never parsed: :meth:`agentscope.stores.Store.read`), or ``None`` when the store
     cannot be read so (the workers then report what is wrong).
     """
-    from agentscope.stores import open_store
+    from agentscope.stores import RowStore, open_store
+    from agentscope.stores.protocol import entry_digest
 
     out: dict[str, list[bytes]] = {}
     try:
         src = open_store(store_path)
         try:
             for t in wanted:
-                out[t] = [_digest(r.text) for batch in src.read(t) for r in batch]
+                out[t] = (src.digests(t) if isinstance(src, RowStore)
+                          else [entry_digest(r.text) for batch in src.read(t) for r in batch])
         finally:
             src.close()
     except AgentscopeError:
         return None
     return out
-
-
-def _digest(text: str | bytes) -> bytes:
-    """The content key of one stored entry: BLAKE2b-128 of its stored text (UTF-8), so equal
-    keys mean byte-identical entries (no collision is expected among 2^64 entries)."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _common(a: Sequence[Any], b: Sequence[Any]) -> int:

@@ -151,3 +151,22 @@ def test_a_fork_whose_own_entries_are_broken_gets_the_row_a_refold_gives(tmp_pat
         row = tree.set_index("thread").loc["fork"]
         assert not row["verified"] and f"idx {idx}" in str(row["error"])
         assert tree.set_index("thread").loc["main", "verified"]
+
+
+def test_content_keys_and_thread_ids_are_those_of_the_records_read(tmp_path: Path) -> None:
+    from agentscope.stores import open_store
+    from agentscope.stores.protocol import RowStore, entry_digest
+
+    store = tmp_path / "store.sqlite"
+    shutil.copyfile(FIXTURES / "g_triage.sqlite", store)
+    _rewrite(store, "fork", 30, "{not json")  # keys are of the stored bytes, never parsed
+    with open_store(store) as src:
+        assert isinstance(src, RowStore)
+        assert src.thread_ids() == [t.thread_id for t in src.threads()] == ["fork", "main", "second"]
+        for t in src.thread_ids():
+            by_read = [entry_digest(r.text) for batch in src.read(t) for r in batch]
+            assert src.digests(t) == by_read and len(set(map(len, by_read))) == 1
+            assert src.digests(t, 20) == by_read[20:]
+        assert entry_digest(b"\xff") != entry_digest("\ufffd")  # a row that is not UTF-8 keeps its bytes
+        main, fork = src.digests("main"), src.digests("fork")
+    assert main[:18] == fork[:18] and main[18] != fork[18]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from hashlib import blake2b
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
@@ -50,6 +51,7 @@ __all__ = [
     "Store",
     "ThreadInfo",
     "display_address",
+    "entry_digest",
     "log_from_records",
 ]
 
@@ -180,6 +182,14 @@ class Store(Protocol):
     ) -> None: ...
 
 
+def entry_digest(text: str | bytes) -> bytes:
+    """The content key of one stored entry: BLAKE2b-128 (16 bytes) of its text as stored
+    (UTF-8; a row that is not UTF-8 by its bytes). Equal keys mean byte-identical entries (no
+    collision is expected below 2^64 entries)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return blake2b(data, digest_size=16).digest()
+
+
 def display_address(address: str) -> str:
     """``address`` fit to print: a URL's password (and any ``password=`` query value) removed.
 
@@ -257,6 +267,18 @@ class RowStore(abc.ABC):
                 f"no thread {thread!r}; available threads: {names}", source=self.address
             )
         return thread
+
+    def thread_ids(self) -> list[str]:
+        """The thread ids, ordered (:meth:`threads` without counts or ends; a store may list
+        them from its key column alone)."""
+        return [t.thread_id for t in self.threads()]
+
+    def digests(self, thread: str, from_: int = 0) -> list[bytes]:
+        """The content key (:func:`entry_digest`) of each record of ``thread`` with
+        ``idx >= from_``, in ``idx`` order, without parsing any (what
+        :func:`agentscope.bulk.verify_store`'s fold tree and verdict cache compare). A store may
+        compute them closer to its rows; by default from :meth:`read`. Raises as :meth:`read`."""
+        return [entry_digest(r.text) for batch in self.read(thread, from_) for r in batch]
 
     def cached_snapshot(self, thread: str, execution_id: str | None) -> dict[str, Any] | None:
         """A persisted snapshot with ``agentMeta`` for this thread (§4.2), where the store keeps

@@ -28,7 +28,7 @@ from agentscope.log.sqlite import (
     thread_ids,
     thread_rows,
 )
-from agentscope.stores.protocol import BATCH, Change, Cursor, RowStore, ThreadInfo
+from agentscope.stores.protocol import BATCH, Change, Cursor, RowStore, ThreadInfo, entry_digest
 
 __all__ = ["SqliteStore"]
 
@@ -153,6 +153,23 @@ class SqliteStore(RowStore):
             ]
         if damage is not None:
             raise damage
+
+    def thread_ids(self) -> list[str]:
+        """``SELECT DISTINCT thread_id`` (the primary-key index; never an entry)."""
+        with connect(self.path) as conn:
+            return thread_ids(conn, self.table)
+
+    def digests(self, thread: str, from_: int = 0) -> list[bytes]:
+        """See :meth:`~agentscope.stores.protocol.RowStore.digests`: one query of the entry
+        column, no records built."""
+        with connect(self.path) as conn:
+            self._check(conn, thread)
+            rows, damage = thread_rows(conn, self.table, thread, self.address, what="entry",
+                                       from_=from_)
+        if damage is not None:
+            raise damage
+        return [entry_digest(text if type(text) is str else getattr(text, "raw", text))
+                for _idx, text in rows]
 
     def close(self) -> None:
         """Nothing held open between calls (each call opens and closes its connection)."""
