@@ -10,7 +10,15 @@ crosses the process boundary.
 
 Machines are live objects (the Node engine holds a subprocess), so they are never shipped.
 What is shipped is a :class:`MachineSpec`: *where* to load the machine from. Each worker thread
-loads it once, on first use, and keeps it for every later chunk.
+loads it once, on first use, and keeps it for every later chunk. A task carries the store's
+address and thread ids (never entries); the worker opens the store itself
+(:func:`agentscope.stores.open_store`).
+
+Work follows the store's fork tree (spec §5.1): the content key of every stored entry (a digest
+of its bytes, :meth:`agentscope.stores.RowStore.digests`) links each fork to the thread it
+shares its longest prefix with (:func:`fold_links`); a fork's worker reads only its own records
+and continues its parent's fold. With ``cache=`` the rows of unchanged threads come from a
+verdict cache keyed by the same content keys (:mod:`agentscope.verify_cache`).
 """
 
 from __future__ import annotations
