@@ -881,7 +881,7 @@ def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[bytes]
                           else [entry_digest(r.text) for batch in src.read(t) for r in batch])
         finally:
             src.close()
-    except AgentscopeError:
+    except (AgentscopeError, TypeError):  # TypeError: an entry cell that is neither text nor bytes
         return None
     return out
 

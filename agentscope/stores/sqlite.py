@@ -165,13 +165,16 @@ class SqliteStore(RowStore):
         column, no records built."""
         with connect(self.path) as conn:
             self._check(conn, thread)
-            rows, damage = thread_rows(conn, self.table, thread, self.address, what="entry",
+            utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+            # a UTF-8 database's text as stored, never decoded: the bytes entry_digest hashes
+            what = "CAST(entry AS BLOB)" if utf8 else "entry"
+            rows, damage = thread_rows(conn, self.table, thread, self.address, what=what,
                                        from_=from_)
         if damage is not None:
             raise damage
-        b2 = blake2b  # entry_digest, inlined for the common row (plain UTF-8 text)
-        return [b2(text.encode(), digest_size=16).digest() if type(text) is str
-                else entry_digest(getattr(text, "raw", text)) for _idx, text in rows]
+        b2 = blake2b  # entry_digest, inlined for the common row
+        return [b2(data, digest_size=16).digest() if type(data) is bytes
+                else entry_digest(getattr(data, "raw", data)) for _idx, data in rows]
 
     def close(self) -> None:
         """Nothing held open between calls (each call opens and closes its connection)."""
