@@ -876,9 +876,11 @@ def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[bytes]
     try:
         src = open_store(store_path)
         try:
-            for t in wanted:
-                out[t] = (src.digests(t) if isinstance(src, RowStore)
-                          else [entry_digest(r.text) for batch in src.read(t) for r in batch])
+            if isinstance(src, RowStore):
+                out.update(src.digests(wanted))
+            else:
+                for t in wanted:
+                    out[t] = [entry_digest(r.text) for batch in src.read(t) for r in batch]
         finally:
             src.close()
     except (AgentscopeError, TypeError):  # TypeError: an entry cell that is neither text nor bytes

@@ -15,8 +15,8 @@ of this process and of the worker processes:
   (goal <= 0.01x) and against the cold tree;
 - ``grown``: about 1% more entries appended to the store (some forks grow), verified with the
   cache, against the cold tree; the entries folded are printed (those of the grown threads);
-- ``workers``: ``--threads`` small independent threads (default 10^4, ``--quick`` 500) with 2
-  worker processes against 1 (goal >= 1.8x on two idle cores; this machine is shared, so the
+- ``workers``: ``--threads`` small independent threads (default 10^4 of 100 entries, 10^6
+  entries; ``--quick`` 500 of 20) with 2 worker processes against 1 (goal >= 1.8x on two idle cores; this machine is shared, so the
   load average is printed beside it).
 
 Every pool is warmed up first (worker processes started, machine loaded).
@@ -154,12 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forks", type=int, default=None, help="forks of the root")
     parser.add_argument("--own", type=int, default=None, help="entries of each fork's own")
     parser.add_argument("--threads", type=int, default=None, help="small threads (workers part)")
+    parser.add_argument("--length", type=int, default=None, help="entries per small thread")
     parser.add_argument("--workers", type=int, default=1, help="workers of the forest runs")
     args = parser.parse_args(argv)
     n = args.n or (1_000 if args.quick else 10_000)
     forks = args.forks or (20 if args.quick else 100)
     own = args.own or (20 if args.quick else 50)
     small = args.threads or (500 if args.quick else 10_000)
+    length = args.length or (20 if args.quick else 100)
     w = args.workers
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {_rss()}")
 
         smalls = Path(tmp) / "small.sqlite"
-        generate_small(smalls, small)
-        print(f"small threads: {small} independent threads of 20 entries; load average "
+        generate_small(smalls, small, length)
+        print(f"small threads: {small} independent threads of {length} entries; load average "
               f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (others' processes skew this)")
         times: dict[int, float] = {}
         for workers in (1, 2):

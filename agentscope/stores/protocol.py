@@ -24,7 +24,7 @@ Row-based stores (SQLite, PostgreSQL) implement :meth:`Store.read` and
 from __future__ import annotations
 
 import abc
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from hashlib import blake2b
 from types import TracebackType
@@ -273,12 +273,14 @@ class RowStore(abc.ABC):
         them from its key column alone)."""
         return [t.thread_id for t in self.threads()]
 
-    def digests(self, thread: str, from_: int = 0) -> list[bytes]:
-        """The content key (:func:`entry_digest`) of each record of ``thread`` with
-        ``idx >= from_``, in ``idx`` order, without parsing any (what
+    def digests(self, threads: Iterable[str]) -> Iterator[tuple[str, list[bytes]]]:
+        """``(thread, keys)`` for each of ``threads`` in order: the content key
+        (:func:`entry_digest`) of each of its records in ``idx`` order, without parsing any (what
         :func:`agentscope.bulk.verify_store`'s fold tree and verdict cache compare). A store may
-        compute them closer to its rows; by default from :meth:`read`. Raises as :meth:`read`."""
-        return [entry_digest(r.text) for batch in self.read(thread, from_) for r in batch]
+        compute them closer to its rows (one connection for all); by default from :meth:`read`.
+        Raises as :meth:`read`."""
+        for thread in threads:
+            yield thread, [entry_digest(r.text) for batch in self.read(thread) for r in batch]
 
     def cached_snapshot(self, thread: str, execution_id: str | None) -> dict[str, Any] | None:
         """A persisted snapshot with ``agentMeta`` for this thread (§4.2), where the store keeps

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
@@ -160,21 +160,21 @@ class SqliteStore(RowStore):
         with connect(self.path) as conn:
             return thread_ids(conn, self.table)
 
-    def digests(self, thread: str, from_: int = 0) -> list[bytes]:
-        """See :meth:`~agentscope.stores.protocol.RowStore.digests`: one query of the entry
-        column, no records built."""
+    def digests(self, threads: Iterable[str]) -> Iterator[tuple[str, list[bytes]]]:
+        """See :meth:`~agentscope.stores.protocol.RowStore.digests`: one read transaction for
+        every thread, one query of the entry column per thread, no records built."""
         with connect(self.path) as conn:
-            self._check(conn, thread)
             utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
             # a UTF-8 database's text as stored, never decoded: the bytes entry_digest hashes
             what = "CAST(entry AS BLOB)" if utf8 else "entry"
-            rows, damage = thread_rows(conn, self.table, thread, self.address, what=what,
-                                       from_=from_)
-        if damage is not None:
-            raise damage
-        b2 = blake2b  # entry_digest, inlined for the common row
-        return [b2(data, digest_size=16).digest() if type(data) is bytes
-                else entry_digest(getattr(data, "raw", data)) for _idx, data in rows]
+            b2 = blake2b  # entry_digest, inlined for the common row
+            for thread in threads:
+                self._check(conn, thread)
+                rows, damage = thread_rows(conn, self.table, thread, self.address, what=what)
+                if damage is not None:
+                    raise damage
+                yield thread, [b2(data, digest_size=16).digest() if type(data) is bytes
+                               else entry_digest(getattr(data, "raw", data)) for _idx, data in rows]
 
     def close(self) -> None:
         """Nothing held open between calls (each call opens and closes its connection)."""
