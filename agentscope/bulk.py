@@ -443,6 +443,7 @@ def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
 
     def alone(thread: str) -> None:
         row = rows[thread]
+        row.update(_empty_row(thread))  # nothing of a fast attempt stays
         log = _whole_log(chunk, store, position[thread])
         row["length"] = len(log)
         row.update(_summarize(verify(machine, log, machines=machines, strict=chunk.strict)))

@@ -172,3 +172,38 @@ def test_content_keys_and_thread_ids_are_those_of_the_records_read(tmp_path: Pat
         assert entry_digest(b"\xff") != entry_digest("\ufffd")  # a row that is not UTF-8 keeps its bytes
         main, fork = keys["main"], keys["fork"]
     assert main[:18] == fork[:18] and main[18] != fork[18]
+
+
+def test_a_fork_whose_own_part_breaks_the_log_rules_gets_the_row_a_refold_gives(tmp_path: Path) -> None:
+    # each record is plainly right on its own (JSON, envelope, idx/entry_id columns), but the
+    # log is not: a second init after the fork point; the whole read refuses it, so must the tree
+    store = tmp_path / "second_init.sqlite"
+    shutil.copyfile(FIXTURES / "g_triage.sqlite", store)
+    con = sqlite3.connect(store)
+    (text,) = con.execute("SELECT entry FROM agent_event_log WHERE thread_id='fork' AND idx=30").fetchone()
+    con.close()
+    entry = json.loads(text)
+    entry["event"] = {"type": "@agent.init", "input": {}}
+    _rewrite(store, "fork", 30, json.dumps(entry, separators=(",", ":")))
+    tree, full = _both(store, TRIAGE)
+    _same_table(tree, full)
+    row = tree.set_index("thread").loc["fork"]
+    assert not row["verified"] and "second '@agent.init'" in str(row["error"])
+
+
+def test_a_duplicate_id_across_the_fork_point_in_a_directory_store_is_named_as_a_refold_names_it(
+    tmp_path: Path,
+) -> None:
+    from agentscope.log.writers import write_jsonl
+
+    store = tmp_path / "logs"
+    store.mkdir()
+    main = json.loads((FIXTURES / "g_triage.main.log.json").read_text(encoding="utf-8"))
+    fork = json.loads((FIXTURES / "g_triage.fork.log.json").read_text(encoding="utf-8"))
+    fork[30]["id"] = fork[3]["id"]  # its own entry reuses an id of the copied prefix
+    write_jsonl(main, store / "main.jsonl")
+    write_jsonl(fork, store / "fork.jsonl")
+    tree, full = _both(store, TRIAGE)
+    _same_table(tree, full)
+    row = tree.set_index("thread").loc["fork"]
+    assert not row["verified"] and "duplicate entry id" in str(row["error"])
