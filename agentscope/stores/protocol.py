@@ -255,18 +255,12 @@ class RowStore(abc.ABC):
             self.length(thread)  # raises ThreadNotFoundError naming the threads held
             return thread
         names = [t.thread_id for t in self.threads()]
-        if thread is None:
-            if len(names) != 1:
-                raise ThreadNotFoundError(
-                    f"the store holds {len(names)} threads; pass thread= one of {names}",
-                    source=self.address,
-                )
-            return names[0]
-        if thread not in names:
+        if len(names) != 1:
             raise ThreadNotFoundError(
-                f"no thread {thread!r}; available threads: {names}", source=self.address
+                f"the store holds {len(names)} threads; pass thread= one of {names}",
+                source=self.address,
             )
-        return thread
+        return names[0]
 
     def thread_ids(self) -> list[str]:
         """The thread ids, ordered (:meth:`threads` without counts or ends; a store may list
