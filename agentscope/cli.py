@@ -593,10 +593,9 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
 
 
 def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
-    from agentscope.bulk import verify_store
-    from agentscope.log import read_threads
+    from agentscope.bulk import store_threads, verify_store
 
-    threads = [str(t) for t in read_threads(path)["thread_id"]]
+    threads = store_threads(str(path), None)  # the key column only: no entry parsed to list them
     primary = ms.spec
     extra = dict(ms.by_version)
     if primary is None:
