@@ -1370,6 +1370,18 @@ _workers = _argument_type(int, lambda v: v >= 1, "a positive integer")  # a proc
 _seconds = _argument_type(float, lambda v: math.isfinite(v) and v >= 0, "a non-negative number of seconds")
 
 
+def _redaction_path(text: str) -> str:
+    """An argparse type: a redaction path (:func:`agentscope.render.redact.parse_path`), kept as
+    text; a path that names no value is refused before any log is read (exit 2)."""
+    from agentscope.render.redact import parse_path
+
+    try:
+        parse_path(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``agentscope`` argument parser."""
     machine_help = (
@@ -1420,7 +1432,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
-    p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
+    p.add_argument("--redact", nargs="+", metavar="PATH", type=_redaction_path, help=redact_help)
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
     p.add_argument("--coverage", action="store_true",
                    help="with --html: add a heat-map toggle (visits per state) to the player")
@@ -1447,7 +1459,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of A when it is a store (and of B when B names none)")
     p.add_argument("--thread-b", help="thread of B when it is a store")
     p.add_argument("--html", metavar="OUT", help="write the fork player (both logs on one slider) to OUT")
-    p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
+    p.add_argument("--redact", nargs="+", metavar="PATH", type=_redaction_path, help=redact_help)
     p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("export", parents=[common], help="convert a log to JSON lines, Parquet or CSV")

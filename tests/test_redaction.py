@@ -15,6 +15,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 
 import agentscope as asc
 from agentscope.cli import main
+from agentscope.frames import Frame
 from agentscope.recorder import Recorder
 from agentscope.render._escape import json_for_script
 from agentscope.render.redact import REDACTED, Redaction
@@ -162,3 +164,109 @@ def test_changed_paths_are_cut_at_the_redacted_member() -> None:
     assert r.pointer("/context") == "/context"
     assert r.pointer("/event/email/x") == "/event/email"
     assert Redaction(["/context/a~1b"]).pointer("/context/a~1b/k~0") == "/context/a~1b"
+
+
+# ---------------------------------------------------------------------------------------------
+# every documented pointer, whole sections included (docs/how-to/share-player.md's table)
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "share-player.md"
+CONCRETE = {  # the table's "..." filled with a member the contacts log has
+    "/event/...": "/event/email",
+    "/metadata/...": "/metadata/executionId",
+    "/context/...": "/context/byEmail",
+    "/children/*/snapshot/input/...": "/children/*/snapshot/input/email",
+    "/timers/*/event/...": "/timers/*/event/email",
+}
+
+
+def _documented_pointers() -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    rows = [ln for ln in text.splitlines() if ln.startswith(("| the entry", "| the persisted snapshot"))]
+    assert len(rows) == 2, "the pointer table of share-player.md moved"
+    return [CONCRETE.get(p, p) for row in rows for p in re.findall(r"`([^`]+)`", row)]
+
+
+POINTERS = _documented_pointers()
+
+
+def _decoded(page: str) -> list[dict[str, Any]]:
+    """Per step, what the single-log page shows, named as in the entry and the snapshot."""
+    import jsonpatch
+
+    data = json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    out: list[dict[str, Any]] = []
+    ctx: Any = None
+    for row in data["panes"][0]["frames"]:
+        ctx = row["k"] if "k" in row else jsonpatch.apply_patch(ctx, row.get("d", []))
+        out.append({
+            "event": {**row["p"], "type": row["t"]}, "id": row["id"], "causationId": row.get("c"),
+            "recordedAt": row["at"], "context": ctx, "status": row.get("st"),
+            "children": [[a[0], a[3]] for a in row.get("ac", [])], "timers": [t[0] for t in row.get("tm", [])],
+        })
+    return out
+
+
+def _shown(entry: Any, persisted: Any) -> dict[str, Any]:
+    """What a page must show of one step whose entry and snapshot are these (the oracle)."""
+    f = Frame(index=0, entry=entry, persisted=persisted)
+    return {
+        "event": {**{k: v for k, v in f.event.items() if k != "type"}, "type": f.event_type},
+        "id": str(entry.get("id", "")),
+        "causationId": str(entry["causationId"]) if "causationId" in entry else None,
+        "recordedAt": str(entry.get("recordedAt", "")), "context": f.context, "status": str(f.status),
+        "children": [[aid, _input(c)] for aid, c in f.children.items()], "timers": list(f.timers),
+    }
+
+
+def _input(child: Any) -> Any:
+    snap = child.get("snapshot") if isinstance(child, dict) else None
+    return snap.get("input") if isinstance(snap, dict) else None
+
+
+def test_the_documented_pointers_are_the_tested_ones() -> None:
+    assert set(POINTERS) >= {"/event", "/id", "/causationId", "/context", "/children", "/timers",
+                             "/value", "/status", "/output", "/error", "/historyValue"}
+
+
+@pytest.mark.parametrize("pointer", [*POINTERS, "/context/nothing/here", "/nothing"])
+def test_every_documented_pointer_redacts_what_it_names(pointer: str) -> None:
+    """Whole sections included: the page shows each step's entry and snapshot with exactly the
+    named member replaced; a pointer to something absent changes nothing."""
+    main_log, fork_log = _record(_fixture_people()[:2])
+    m = contacts_machine()
+    tt = asc.TimeTravel(m, main_log)
+    frames = list(tt.frames())
+    plain, page = _decoded(tt.to_html()), _decoded(tt.to_html(redact=[pointer]))
+    fork_page = asc.ForkView(m, main_log, fork_log).to_html(redact=[pointer])  # the fork player too
+    r = Redaction([pointer])
+    assert plain == [_shown(f.entry, f.persisted) for f in frames]
+    assert page == [_shown(r.entry(f.entry), r.snapshot(f.persisted)) for f in frames]
+    hit = any(r.entry(f.entry) != f.entry or r.snapshot(f.persisted) != f.persisted for f in frames)
+    assert hit == (pointer not in ("/context/nothing/here", "/nothing", "/causationId", "/output", "/error"))
+    assert (REDACTED in fork_page) == (page != plain)  # shown in one player: in the other too
+
+
+def test_a_frame_explanation_is_scrubbed_of_what_the_redaction_hides() -> None:
+    """Free text (an explanation names pending timers by id) never carries a hidden key."""
+    email = "zq@ex.test"
+    main_log, _ = _record([(email, "Nm")])
+    frame = next(f for f in asc.Timeline(contacts_machine(), main_log) if f.timers)
+    why = f"pending after timer(s) remind:{email}: no startedAt reproduces it"
+    shown = Redaction(["/timers"]).frame(replace(frame, explanation=why))
+    assert shown.explanation == f"pending after timer(s) {REDACTED}: no startedAt reproduces it"
+    assert shown.changed_paths == tuple(dict.fromkeys(
+        "/timers" if p.startswith("/timers/") else p for p in frame.changed_paths))
+    assert (shown.verdict, shown.computed_hash, shown.index) == (frame.verdict, frame.computed_hash, frame.index)
+
+
+def test_a_redaction_path_that_names_no_value_is_exit_2_before_any_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for cmd in (["show", str(tmp_path / "absent.json"), "--html", str(tmp_path / "p.html")],
+                ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--html", str(tmp_path / "p.html")]):
+        with pytest.raises(SystemExit) as exc:
+            main([*cmd, "--redact", "/event/email", "/"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --redact: redaction path '/' names no value" in err
+        assert not (tmp_path / "p.html").exists()

@@ -34,6 +34,8 @@ REDACTED = "[redacted]"
 
 RedactionPath = tuple[str, ...]
 
+_EVENT: RedactionPath = ("event",)
+
 
 def parse_path(path: str) -> RedactionPath:
     """Return the segments of a JSON Pointer (leading ``/``) or dotted path (``*`` kept as is).
@@ -157,8 +159,11 @@ class Redaction:
         return bool(self.paths)
 
     def entry(self, entry: Mapping[str, Any]) -> Mapping[str, Any]:
-        """A log entry with every listed path replaced (the entry itself is not changed)."""
+        """A log entry with every listed path replaced (the entry itself is not changed); a
+        redacted whole ``event`` keeps an event's shape, ``{"type": marker}``."""
         out: Mapping[str, Any] = redact(entry, self.paths, self.marker)
+        if _EVENT in self.paths and _apply(entry, _EVENT, self.marker)[1]:
+            out = {**out, _EVENT[0]: {"type": self.marker}}
         return out
 
     def snapshot(self, persisted: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
