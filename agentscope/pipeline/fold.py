@@ -50,6 +50,7 @@ __all__ = [
     "apply_entry",
     "batch_for",
     "fold_segment",
+    "json_size",
     "replay",
     "seed_snapshot",
 ]
@@ -62,16 +63,20 @@ a batch shrinks when the snapshots grow, so a log of large states never holds th
 at once (one Node reply per batch)."""
 
 
-def _json_size(value: Any) -> int:
-    """Bytes of ``value`` as compact JSON (an estimate where JSON cannot hold it)."""
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON (an estimate where JSON cannot hold it): the one measure
+    of how large a snapshot is when bounding how many are held at once (fold batches, the pass's
+    chunks, the frame caches of :class:`agentscope.pipeline.snapshots.FrameLRU`)."""
     try:
         import orjson
 
         return len(orjson.dumps(value))
-    except Exception:  # lone surrogates, big integers, non-JSON values: the slow, exact-enough way
+    except Exception:  # lone surrogates, big integers, deep nesting, non-JSON values: the slow way
         import json
 
-        return len(json.dumps(value, default=repr))
+        from agentscope._deep import call_deep
+
+        return len(call_deep(json.dumps, value, default=repr))
 
 
 _FIRST_STEP = 64
@@ -86,7 +91,7 @@ def batch_for(batch: int, snapshot: Snapshot, budget: int = BATCH_BYTES) -> int:
     persisted = getattr(snapshot, "persisted", None)
     if not isinstance(persisted, Mapping) or batch <= 1:
         return max(1, batch)
-    size = max(1, _json_size(persisted))
+    size = max(1, json_size(persisted))
     b = batch
     while b > 1 and b * size > budget:
         b = b // 2 if b % 2 == 0 else max(1, budget // size)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import time
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, overload
@@ -28,7 +27,7 @@ from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
 from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 from agentscope.pipeline.report import VerifyReport, report_from_index
 from agentscope.pipeline.segments import as_log
-from agentscope.pipeline.snapshots import DEFAULT_BUDGET, SnapshotStore
+from agentscope.pipeline.snapshots import DEFAULT_BUDGET, DEFAULT_CACHE_BYTES, FrameLRU, SnapshotStore
 
 __all__ = ["Step", "Timeline", "choose_checkpoint_every", "fork_timelines"]
 
@@ -199,6 +198,10 @@ class Timeline:
         Machines by ``machineVersion`` for version-bridged logs (spec §1.5).
     cache_size : int
         Frames kept in the LRU.
+    cache_bytes : int
+        Bytes the LRU may hold, each frame counted as its persisted snapshot's compact JSON
+        (default 16 MiB, :class:`~agentscope.pipeline.snapshots.FrameLRU`): a log of large states
+        keeps fewer frames.
     strict, machine_version, explain
         As for :func:`agentscope.pipeline.verify`.
     batch_size : int
@@ -230,6 +233,7 @@ class Timeline:
         memory_budget: int = DEFAULT_BUDGET,
         machines: Mapping[str, Machine] | None = None,
         cache_size: int = 256,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
         strict: bool = False,
         machine_version: str | None = None,
         explain: bool = True,
@@ -255,6 +259,7 @@ class Timeline:
         self._machines = dict(machines) if machines else None
         self._k: int | None = checkpoint_every
         self._cache_size = max(0, cache_size)
+        self._cache_bytes = max(0, cache_bytes)
         self._batch = max(batch_size, checkpoint_every or 0)  # seeks fold <= k entries: one call
         cached = getattr(log, "cached_snapshot", None)
         self._pass = Pass(
@@ -278,7 +283,7 @@ class Timeline:
             self._index = build_index(self._entries, machine=machine, machines=self._machines,
                                       source=source_of(log))
             self._pass.index = self._index
-        self._lru: OrderedDict[int, Frame] = OrderedDict()
+        self._lru = FrameLRU(self._cache_size, self._cache_bytes)
         # (segment, position, snapshot, sessions, persisted, previous persisted)
         self._cursor: tuple[int, int, Snapshot, dict[str, str], Mapping[str, Any],
                             Mapping[str, Any] | None] | None = None
@@ -345,7 +350,7 @@ class Timeline:
         out._own_entries = False
         out._pass = self._pass.copy()
         out._index = out._pass.index
-        out._lru = OrderedDict()
+        out._lru = FrameLRU(self._cache_size, self._cache_bytes)
         out._cursor = None
         out._report = None
         out._ckpts = None
@@ -537,7 +542,8 @@ class Timeline:
         p = self._pass
         return {"machines": self._machines, "checkpoint_every": self._k,
                 "memory_budget": p.store_budget if p.store_budget is not None else DEFAULT_BUDGET,
-                "cache_size": self._cache_size, "machine_version": p.machine_version,
+                "cache_size": self._cache_size, "cache_bytes": self._cache_bytes,
+                "machine_version": p.machine_version,
                 "explain": p.explain, "batch_size": self._batch}
 
     def _resumed(self, fork: list[Mapping[str, Any]], n: int) -> Timeline | None:
@@ -565,7 +571,7 @@ class Timeline:
         out._own_entries = False  # as Timeline(machine, fork): extend copies the list first
         out._pass = p
         out._index = p.index
-        out._lru = OrderedDict()
+        out._lru = FrameLRU(self._cache_size, self._cache_bytes)
         out._cursor = None
         out._report = None
         out._ckpts = None
@@ -688,13 +694,9 @@ class Timeline:
             raise IndexError(f"timeline index {asked} out of range for {size} entries")
         hit = self._lru.get(n)
         if hit is not None:
-            self._lru.move_to_end(n)
             return hit
         frame = self._make_frame(n)
-        if self._cache_size:
-            self._lru[n] = frame
-            if len(self._lru) > self._cache_size:
-                self._lru.popitem(last=False)
+        self._lru.put(n, frame)
         return frame
 
     def _explanation(self, n: int) -> str | None:
