@@ -110,7 +110,7 @@ def _secrets(people: Iterable[tuple[str, str]]) -> set[str]:
 def test_no_page_of_either_player_carries_a_redacted_value_or_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    people = _fixture_people()
+    people = [*_fixture_people(), ("zq\ud800<&\"'~/é🙂@ex.test", "Nm\udfff</script><b>&amp;")]
     main_log, fork_log = _record(people)
     # the unredacted pages do hold the addresses (as keys, values, changed paths): the test sees them
     plain = _pages(main_log, fork_log, ())
@@ -270,3 +270,17 @@ def test_a_redaction_path_that_names_no_value_is_exit_2_before_any_read(
         err = capsys.readouterr().err
         assert "argument --redact: redaction path '/' names no value" in err
         assert not (tmp_path / "p.html").exists()
+
+
+def test_the_usage_sparkline_counts_the_redacted_entries() -> None:
+    rec = Recorder(contacts_machine())
+    rec.send({"type": "SIGNUP", "email": "a@ex.test", "name": "A", "plan": "pro"})
+    rec.send({"type": "@agent.usage", "usage": {"totalTokens": 987_654_321}})
+    tt = asc.TimeTravel(contacts_machine(), rec.entries)
+
+    def usage(page: str) -> Any:
+        return json.loads(re.search(r'id="as-data">(.*?)</script>', page, re.S).group(1))["usage"]  # type: ignore[union-attr]
+
+    assert usage(tt.to_html())[-1] == 987_654_321
+    page = tt.to_html(redact=["/event/usage"])
+    assert usage(page) is None and "987654321" not in page
