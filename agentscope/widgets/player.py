@@ -138,9 +138,10 @@ def pane_data(
     """Collect one log's per-step data (one pass over ``frames``) and lay its chart out once.
 
     Returns the pane's JSON-ready dict and the :class:`Layout` (with the observed edges) whose
-    SVG the page embeds (``None`` without a graph).
+    SVG the page embeds (``None`` without a graph). ``redact``: paths of
+    :class:`~agentscope.render.redact.Redaction`, applied to the frames before anything reads them.
     """
-    pane, lay, _ = _pane(frames, graph, name, keyframe_every, prefix, engine, redact)
+    pane, lay, _ = _pane(Redaction(redact).frames(frames), graph, name, keyframe_every, prefix, engine)
     return pane, lay
 
 
@@ -151,9 +152,8 @@ def _pane(
     keyframe_every: int,
     prefix: str = "as",
     engine: Any = None,
-    redact: Sequence[str] = (),
 ) -> tuple[dict[str, Any], Layout | None, list[Layout]]:
-    got = _collect(Redaction(redact).frames(frames), graph, keyframe_every)
+    got = _collect(frames, graph, keyframe_every)
     lay = layout(graph, observed_edges=got.observed(), prefix=prefix, engine=engine) if graph else None
     subs = expansions(lay, [got]) if lay is not None else []
     return _finish(got, lay, name, subs), lay, subs
