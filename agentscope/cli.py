@@ -575,6 +575,8 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
             raise UsageError("verify needs a machine: --machine M or --machines v1=M1,v2=M2")
         if _is_sqlite(path) and thread is None:
             return _verify_store(path, ms, args, out)
+        if args.cache is not None:
+            raise UsageError("--cache applies to a whole store (a SQLite store, no #THREAD)")
         log = _read(source, thread)
         report = _verify_one(log, ms, args.strict)
         nothing = _nothing_verified(report, log, args.allow_missing)
@@ -603,7 +605,7 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
     with out.progress(f"verifying {len(threads)} threads", len(threads)) as progress:
         df = verify_store(
             path, primary, threads=threads, machines=extra or None, strict=args.strict,
-            max_workers=args.workers, progress=progress,
+            max_workers=args.workers, progress=progress, cache=args.cache,
         )
     rows = _records(df)
     if not args.allow_missing:
@@ -1449,6 +1451,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.add_argument("--workers", type=_workers, default=None,
                    help="processes for a store (default: CPU count)")
+    p.add_argument("--cache", metavar="PATH", default=None,
+                   help="a store: verdict cache file (SQLite, created when missing, never inside "
+                   "the store); threads unchanged since they were verified are not folded again")
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("diff", parents=[common],

@@ -210,8 +210,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentscope.engines",),
     ("agentscope.render", "agentscope.queries", "agentscope.examples"),
     ("agentscope.pipeline",),
-    ("agentscope.forks", "agentscope.bulk", "agentscope.follow", "agentscope.recorder",
-     "agentscope.coverage_map"),
+    ("agentscope.forks", "agentscope.bulk", "agentscope.verify_cache", "agentscope.follow",
+     "agentscope.recorder", "agentscope.coverage_map"),
 ]
 
 
