@@ -453,9 +453,8 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
             if frozen:
                 gc.enable()
 
-    log = EventLog(load_entries, source=source, era="C", length=n, summary=summary)
     # every entry passed §1.2 and the log §1.3 (without a machine), as the exact reader's would
-    vars(log)["validated"] = True
+    log = EventLog(load_entries, source=source, era="C", length=n, summary=summary, validated=True)
     codes = {
         "machine_id": (id_codes, machine_ids),
         "machine_version": (version_codes, machine_versions),

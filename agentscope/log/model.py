@@ -149,6 +149,10 @@ class EventLog:
     summary : Mapping | None
         Values a fast reader already computed (``machine_id``, ``machine_versions``,
         ``execution_id``, ``segments``), so those properties need not materialise the entries.
+    validated : bool
+        Whether a reader checked the log when it read it (see :attr:`validated`).
+    positions : Sequence[int] | None
+        Each entry's position in the source (see :attr:`positions`); ``None``: ``0 .. n - 1``.
 
     Examples
     --------
@@ -175,6 +179,8 @@ class EventLog:
         length: int | None = None,
         frame_builder: Callable[[], pd.DataFrame] | None = None,
         summary: Mapping[str, Any] | None = None,
+        validated: bool = False,
+        positions: Sequence[int] | None = None,
     ) -> None:
         if callable(entries):
             if length is None:
@@ -190,7 +196,18 @@ class EventLog:
         self.thread = thread
         self.era: Era = era
         self.cached_snapshot = cached_snapshot
-        self._problems = problems
+        self.validated = validated
+        """True when a reader checked the log as it read it: every entry kept passed the §1.2
+        envelope rules and the log the §1.3 structure rules (numbering, unique ids, one
+        ``@agent.init`` first; without a machine). With ``errors="raise"`` nothing was found;
+        with ``"collect"`` what was found is in :attr:`problems` (and :attr:`read_problems`).
+        ``verify``, ``replay`` and ``Timeline`` then check only the machine's identity; a slice
+        of a validated log is validated (its entries keep their source positions)."""
+        if positions is not None and len(positions) != self._length:
+            raise ValueError(f"EventLog: {len(positions)} positions for {self._length} entries")
+        self._positions = positions
+        self._read = problems
+        self._problems: pd.DataFrame | None = None
         self._timestamps_checked = False
         self._frame_builder = frame_builder
         self._df: pd.DataFrame | None = None
@@ -226,30 +243,54 @@ class EventLog:
     def __getitem__(self, key: int | slice) -> dict[str, Any] | EventLog:
         """``log[i]`` is entry ``i`` (a dict); ``log[a:b]`` is an :class:`EventLog` of those entries.
 
-        A slice keeps source, thread and era, drops the cached snapshot (it describes the whole
-        log), and keeps the problems whose index falls in the slice. Steps other than 1 raise
-        ``ValueError`` (a log is contiguous).
+        A slice keeps source, thread, era and :attr:`validated`, drops the cached snapshot (it
+        describes the whole log), and keeps the problems whose index falls in the slice; its
+        entries keep their source :attr:`positions`. Steps other than 1 raise ``ValueError``
+        (a log is contiguous).
         """
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))
             if step != 1:
                 raise ValueError("EventLog slices must be contiguous (step 1)")
             stop = max(start, stop)
+            positions = self.positions[start:stop]
             problems = self.problems
-            if len(problems):
+            if len(problems):  # those of the slice's entries: source positions in its range
                 idx = problems["index"]
-                problems = problems[idx.isna() | ((idx >= start) & (idx < stop))].reset_index(drop=True)
+                lo = positions[0] if len(positions) else start
+                hi = positions[-1] + 1 if len(positions) else start
+                problems = problems[idx.isna() | ((idx >= lo) & (idx < hi))].reset_index(drop=True)
             part = EventLog(
                 self.entries[start:stop],
                 source=self.source,
                 thread=self.thread,
                 era=self.era,
                 problems=problems,
+                validated=self.validated,
+                positions=None if self._positions is None and start == 0 else positions,
             )
-            part._timestamps_checked = True  # the parent's rows are already in ``problems``
+            part._problems = problems  # the parent's timestamp rows are already in ``problems``
+            part._timestamps_checked = True
             part.actors = self.actors
             return part
         return self.entries[key]
+
+    @property
+    def positions(self) -> Sequence[int]:
+        """Each entry's position in the source, in order: ``range(len(log))`` unless the reader
+        set entries aside (``errors="collect"``) or the log is a slice (``log[a:b]`` keeps
+        ``a .. b - 1``). Every problems table's ``index`` is such a position (spec §1.3's
+        ``entry.index`` of a well-formed log)."""
+        return range(self._length) if self._positions is None else self._positions
+
+    @property
+    def read_problems(self) -> pd.DataFrame:
+        """What the reader found (the rows of :attr:`problems` but the ``timestamp-out-of-range``
+        notes, which need :attr:`df`): empty for a log read with ``errors="raise"``. Cheap: it
+        builds nothing."""
+        if self._read is None:
+            self._read = _empty_problems()
+        return self._read
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -348,7 +389,7 @@ class EventLog:
         its :attr:`df` ``recorded_at`` is ``NaT``. Those rows are found on first access (this
         builds :attr:`df`)."""
         if self._problems is None:
-            self._problems = _empty_problems()
+            self._problems = self.read_problems
         if not self._timestamps_checked:
             self._timestamps_checked = True
             rows = self._timestamp_problems()
@@ -380,7 +421,7 @@ class EventLog:
             rows.append(
                 {
                     "source": self.source,
-                    "index": int(i),
+                    "index": int(self.positions[int(i)]),
                     "id": entry.get("id"),
                     "field": "recordedAt",
                     "kind": ProblemKind.TIMESTAMP_OUT_OF_RANGE.value,
@@ -444,8 +485,9 @@ class EventLog:
         parts.append(f"era {self.era}")
         if self.cached_snapshot is not None:
             parts.append("cached snapshot")
-        if self._problems is not None and len(self._problems):
-            parts.append(f"{len(self._problems)} problems")
+        shown = self._problems if self._problems is not None else self._read
+        if shown is not None and len(shown):
+            parts.append(f"{len(shown)} problems")
         return ", ".join(parts)
 
     def __repr__(self) -> str:

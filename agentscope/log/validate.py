@@ -47,7 +47,9 @@ __all__ = [
     "is_recorded_at",
     "is_validated",
     "loads",
+    "no_init_problem",
     "problem_kind",
+    "read_findings",
     "segment_problems",
     "validate_entries",
     "validate_entry",
@@ -803,6 +805,23 @@ class SegmentChecker:
         self.prev_index: int | None = None
         self.stopped_at: int | None = None
 
+    @classmethod
+    def resumed(cls, entries: Sequence[Any], start: int, n: int, *,
+                source: str | None = None) -> SegmentChecker:
+        """A checker in the state it would have after checking ``entries[start:n]`` and finding
+        nothing (entries a validating reader already checked, :func:`is_validated`): their ids
+        seen, entry ``n - 1``'s index the last one. O(n - start), once."""
+        out = cls(start, source=source)
+        for i in range(start, n):
+            e = entries[i]
+            eid = e.get("id") if isinstance(e, Mapping) else None
+            if isinstance(eid, str):
+                out.seen.setdefault(eid, i)
+        last = entries[n - 1] if n > start else None
+        got = last.get("index") if isinstance(last, Mapping) else None
+        out.prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
+        return out
+
     def truncated(self, entries: Sequence[Any], n: int) -> SegmentChecker:
         """A checker in the state it had after checking ``entries[start:n]`` only (``n`` at most
         what was checked; ``entries[:n]`` the entries it checked): ids seen before ``n``, the
@@ -962,8 +981,57 @@ def segment_problems(
 
 def is_validated(log: Any) -> bool:
     """Whether ``log`` is an ``EventLog`` whose reader validated every entry (§1.2) and the log
-    (§1.3, without a machine) when it was read, so replay checks only the machine identity."""
+    (§1.3, without a machine) when it was read (:attr:`EventLog.validated`), so replay checks
+    only the machine identity."""
     return getattr(log, "validated", False) is True
+
+
+def read_findings(log: Any) -> dict[int, list[LogFormatError]] | None:
+    """What the reader of a validated log found about its entries, so a pass takes it instead of
+    checking the rules again: ``{position among the log's entries: [error, ...]}`` (each error
+    tagged with its :class:`~agentscope.log.problems.ProblemKind`, ``index`` that position,
+    ``str`` the reader's message), or ``None`` when ``log`` is not validated (the pass checks it).
+
+    Rows about entries the reader set aside, or about the log as a whole, are not listed; nor
+    is a reading of the machine identity against the log's own reference entry (§1.3 without
+    a machine): the pass checks the identity against the machine it is given.
+    """
+    if not is_validated(log):
+        return None
+    table = log.read_problems
+    if not len(table):
+        return {}
+    positions = log.positions
+    at: dict[int, int] = (
+        {p: p for p in positions} if isinstance(positions, range) and positions.start == 0
+        else {p: i for i, p in enumerate(positions)}
+    )
+    out: dict[int, list[LogFormatError]] = {}
+    for index, field_, kind, message, source in zip(
+        table["index"], table["field"], table["kind"], table["message"], table["source"], strict=True
+    ):
+        if index is None or index != index or kind == ProblemKind.MACHINE_MISMATCH:  # NA: the log's
+            continue
+        i = at.get(int(index))
+        if i is None:
+            continue
+        err = EntryValidationError(str(message), field=field_ if isinstance(field_, str) else None)
+        err.index, err.source = i, source if isinstance(source, str) else None
+        out.setdefault(i, []).append(_kinded(err, ProblemKind(kind)))
+    return out
+
+
+def no_init_problem(entry: Any, index: int, *, source: str | None = None) -> EntryValidationError | None:
+    """§1.3: a log (and each segment a fold starts, §1.5) begins with ``@agent.init``; the
+    ``no-init`` error for ``entry`` at position ``index`` when it does not, else ``None``."""
+    event = entry.get("event") if isinstance(entry, Mapping) else None
+    found = event.get("type") if isinstance(event, Mapping) else None
+    if found == AGENT_INIT_EVENT_TYPE:
+        return None
+    return _kinded(EntryValidationError(
+        f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; found '{found}'.",
+        source=source, index=index, field="event.type",
+    ), ProblemKind.NO_INIT)
 
 
 _E = TypeVar("_E", bound=LogFormatError)

@@ -18,7 +18,7 @@ from agentscope.errors import AgentscopeError, MachineVersionMismatchError
 from agentscope.frames import Verdict
 from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
 from agentscope.log.problems import FAILS_THE_LOG, problems_frame
-from agentscope.log.validate import is_validated
+from agentscope.log.validate import is_validated, read_findings
 from agentscope.pipeline.fold import DEFAULT_BATCH
 from agentscope.pipeline.onepass import VERDICTS, LogIndex, build_index, check_machines
 from agentscope.pipeline.segments import as_log
@@ -431,6 +431,7 @@ def verify(
         cached_snapshot=cached if isinstance(cached, Mapping) else None,
         source=source_of(log),
         validated=is_validated(log),
+        findings=read_findings(log),
         types=types,
     )
     return report_from_index(idx, ents, types=types)

@@ -23,7 +23,7 @@ from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
 from agentscope.log.entry import entries_of, event_of, event_type, session_key, source_of
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import is_validated
+from agentscope.log.validate import is_validated, read_findings
 from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
 from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 from agentscope.pipeline.report import VerifyReport, report_from_index
@@ -268,6 +268,7 @@ class Timeline:
             source=source_of(log),
             store_budget=memory_budget if checkpoint_every is None else None,
             validated=is_validated(log),
+            findings=read_findings(log),
         )
         self._index: LogIndex = self._pass.index
         if self._entries:
