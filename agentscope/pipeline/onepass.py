@@ -749,6 +749,7 @@ class Pass:
         if self._check is not None:
             out._check = copy.copy(self._check)
             out._check.seen = dict(self._check.seen)
+            out._check.invalid = set(self._check.invalid)
         return out
 
     def truncated(self, entries: Sequence[Mapping[str, Any]], n: int,

@@ -23,7 +23,7 @@ from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
 from agentscope.log.entry import entries_of, event_of, event_type, session_key, source_of
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import is_validated, read_findings
+from agentscope.log.validate import is_validated, read_findings, set_aside
 from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
 from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 from agentscope.pipeline.report import VerifyReport, report_from_index
@@ -655,7 +655,9 @@ class Timeline:
     def report(self) -> VerifyReport:
         """The :class:`VerifyReport` of the indexing pass (no extra replay)."""
         if self._report is None:
-            self._report = report_from_index(self._index, self._entries)
+            self._report = report_from_index(self._index, self._entries,
+                                             positions=getattr(self._log, "positions", None),
+                                             set_aside=set_aside(self._log))
         return self._report
 
     @property

@@ -1,0 +1,193 @@
+"""The §1.2 envelope and §1.3 structure rules are stated once (``agentscope.log.validate``:
+``entry_problem`` per entry, ``SegmentChecker`` for the log), so reading and verifying find the
+same problems, and every problems table numbers an entry by its position in the source with its
+id beside it. The shortcuts that remain (the checker's column-by-column chunks, the pyarrow
+JSONL reader) only ever accept: on any doubt they defer to the one statement, and property tests
+check that both say the same on every generated log."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentscope.log.fast as fast
+from agentscope.errors import EntryValidationError
+from agentscope.examples import python_machines as pm
+from agentscope.log import read_log
+from agentscope.log.validate import SegmentChecker
+from agentscope.pipeline import verify
+from tests.conftest import load_json
+
+STRUCTURE = {"invalid-entry", "non-serializable-event", "non-contiguous", "duplicate-id", "no-init"}
+
+
+def rows(table: Any) -> list[tuple[int, str | None, str]]:
+    """``(index, id, kind)`` of a problems table's structure rows."""
+    return [(int(r.index), r.id, r.kind) for r in table.itertuples() if r.kind in STRUCTURE]
+
+
+def triage() -> list[dict[str, Any]]:
+    return copy.deepcopy(load_json("g_triage.main.log.json"))
+
+
+def test_an_index_99_at_position_70_is_one_problem_everywhere() -> None:
+    entries = triage()
+    entries[70]["index"] = 99
+    want = [(70, entries[70]["id"], "non-contiguous")]
+    with pytest.raises(EntryValidationError, match=r"found entry\.index 99 at position 70\.") as info:
+        read_log(entries)
+    assert (info.value.index, info.value.field) == (70, "index")
+    collected = read_log(entries, errors="collect")
+    assert rows(collected.problems) == want
+    m = pm.triage_machine()
+    assert rows(verify(m, entries).problems) == want  # the pass checks a plain list
+    assert rows(verify(m, collected).problems) == want  # ... and takes a read log's findings
+
+
+def test_a_gap_is_one_problem_where_the_numbering_breaks() -> None:
+    entries = triage()
+    del entries[40]
+    want = [(40, entries[40]["id"], "non-contiguous")]
+    assert rows(read_log(entries, errors="collect").problems) == want
+    assert rows(verify(pm.triage_machine(), entries).problems) == want
+
+
+def test_every_problems_table_numbers_entries_by_source_position() -> None:
+    """An entry set aside by the reader keeps its place: the entries after it, the problems
+    about them and the report's ``index`` column all use source positions, ids beside."""
+    entries = triage()
+    entries[5]["schemaVersion"] = 2  # set aside by errors="collect"
+    entries[9]["id"] = entries[8]["id"]
+    log = read_log(entries, errors="collect")
+    assert len(log) == 90 and list(log.positions[4:7]) == [4, 6, 7]
+    read = [(5, entries[5]["id"], "invalid-entry"), (9, entries[8]["id"], "duplicate-id")]
+    assert rows(log.problems) == read
+    report = verify(pm.triage_machine(), log)
+    assert rows(report.problems) == read
+    assert report.df["index"].tolist()[4:9] == [4, 6, 7, 8, 9]
+    assert report.df.loc[8, "kind"] == "duplicate-id" and report.problems_of(9)[0].startswith("duplicate-id")
+    part = log[6:20]  # a slice keeps the source positions too
+    assert list(part.positions)[:2] == [7, 8] and rows(part.problems) == read[1:]
+
+
+# -- property tests: one statement, shortcuts that agree ---------------------------------------
+
+COUNTER = load_json("a_counter.log.json")
+
+_MUTATION = st.one_of(
+    st.tuples(st.just("index"), st.integers(1, 16), st.integers(-2, 40)),
+    st.tuples(st.just("dup-id"), st.integers(1, 16), st.integers(0, 16)),
+    st.tuples(st.just("delete"), st.integers(1, 16), st.just(0)),
+    st.tuples(st.just("swap"), st.integers(1, 15), st.just(0)),
+    st.tuples(st.just("type"), st.integers(0, 16), st.sampled_from(["INC", "DEC"])),
+    st.tuples(st.just("envelope"), st.integers(0, 16),
+              st.sampled_from(["schemaVersion", "recordedAt", "machineId", "causationId"])),
+)
+
+
+def mutated(base: list[dict[str, Any]], mutations: list[tuple[str, int, Any]]) -> list[dict[str, Any]]:
+    entries = copy.deepcopy(base)
+    for what, at, arg in mutations:
+        if at >= len(entries):
+            continue
+        if what == "index":
+            entries[at]["index"] = arg
+        elif what == "dup-id":
+            entries[at]["id"] = entries[min(arg, len(entries) - 1)]["id"]
+        elif what == "delete":
+            del entries[at]
+        elif what == "swap" and at + 1 < len(entries):
+            entries[at], entries[at + 1] = entries[at + 1], entries[at]
+        elif what == "type":
+            entries[at]["event"] = {"type": arg}
+        elif what == "envelope":
+            entries[at][arg] = {"schemaVersion": 2, "recordedAt": "2026-13-01T00:00:00Z",
+                                "machineId": "", "causationId": None}[arg]
+    return entries
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_MUTATION, max_size=4))
+def test_read_and_verify_find_the_same_problems(mutations: list[tuple[str, int, Any]]) -> None:
+    """A log of one ``@agent.init``: ``read_log(errors="collect")`` and ``verify`` of the same
+    entries (a plain list: the pass checks them itself) report the same §1.2/§1.3 problems at the
+    same source positions, except that the reader sets an entry failing §1.2 aside first."""
+    entries = mutated(COUNTER, mutations)
+    read = read_log(entries, errors="collect")
+    if len(read) == len(entries):  # nothing set aside: the same entries on both sides
+        assert rows(verify(pm.counter_machine(), entries).problems) == rows(read.problems)
+    assert rows(verify(pm.counter_machine(), read).problems) == rows(read.problems)
+
+
+def _long(n: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        e = copy.deepcopy(COUNTER[0] if i == 0 else COUNTER[1 + i % 16])
+        e.update(index=i, id=f"evt_{i:08d}")
+        out.append(e)
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(70, 300), st.lists(st.tuples(st.sampled_from(["index", "dup-id", "delete", "type",
+                                                                  "envelope"]),
+                                                st.integers(1, 299), st.integers(0, 40)), max_size=3))
+def test_the_column_by_column_checker_agrees_with_the_rules_entry_by_entry(
+        n: int, mutations: list[tuple[str, int, Any]]) -> None:
+    """``SegmentChecker``'s chunk path (a whole chunk judged column by column, ``recordedAt``
+    matched in bulk) finds exactly what its entry-by-entry rules find, with the same stops."""
+    fixed = [(w, at, {"type": "INC", "envelope": "recordedAt"}.get(w, arg)) for w, at, arg in mutations]
+    entries = mutated(_long(n), fixed)
+
+    def run(chunks: bool) -> Any:
+        checker = SegmentChecker(0)
+        if not chunks:
+            checker._plain_chunk = lambda *a: False  # type: ignore[method-assign]
+        found, stop = checker.check(entries, 0, len(entries))
+        return [(k, e.index, e.field, str(e)) for k, e in found], stop, checker.offset, checker.seen
+
+    assert run(True) == run(False)
+
+
+_LINE_MUTATION = st.sampled_from([
+    ("index", 3.0), ("index", 2.5), ("index", -1), ("id", ""), ("id", 7), ("schemaVersion", 1.0),
+    ("schemaVersion", 2), ("recordedAt", "2026-02-30T24:00:00Z"), ("recordedAt", "2026-02-30T24:00:01Z"),
+    ("machineVersion", "other"), ("machineId", None), ("causationId", None), ("causationId", ""),
+    ("metadata", None), ("metadata", []), ("verification", {}), ("verification", {"stateHash": ""}),
+    ("event", {"type": "@agent.init"}), ("event", {"type": ""}), ("event", {"type": "INC", "metadata": None}),
+])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 16), _LINE_MUTATION), max_size=3),
+       st.sampled_from(["", "-0", "1e400", "NaN"]))
+def test_the_fast_jsonl_reader_accepts_only_what_the_exact_reader_accepts(
+        mutations: list[tuple[int, tuple[str, Any]]], literal: str) -> None:
+    """The pyarrow reader (``log/fast.py``) is an accept-only shortcut: whenever it returns a log,
+    the exact reader reads the same entries with no problem; on any doubt it returns ``None``."""
+    entries = copy.deepcopy(COUNTER)
+    for at, (key, value) in mutations:
+        entries[at][key] = value
+    lines = [json.dumps(e, ensure_ascii=False) for e in entries]
+    if literal:
+        lines[5] = lines[5][:-1] + f', "x": {literal}}}'
+    data = ("\n".join(lines) + "\n").encode()
+    exact = read_log(io.BytesIO(data), format="jsonl", errors="collect")
+    saved = fast.FAST_MIN_BYTES
+    fast.FAST_MIN_BYTES = 0  # the shortcut for a small log too
+    try:
+        quick = fast.try_fast_jsonl(data, source="<bytes>")
+    finally:
+        fast.FAST_MIN_BYTES = saved
+    if not mutations and not literal:
+        assert quick is not None  # a valid log takes the shortcut
+    if quick is not None:
+        assert len(exact.read_problems) == 0 and exact.validated and quick.validated
+        assert quick.entries == exact.entries
+        assert quick.segments == exact.segments and quick.machine_id == exact.machine_id
