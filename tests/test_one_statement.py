@@ -191,3 +191,25 @@ def test_the_fast_jsonl_reader_accepts_only_what_the_exact_reader_accepts(
         assert len(exact.read_problems) == 0 and exact.validated and quick.validated
         assert quick.entries == exact.entries
         assert quick.segments == exact.segments and quick.machine_id == exact.machine_id
+
+
+def test_one_segment_split_for_the_log_and_the_fold() -> None:
+    """``EventLog.segments`` and the verifying pass split a log the same way: at each
+    ``@agent.init`` (a fresh run after a log is a second segment; a change of
+    ``machineVersion`` without an init is no split, but an identity problem)."""
+    from agentscope.log import EventLog
+
+    def spans(report: Any) -> list[tuple[int, int]]:
+        seg = report.df["segment"].tolist()
+        return [(seg.index(k), len(seg) - seg[::-1].index(k)) for k in sorted(set(seg))]
+
+    twice = copy.deepcopy(COUNTER) + copy.deepcopy(COUNTER)
+    changed = copy.deepcopy(COUNTER)
+    for e in changed[8:]:
+        e["machineVersion"] = "other"
+    for entries in (twice, changed):
+        log = EventLog(entries)
+        report = verify(pm.counter_machine(), entries)
+        assert [(s.start, s.stop) for s in log.segments] == spans(report)
+    assert [(s.start, s.stop) for s in EventLog(twice).segments] == [(0, 17), (17, 34)]
+    assert len(EventLog(changed).segments) == 1

@@ -47,8 +47,8 @@ from agentscope.log.entry import (  # noqa: E402  (the one Segment type, the one
     event_of,
     event_type,
     execution_id,
-    init_has_snapshot,
     recorded_at_ns,
+    segments_of,
 )
 
 NS_MIN = -(2**63) + 1
@@ -313,8 +313,8 @@ class EventLog:
 
     @property
     def segments(self) -> tuple[Segment, ...]:
-        """Version-bridge segments (spec §1.5): a new one at each snapshot-init entry and at
-        each change of ``machineId``/``machineVersion`` between consecutive entries.
+        """Version-bridge segments (spec §1.5): a new one at each ``@agent.init`` entry
+        (:func:`~agentscope.log.entry.segments_of`, the split the fold uses).
 
         A valid Era-C log has one segment; a bridged continuation's segment has ``bridge=True``
         and ``migrated_from`` set. Era-A logs (no identity) have one segment with ``None``s.
@@ -322,30 +322,7 @@ class EventLog:
         cached = self._summary_value("segments")
         if cached is not _SENTINEL:
             return cached  # type: ignore[no-any-return]
-        out: list[Segment] = []
-        entries = self.entries
-        start, ident, bridge = 0, None, False
-        migrated: Mapping[str, Any] | None = None
-        for i, entry in enumerate(entries):
-            if init_has_snapshot(entry):
-                if i > start:
-                    out.append(Segment(start, i, *(ident or (None, None)), bridge, migrated, len(out)))
-                start, ident, bridge = i, None, True
-                meta = entry.get("metadata")
-                found = meta.get("migratedFrom") if isinstance(meta, dict) else None
-                migrated = found if isinstance(found, dict) else None
-                continue
-            current = (entry.get("machineId"), entry.get("machineVersion"))
-            if ident is None:
-                ident = current
-            elif current != ident:
-                out.append(Segment(start, i, *ident, bridge, migrated, len(out)))
-                start, ident, bridge, migrated = i, current, False, None
-        if entries:
-            if ident is None:
-                ident = (entries[start].get("machineId"), entries[start].get("machineVersion"))
-            out.append(Segment(start, len(entries), *ident, bridge, migrated, len(out)))
-        return tuple(out)
+        return tuple(segments_of(self.entries))
 
     @property
     def machine_id(self) -> str | None:
