@@ -213,3 +213,26 @@ def test_one_segment_split_for_the_log_and_the_fold() -> None:
         assert [(s.start, s.stop) for s in log.segments] == spans(report)
     assert [(s.start, s.stop) for s in EventLog(twice).segments] == [(0, 17), (17, 34)]
     assert len(EventLog(changed).segments) == 1
+
+
+_VALUE = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**1030), 2**1030), st.floats(allow_nan=True),
+              st.text(max_size=4), st.just(-0.0)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 16), st.dictionaries(
+    st.sampled_from(["schemaVersion", "index", "id", "machineId", "machineVersion", "recordedAt", "event",
+                     "causationId", "metadata", "verification", "extra"]), _VALUE, max_size=3))
+def test_the_plain_envelope_shortcut_only_accepts_what_entry_problem_accepts(
+        at: int, changes: dict[str, Any]) -> None:
+    """``_plain_envelope`` (the per-entry shortcut the checker takes before ``entry_problem``,
+    the one statement of §1.2) says yes only to entries ``entry_problem`` accepts."""
+    from agentscope.log.validate import _plain_envelope, entry_problem, is_recorded_at
+
+    entry = {**copy.deepcopy(COUNTER[at]), **changes}
+    if _plain_envelope(entry) and is_recorded_at(entry["recordedAt"]):
+        assert entry_problem(entry) is None
