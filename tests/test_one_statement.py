@@ -236,3 +236,38 @@ def test_the_plain_envelope_shortcut_only_accepts_what_entry_problem_accepts(
     entry = {**copy.deepcopy(COUNTER[at]), **changes}
     if _plain_envelope(entry) and is_recorded_at(entry["recordedAt"]):
         assert entry_problem(entry) is None
+
+
+def test_one_builder_of_the_entries_frame(tmp_path: Any) -> None:
+    """``EventLog.df`` of the exact reader, of the pyarrow JSONL reader and a ``ForkDiff``
+    suffix of plain lists all come from ``build_entries_frame``: one layout, equal values."""
+    import pandas as pd
+
+    from agentscope.forks import compare
+    from agentscope.log.model import DF_COLUMNS, build_entries_frame
+
+    entries = triage()
+    exact = read_log(entries).df
+    assert list(exact.columns) == list(DF_COLUMNS)
+    pd.testing.assert_frame_equal(build_entries_frame(entries), exact)
+    data = ("\n".join(json.dumps(e) for e in entries) + "\n").encode()
+    saved = fast.FAST_MIN_BYTES
+    fast.FAST_MIN_BYTES = 0
+    try:
+        quick = fast.try_fast_jsonl(data, source="<bytes>")
+    finally:
+        fast.FAST_MIN_BYTES = saved
+    assert quick is not None
+    frame = quick.df.copy()
+    for c in ("event", "metadata"):  # lazy payload cells: compare them as the dicts they stand for
+        frame[c] = [None if v is None else dict(v) for v in frame[c]]
+    assert frame.dtypes.astype(str).tolist() == exact.dtypes.astype(str).tolist()
+    pd.testing.assert_frame_equal(frame, exact, check_categorical=False)
+    other = copy.deepcopy(entries[:60])
+    other[50]["event"] = {"type": "CLOSE"}
+    suffix = compare(entries, other).left_suffix
+    want = exact.iloc[50:].reset_index(drop=True)  # the categories: those of the suffix
+    pd.testing.assert_frame_equal(suffix.reset_index(drop=True), want, check_categorical=False)
+    assert suffix.dtypes.astype(str).tolist() == exact.dtypes.astype(str).tolist()
+    with pytest.raises(TypeError, match="columns missing"):
+        build_entries_frame(columns={"index": [0]})

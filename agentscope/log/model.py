@@ -21,6 +21,7 @@ __all__ = [
     "PROBLEM_COLUMNS",
     "EventLog",
     "Segment",
+    "build_entries_frame",
     "recorded_at_series",
     "recorded_at_to_datetime",
     "recorded_at_to_ns",
@@ -46,8 +47,10 @@ from agentscope.log.entry import (  # noqa: E402  (the one Segment type, the one
     Segment,
     event_of,
     event_type,
+    event_types,
     execution_id,
     recorded_at_ns,
+    recorded_hashes,
     segments_of,
 )
 
@@ -427,7 +430,7 @@ class EventLog:
             if self._frame_builder is not None and self._entries is None:
                 self._df = self._frame_builder()
             else:
-                self._df = _frame_from_entries(self.entries)
+                self._df = build_entries_frame(self.entries)
         return self._df
 
     def frame(self, flatten: bool = False) -> pd.DataFrame:
@@ -534,39 +537,74 @@ def text_series(values: Sequence[str | None]) -> pd.Series:
         return pd.Series(values, dtype=pd.StringDtype("python"))
 
 
-def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def build_entries_frame(
+    entries: Sequence[Any] | None = None, *, columns: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """The one builder of the entries frame (:attr:`EventLog.df`'s layout, :data:`DF_COLUMNS`).
+
+    From ``entries`` (entry dicts; anything else is a row of missing values), or from
+    ``columns``, what a columnar reader already holds (:mod:`agentscope.log.fast`): each value a
+    ``pandas.Series`` already in the layout's dtype (used as is) or a list of raw cells
+    (converted as an entry's field is). Columns: ``index`` (int64; ``-1`` where the entry's
+    index is not an integer that fits), ``id``/``causation_id``/``state_hash`` (pandas
+    ``string``, a lone surrogate kept), ``recorded_at`` (``datetime64[ns, UTC]``, V8's reading,
+    §1.4), ``machine_id``/``machine_version``/``event_type`` (category), ``event``/``metadata``
+    (object: the mappings). Rows in the given order, a ``RangeIndex``.
+
+    Raises
+    ------
+    TypeError
+        Neither or both of ``entries`` and ``columns`` given, or a column missing.
+    """
     import pandas as pd
 
+    if (entries is None) == (columns is None):
+        raise TypeError("build_entries_frame takes entries or columns=, not both")
+    if columns is None:
+        assert entries is not None
+        columns = _raw_columns(entries)
+    missing = [c for c in DF_COLUMNS if c not in columns]
+    if missing:
+        raise TypeError(f"build_entries_frame: columns missing {missing}")
+
+    def typed(name: str, values: Any) -> pd.Series:
+        if isinstance(values, pd.Series):
+            return values.reset_index(drop=True)  # a columnar reader's, in the layout's dtype
+        if name == "index":
+            return pd.Series([_index_cell(v) for v in values], dtype="int64")
+        if name == "recorded_at":
+            return recorded_at_series(values)[0]
+        if name in ("event", "metadata"):
+            return pd.Series(values, dtype="object")
+        text = text_series([v if isinstance(v, str) else None for v in values])
+        return text.astype("category") if name in _CATEGORY_COLUMNS else text
+
+    return pd.DataFrame({name: typed(name, columns[name]) for name in DF_COLUMNS},
+                        columns=list(DF_COLUMNS), copy=False)
+
+
+_CATEGORY_COLUMNS = ("machine_id", "machine_version", "event_type")
+
+
+def _raw_columns(entries: Sequence[Any]) -> dict[str, list[Any]]:
+    """The raw cells of each :data:`DF_COLUMNS` column, read through the entry vocabulary."""
+    dicts = [e if isinstance(e, Mapping) else {} for e in entries]
+
     def get(name: str) -> list[Any]:
-        return [e.get(name) if isinstance(e, dict) else None for e in entries]
+        return [e.get(name) for e in dicts]
 
-    def text(values: list[Any]) -> pd.Series:
-        return text_series([v if isinstance(v, str) else None for v in values])
-
-    events = get("event")
-    verifications = get("verification")
-    index = [_index_cell(v) for v in get("index")]
-    recorded, _ = recorded_at_series(get("recordedAt"))
-    frame = pd.DataFrame(
-        {
-            "index": pd.Series(index, dtype="int64"),
-            "id": text(get("id")),
-            "recorded_at": recorded,
-            "machine_id": text(get("machineId")).astype("category"),
-            "machine_version": text(get("machineVersion")).astype("category"),
-            "event_type": text(
-                [ev.get("type") if isinstance(ev, dict) else None for ev in events]
-            ).astype("category"),
-            "causation_id": text(get("causationId")),
-            "state_hash": text(
-                [v.get("stateHash") if isinstance(v, dict) else None for v in verifications]
-            ),
-            "event": pd.Series(events, dtype="object"),
-            "metadata": pd.Series(get("metadata"), dtype="object"),
-        },
-        columns=list(DF_COLUMNS),
-    )
-    return frame
+    return {
+        "index": get("index"),
+        "id": get("id"),
+        "recorded_at": get("recordedAt"),
+        "machine_id": get("machineId"),
+        "machine_version": get("machineVersion"),
+        "event_type": [t or None for t in event_types(dicts)],
+        "causation_id": get("causationId"),
+        "state_hash": recorded_hashes(dicts),
+        "event": get("event"),
+        "metadata": get("metadata"),
+    }
 
 
 ErrorsMode = Literal["raise", "collect"]
