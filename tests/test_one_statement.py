@@ -271,3 +271,22 @@ def test_one_builder_of_the_entries_frame(tmp_path: Any) -> None:
     assert suffix.dtypes.astype(str).tolist() == exact.dtypes.astype(str).tolist()
     with pytest.raises(TypeError, match="columns missing"):
         build_entries_frame(columns={"index": [0]})
+
+
+def test_a_timeline_of_a_collected_log_positions_and_source_positions() -> None:
+    """The frame index (``tl[i]``, ``mismatch_indices``, the report's own row labels) counts the
+    entries held; the ``index`` column and every problems table count the source."""
+    from agentscope.pipeline import Timeline
+
+    entries = triage()
+    entries[30]["verification"] = {"stateHash": "00000000"}  # a tampered hash
+    entries.insert(5, dict(entries[4], schemaVersion=2, id="stray"))  # set aside when read
+    log = read_log(entries, errors="collect")
+    tl = Timeline(pm.triage_machine(), log)
+    assert tl.mismatch_indices == [30] and tl[30].entry is log[30]
+    df = tl.report.df
+    assert df.loc[30, "index"] == 31 and df.loc[30, "verdict"] == "mismatch"
+    assert tl.report.problems_of(31)[0].startswith("state-mismatch")
+    # the entries after the stray one keep their own numbering: one break, where it starts
+    assert rows(tl.report.problems) == [(5, "stray", "invalid-entry"), (6, entries[6]["id"], "non-contiguous")]
+    assert rows(tl.report.problems) == rows(log.problems)
