@@ -290,3 +290,27 @@ def test_a_timeline_of_a_collected_log_positions_and_source_positions() -> None:
     # the entries after the stray one keep their own numbering: one break, where it starts
     assert rows(tl.report.problems) == [(5, "stray", "invalid-entry"), (6, entries[6]["id"], "non-contiguous")]
     assert rows(tl.report.problems) == rows(log.problems)
+
+
+def test_verify_lists_what_the_reader_set_aside(tmp_path: Any) -> None:
+    """A line a JSONL reader could not parse, and an entry it set aside, are rows of the report's
+    problems too (at their source positions), beside the pass's own findings."""
+    entries = triage()
+    lines = [json.dumps(e) for e in entries]
+    lines[10] = lines[10][:25]  # a torn line
+    path = tmp_path / "torn.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log = read_log(path, errors="collect")
+    read = [(r.index, r.kind) for r in log.problems.itertuples()]
+    assert read[0][1] in STRUCTURE | {"incomplete-record"} and len(log) == 90
+    report = verify(pm.triage_machine(), log)
+    got = [(r.index, r.kind) for r in report.problems.itertuples() if (r.index, r.kind) in set(read)]
+    assert got == read
+    from agentscope.log import EventLog
+    from agentscope.log.problems import problems_frame
+
+    damaged = EventLog(list(log.entries), source="s", validated=True, positions=list(log.positions),
+                       problems=problems_frame([*log.problems.to_dict("records"),
+                                                {"kind": "damaged-store", "message": "rows after 90 unreadable"}]))
+    whole = verify(pm.triage_machine(), damaged).problems
+    assert whole[whole["index"].isna()]["kind"].tolist() == ["damaged-store"]

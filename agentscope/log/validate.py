@@ -1055,7 +1055,7 @@ def read_findings(log: Any) -> dict[int, list[LogFormatError]] | None:
     for index, field_, kind, message, source in zip(
         table["index"], table["field"], table["kind"], table["message"], table["source"], strict=True
     ):
-        if index is None or index != index or kind == ProblemKind.MACHINE_MISMATCH:  # NA: the log's
+        if _missing(index) or kind == ProblemKind.MACHINE_MISMATCH:  # NA: about the whole log
             continue
         i = at.get(int(index))
         if i is None:
@@ -1081,14 +1081,23 @@ def set_aside(log: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for row in table.to_dict("records"):
         index = row.get("index")
-        if index is None or index != index:  # NA
+        if _missing(index):
             row["index"] = None
         elif int(index) in kept:
             continue
-        if row.get("line") != row.get("line"):
-            row["line"] = None
+        row = {k: None if _missing(v) else v for k, v in row.items()}
         out.append(row)
     return out
+
+
+def _missing(value: Any) -> bool:
+    """A problems table's missing cell: ``None``, ``NaN`` or pandas' ``NA``."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:  # pandas.NA: its comparisons are NA, ambiguous as a bool
+        return True
 
 
 def no_init_problem(entry: Any, index: int, *, source: str | None = None) -> EntryValidationError | None:
