@@ -132,3 +132,16 @@ def test_extending_a_validated_timeline_checks_new_entries_against_the_read_ones
     nxt = dict(log[-1], index=len(log) + 5, id="fresh")
     tl.extend([nxt])
     assert tl.report.df.loc[len(log) + 1, "kind"] == "non-contiguous"
+
+
+def test_a_pass_told_only_validated_still_checks_the_structure() -> None:
+    """A caller that says ``validated=True`` without the reader's findings (e.g. a store-wide
+    run) gets the structure rules checked by the pass, so a problem the reader recorded is not
+    lost; only the envelope is taken as checked."""
+    from agentscope.pipeline.onepass import build_index
+    from agentscope.pipeline.report import report_from_index
+
+    log = read_log(with_duplicate_id(), errors="collect")
+    idx = build_index(log.entries, machine=pm.counter_machine(), validated=True)
+    report = report_from_index(idx, log.entries)
+    assert [(r.index, r.kind) for r in report.problems.itertuples()] == [(7, "duplicate-id")]

@@ -728,8 +728,11 @@ class Pass:
     ) -> None:
         check_machines(machines)
         self.validated = validated  # a validating reader checked §1.2/§1.3: not checked again
-        self.findings: dict[int, list[LogFormatError]] = {k: list(v) for k, v in (findings or {}).items()}
-        """What that reader found (:func:`~agentscope.log.validate.read_findings`), by position."""
+        self.findings: dict[int, list[LogFormatError]] | None = (
+            None if findings is None else {k: list(v) for k, v in findings.items()})
+        """What that reader found (:func:`~agentscope.log.validate.read_findings`), by position.
+        ``None`` (not given): the pass checks the structure rules itself (the envelope too unless
+        ``validated``)."""
         self.machine, self.machines = machine, machines
         self.machine_version = machine_version
         self.checkpoint_every = checkpoint_every
@@ -867,7 +870,8 @@ class Pass:
             m, seg_version = machine_for_segment(seg, self.machine, self.machines)
             idx.machines.append(m)
             idx.replayed_upto.append(seg.start)
-            self._check = None if self.validated else SegmentChecker(seg.start, source=idx.source)
+            self._check = (None if self._read_checked else
+                           SegmentChecker(seg.start, source=idx.source, envelope=not self.validated))
             self._seg_pass = None
             if m is not None:
                 self._version = seg_version or self.machine_version or m.version
@@ -883,11 +887,12 @@ class Pass:
                     idx.log_problems.append((ProblemKind.NO_MACHINE, detail, True))
                     idx.log_failures.append(EngineError(detail))
         m = idx.machines[seg.number]
-        if self.validated:  # checked when read: take what the reader found
+        if self._read_checked:  # checked when read: take what the reader found
             found, fold_stop, stopped = self._read_found(entries, seg, lo, hi)
         else:
             if self._check is None:  # entries before ``lo`` were validated when read
                 self._check = SegmentChecker.resumed(entries, seg.start, lo, source=idx.source)
+            self._check.envelope = not self.validated
             found, fold_stop = self._check.check(entries, lo, hi)
             stopped = self._check.stopped_at
         for kind, err in found:
@@ -920,17 +925,24 @@ class Pass:
         self._seg_pass.run(entries, lo, fold_stop, recorded[: fold_stop - lo])
 
 
+    @property
+    def _read_checked(self) -> bool:
+        """Whether the entries being fed were checked by a validating reader whose findings the
+        pass holds (then no rule is checked again)."""
+        return self.validated and self.findings is not None
+
     def _read_found(self, entries: Sequence[Mapping[str, Any]], seg: Segment, lo: int, hi: int
                     ) -> tuple[list[tuple[ProblemKind, LogFormatError]], int, int | None]:
         """For entries a validating reader checked: ``(problems, fold_stop, stopped_at)`` as
         :meth:`SegmentChecker.check` gives them, from :attr:`findings` (no rule checked again)
         and the fold's own precondition, a segment that starts with ``@agent.init``."""
-        found = [(problem_kind(err), err) for i in sorted(k for k in self.findings if lo <= k < hi)
-                 for err in self.findings[i]]
+        findings = self.findings or {}
+        found = [(problem_kind(err), err) for i in sorted(k for k in findings if lo <= k < hi)
+                 for err in findings[i]]
         no_init = no_init_problem(entries[seg.start], seg.start, source=self.index.source)
         if no_init is None:
             return found, hi, None
-        read = self.findings.get(seg.start, ())
+        read = findings.get(seg.start, ())
         if lo == seg.start and not any(problem_kind(e) == ProblemKind.NO_INIT for e in read):
             found.insert(0, (ProblemKind.NO_INIT, no_init))
         return found, min(hi, seg.start), seg.start
