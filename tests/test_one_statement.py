@@ -314,3 +314,21 @@ def test_verify_lists_what_the_reader_set_aside(tmp_path: Any) -> None:
                                                 {"kind": "damaged-store", "message": "rows after 90 unreadable"}]))
     whole = verify(pm.triage_machine(), damaged).problems
     assert whole[whole["index"].isna()]["kind"].tolist() == ["damaged-store"]
+
+
+def test_the_chunk_shortcut_asks_no_value_whether_it_is_absent() -> None:
+    """A value whose ``==`` says yes to anything (not JSON: a Python object in a list of dicts)
+    is still judged by the rules, not taken for an absent optional field."""
+
+    class Agreeable:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    entries = _long(200)
+    for e in entries:
+        e["causationId"] = Agreeable()
+    found, _stop = SegmentChecker(0).check(entries, 0, len(entries))
+    assert [(e.index, e.field) for _k, e in found][:2] == [(0, "causationId"), (1, "causationId")]
+    assert len(found) == 200
