@@ -40,7 +40,7 @@ from agentscope.log.entry import (
     source_of,
 )
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import is_validated, log_problems
+from agentscope.log.validate import identity_problem, log_problems, no_init_problem, read_findings
 from agentscope.pipeline.segments import as_log
 
 __all__ = [
@@ -347,9 +347,24 @@ def replay(
     source = source_of(entries)
     version = machine_version or machine.version
     # validate once: a validated EventLog is checked for the machine's identity only
-    for problem in log_problems(ents, machine_id=machine.machine_id, machine_version=version,
-                                source=source, check_entries=not is_validated(entries)):
-        raise problem
+    found = read_findings(entries)
+    if found is None:
+        for problem in log_problems(ents, machine_id=machine.machine_id, machine_version=version,
+                                    source=source):
+            raise problem
+    elif ents:
+        no_init = no_init_problem(ents[0], 0, source=source)  # e.g. a slice log[a:b], a > 0
+        for i, entry in enumerate(ents):
+            if i in found:
+                raise found[i][0]
+            if i == 0 and no_init is not None:
+                raise no_init
+            if entry.get("machineId") == machine.machine_id and entry.get("machineVersion") == version:
+                continue  # targets this machine (what identity_problem concludes first)
+            bad = identity_problem(entry, i, machine.machine_id, version)
+            if bad is not None:
+                bad.source = source
+                raise bad
     if not ents:
         raise LogFormatError(
             "Cannot replay an empty event log; it must start with a '@agent.init' entry.",

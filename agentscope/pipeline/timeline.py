@@ -9,7 +9,6 @@ import copy
 import time
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -20,87 +19,18 @@ from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
-from agentscope.log.entry import entries_of, event_of, event_type, session_key, source_of
+from agentscope.log.entry import entries_of, event_type, session_key, source_of
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import is_validated
+from agentscope.log.validate import is_validated, read_findings, set_aside
 from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
 from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 from agentscope.pipeline.report import VerifyReport, report_from_index
 from agentscope.pipeline.segments import as_log
 from agentscope.pipeline.snapshots import DEFAULT_BUDGET, DEFAULT_CACHE_BYTES, FrameLRU, SnapshotStore
+from agentscope.step import Step  # re-exported: the pass as a value
 
 __all__ = ["Step", "Timeline", "choose_checkpoint_every", "fork_timelines"]
 
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One step of the one pass, as :meth:`Timeline.steps` yields it: the pass as a value.
-
-    Attributes
-    ----------
-    index : int
-        The entry's position in the log (0-based).
-    segment : int
-        Its ``@agent.init`` segment (0-based, spec §1.5).
-    entry : Mapping
-        The entry exactly as read.
-    machine : Machine or None
-        The machine that replayed its segment; ``None`` when the segment had none.
-    before, after : Mapping or None
-        The persisted snapshots (spec §4.1) after the previous entry and after this one.
-        ``after`` is ``None`` for an entry the pass did not replay (no machine, an engine
-        failure); ``before`` is ``None`` at a segment's first entry too.
-    verdict : Verdict
-        The pass's verdict for the entry (recorded vs recomputed hash).
-    ignored : bool
-        The state did not react: ``after`` equals ``before``.
-
-    The derived views are properties: :attr:`value` and :attr:`context` (of ``after``),
-    :attr:`event` and :attr:`event_type` (of the entry, through :mod:`agentscope.log.entry`) and
-    :attr:`changed_paths` (RFC 6901 pointers, :func:`agentscope.jsondiff.changed_paths`).
-    """
-
-    index: int
-    segment: int
-    entry: Mapping[str, Any]
-    machine: Machine | None
-    before: Mapping[str, Any] | None
-    after: Mapping[str, Any] | None
-    verdict: Verdict
-    ignored: bool
-
-    @property
-    def replayed(self) -> bool:
-        """Whether the pass replayed this entry (``after`` is known)."""
-        return self.after is not None
-
-    @property
-    def value(self) -> Any:
-        """The state value after the entry (``None`` when not replayed)."""
-        return None if self.after is None else self.after.get("value")
-
-    @property
-    def context(self) -> Any:
-        """The context after the entry (``None`` when not replayed)."""
-        return None if self.after is None else self.after.get("context")
-
-    @property
-    def event(self) -> Mapping[str, Any]:
-        """The entry's event (spec §1.1)."""
-        return event_of(self.entry)
-
-    @property
-    def event_type(self) -> str:
-        """The entry's ``event.type``."""
-        return event_type(self.entry)
-
-    @property
-    def changed_paths(self) -> tuple[str, ...]:
-        """RFC 6901 pointers of what the entry changed in the persisted snapshot (empty when not
-        replayed)."""
-        if self.after is None:
-            return ()
-        return tuple(changed_paths(self.before, self.after))
 
 def choose_checkpoint_every(
     machine: Machine,
@@ -273,6 +203,7 @@ class Timeline:
             source=source_of(log),
             store_budget=memory_budget if checkpoint_every is None else None,
             validated=is_validated(log),
+            findings=read_findings(log),
         )
         self._index: LogIndex = self._pass.index
         if self._entries:
@@ -660,7 +591,9 @@ class Timeline:
     def report(self) -> VerifyReport:
         """The :class:`VerifyReport` of the indexing pass (no extra replay)."""
         if self._report is None:
-            self._report = report_from_index(self._index, self._entries)
+            self._report = report_from_index(self._index, self._entries,
+                                             positions=getattr(self._log, "positions", None),
+                                             set_aside=set_aside(self._log))
         return self._report
 
     @property
