@@ -41,9 +41,11 @@ the mapping parameter), an entry column of another type. A row whose entry is no
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -344,11 +346,7 @@ class PostgresStore(RowStore):
         return None if oid is None else int(oid)
 
     def _thread_ids(self) -> list[str]:
-        from psycopg import sql
-
-        query = sql.SQL('SELECT {th} FROM {t} GROUP BY {th} ORDER BY {th} COLLATE "C"')
-        rows = self._query("cannot list the threads", query.format(th=self._thread, t=self._t))
-        return [r[0] for r in rows]
+        return self.thread_ids()
 
     def _unknown(self, thread: str) -> ThreadNotFoundError:
         return ThreadNotFoundError(
@@ -429,6 +427,57 @@ class PostgresStore(RowStore):
             raise self._unknown(thread)
 
 
+    def thread_ids(self) -> list[str]:
+        """``SELECT DISTINCT`` of the thread column in code point order (one query over the key
+        column; never an entry)."""
+        from psycopg import sql
+
+        rows = self._query("cannot list the threads", sql.SQL(
+            'SELECT DISTINCT {th} COLLATE "C" FROM {t} ORDER BY 1').format(th=self._thread, t=self._t))
+        return [r[0] for r in rows]
+
+    def digests(self, threads: Iterable[str]) -> Iterator[tuple[str, list[bytes]]]:
+        """See :meth:`~agentscope.stores.protocol.RowStore.digests`: one query for every thread
+        (``thread = ANY(…)``, in ``(thread, idx)`` order, one read-only transaction: one
+        consistent snapshot), the entry column's text (``entry::text``, what :meth:`read` gives)
+        received as its UTF-8 bytes and hashed as they come, no record built.
+
+        Raises
+        ------
+        ThreadNotFoundError
+            A thread has no row.
+        StoreError
+            The query fails.
+        """
+        from psycopg import sql
+        order = list(threads)
+        keys: dict[str, list[bytes]] = {t: [] for t in order}
+        psycopg = _driver()
+        conn = self._cursor_conn()
+        query = sql.SQL("SELECT {th}, {e}::text FROM {t} WHERE {th} = ANY(%s) ORDER BY {th}, {ix}").format(
+            th=self._thread, e=self._entry, t=self._t, ix=self._idx)
+        b2 = blake2b
+        try:
+            with conn.transaction(), conn.cursor(name=f"agentscope_digests_{next(_CURSORS)}",
+                                                 scrollable=False, withhold=False) as cur:
+                cur.adapters.register_loader("text", _raw_text_loader())  # the bytes, never decoded
+                cur.itersize = BATCH
+                cur.execute(query, (list(keys),))
+                raw: Any = None
+                current: list[bytes] = []
+                while rows := cur.fetchmany(BATCH):
+                    for th, data in rows:
+                        if th != raw:
+                            raw = th
+                            current = keys[th.decode() if isinstance(th, bytes) else th]
+                        current.append(b2(data, digest_size=16).digest())
+        except psycopg.Error as exc:
+            raise self._error(exc, "cannot read the threads' entries") from None
+        for thread in order:
+            if not keys[thread]:
+                raise self._unknown(thread)
+            yield thread, keys[thread]
+
     def changes(self, thread: str, cursor: Cursor) -> Change:
         """See :meth:`agentscope.stores.protocol.Store.changes`: polls ``idx`` (one query from the
         last index read, :meth:`~agentscope.stores.protocol.RowStore.changes`) after a catalog
@@ -444,6 +493,18 @@ class PostgresStore(RowStore):
                 "replaced", None, f"table {self._qualified} was replaced (dropped and created again) "
                 "after it was read", source))
         return super().changes(thread, cursor)
+
+
+@functools.cache
+def _raw_text_loader() -> Any:
+    """A psycopg loader giving a ``text`` value as the bytes the server sent (UTF-8), undecoded."""
+    from psycopg.adapt import Loader
+
+    class RawText(Loader):
+        def load(self, data: Any) -> bytes:
+            return bytes(data)
+
+    return RawText
 
 
 def open_url(address: str, *, table: str | None = None, columns: Mapping[str, Any] | None = None,
