@@ -19,12 +19,11 @@ Targets (issue 10): agentscope <= 1.2x the baseline's time and <= 1.0x its peak 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
+
+from benchmarks.child import run_child
 
 CHILD = {
     "baseline": textwrap.dedent(
@@ -68,22 +67,6 @@ CHILD = {
     ),
 }
 
-RUNNER = textwrap.dedent(
-    """
-    import json, resource, sys, time
-    PATH = sys.argv[1]
-    t0 = c0 = None
-    def START():
-        global t0, c0
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-    exec(compile(sys.argv[2], "<bench>", "exec"))
-    elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": elapsed, "cpu": cpu, "peak_bytes": peak, "rows": n}))
-    """
-)
 
 
 def generate(path: Path, n: int) -> int:
@@ -134,13 +117,7 @@ def generate(path: Path, n: int) -> int:
 
 
 def run(method: str, path: Path) -> dict[str, float]:
-    repo = Path(__file__).resolve().parent.parent
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(path), CHILD[method]],
-        capture_output=True, text=True, check=True, cwd=repo,
-        env={"PYTHONPATH": str(repo), "PATH": ""},
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return run_child(CHILD[method], str(path), name="PATH")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -306,14 +306,19 @@ class StoreContract:
             assert log.entries == MAIN[: len(log)]
             assert len(log.problems) >= 1
 
-    def test_bytes_unchanged_afterwards(self, source: str) -> None:
-        before = sha256_of(self.files(source))
+    def read_every_way(self, source: str) -> None:
+        """Every read the protocol offers, on every thread: listing, whole log, from an offset,
+        following (what the bytes-unchanged case checks leaves the source as it was)."""
         with open_store(source) as store:
             store.threads()
             for t in self.threads_():
                 store.log(t)
                 list(store.read(t, 3))
                 follow_all(store, t, Cursor())
+
+    def test_bytes_unchanged_afterwards(self, source: str) -> None:
+        before = sha256_of(self.files(source))
+        self.read_every_way(source)
         assert sha256_of(self.files(source)) == before
         assert [p.name for p in self.files(source)] == [Path(p).name for p in before]
 

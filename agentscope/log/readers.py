@@ -293,15 +293,8 @@ def read_jsonl(data: bytes, *, source: str | None, errors: ErrorsMode, era: Era 
         lines.append(number)
         positions.append(position)
         position += 1
-    log = build_log(
-        items,
-        source=source,
-        errors=errors,
-        era=era,
-        lines=lines,
-        positions=positions,
-        early_problems=early,
-    )
+    log = build_log(items, source=source, errors=errors, era=era, lines=lines,
+                    positions=positions, early_problems=early)
     if tail_error is not None:
         warnings.warn(
             f"{source or '<jsonl>'}: {tail_error.detail}; read the {len(log)} entries before it "

@@ -87,16 +87,8 @@ def log_from_records(
             continue
         items.append(value)
         positions.append(position)
-    log = build_log(
-        items,
-        source=source,
-        errors=errors,
-        era=era,
-        positions=positions,
-        thread=thread,
-        early_problems=early,
-        cached_snapshot=cached_snapshot,
-    )
+    log = build_log(items, source=source, errors=errors, era=era, positions=positions,
+                    thread=thread, early_problems=early, cached_snapshot=cached_snapshot)
     if damage is not None:
         import warnings
 

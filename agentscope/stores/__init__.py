@@ -21,28 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.errors import LogFormatError, StoreError, UnreadableSourceError
-from agentscope.stores.protocol import (
-    Change,
-    Cursor,
-    Record,
-    RowStore,
-    Store,
-    ThreadInfo,
-    display_address,
-)
+from agentscope.stores import protocol
+from agentscope.stores.protocol import *  # noqa: F403 (the protocol's names, its __all__)
+from agentscope.stores.protocol import Store, display_address
 
-__all__ = [
-    "SCHEMES",
-    "Change",
-    "Cursor",
-    "Record",
-    "RowStore",
-    "Store",
-    "ThreadInfo",
-    "display_address",
-    "open_store",
-    "split_thread",
-]
+__all__ = ["SCHEMES", "open_store", "split_thread", *protocol.__all__]
 
 SCHEMES: dict[str, str] = {
     "postgresql": "agentscope.stores.postgres",

@@ -50,7 +50,6 @@ __all__ = [
     "Store",
     "ThreadInfo",
     "display_address",
-    "log_from_records",
 ]
 
 BATCH = 1000
