@@ -1,6 +1,7 @@
 """The ``agentscope`` command: verify, inspect, compare and export event logs from a terminal or CI.
 
-A thin layer over the library: every subcommand reads with :func:`agentscope.log.read_log`,
+A thin layer over the library: every subcommand opens its source with
+:func:`agentscope.stores.open_store` (a file or a ``postgresql://`` URL),
 replays with :mod:`agentscope.pipeline` (or :func:`agentscope.bulk.verify_store` for a whole
 store), compares with :func:`agentscope.forks.compare`, and prints the result as a table for
 people or as JSON (``--json``) for programs.
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
     from agentscope.engines.base import Machine
     from agentscope.log import EventLog
+    from agentscope.stores import Store
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main", "verdict_exit"]
 
@@ -62,7 +64,6 @@ DEMO_THREAD = "main"
 DEMO_NODE_MACHINE = _PACKAGE / "examples" / "machines" / "triage.mjs"
 DEMO_NODE_EXPORT = "triageMachine"
 DEMO_PY_MACHINE = "py:agentscope.examples.python_machines:triage_machine"
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _PROBLEM_ROWS = 10
 
 
@@ -243,21 +244,27 @@ def _records(df: Any) -> list[dict[str, Any]]:
 # Inputs
 
 
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(16) == _SQLITE_MAGIC
-    except OSError:
-        return False
+_MANY_THREADS = ("sqlite", "postgresql")
+"""Store kinds that hold threads (``STORE#THREAD``); any other source is one log."""
 
 
-def _existing(path_text: str) -> Path:
-    path = Path(path_text).expanduser()
-    if not path.exists():
-        raise LogFormatError("no such file", source=path_text)
-    if path.is_dir():
-        raise LogFormatError("is a directory, not a log file", source=path_text)
-    return path
+def _open(source: str) -> Store:
+    """``source`` (a path or a ``postgresql://`` URL) opened as a read-only store: the one way a
+    command reaches a source (:func:`agentscope.stores.open_store`). A directory is not taken
+    here (every command reads one log or a store's threads)."""
+    from agentscope.stores import open_store
+
+    if "://" not in source:
+        from agentscope.log.readers import existing_path
+
+        existing_path(Path(source).expanduser())  # "no such file", "is a directory, not a log file"
+        source = os.fspath(Path(source).expanduser())
+    return open_store(source)
+
+
+def _name(store: Store) -> str:
+    """How a store is named in a table title: a file's name, a URL's display form."""
+    return store.address if "://" in store.address else Path(store.address).name
 
 
 def _split_thread(text: str) -> tuple[str, str | None]:
@@ -273,15 +280,13 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     A missing or unnamed thread is re-raised as :class:`ThreadNotFoundError` phrased for the
     command line (``STORE#THREAD``) instead of the library's ``thread=`` wording.
     """
-    from agentscope.log import read_log
-
-    path = _existing(source)
-    try:
-        log = read_log(path, thread=thread)
-    except ThreadNotFoundError as exc:
-        if not _is_sqlite(path):
-            raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
-        raise _cli_thread_error(source, path, thread, option) from exc
+    with _open(source) as store:
+        try:
+            log = store.log(thread)
+        except ThreadNotFoundError as exc:
+            if store.kind not in _MANY_THREADS:
+                raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
+            raise _cli_thread_error(source, store, thread, option) from exc
     if len(log) == 0:
         raise LogFormatError(
             "the log has no entries; a log starts with the reserved '@agent.init' entry (spec §1.3)",
@@ -290,11 +295,11 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     return log
 
 
-def _cli_thread_error(source: str, path: Path, thread: str | None, option: bool) -> ThreadNotFoundError:
-    from agentscope.log import read_threads
+def _cli_thread_error(source: str, store: Store, thread: str | None, option: bool) -> ThreadNotFoundError:
+    from agentscope.stores import display_address
 
     try:
-        names = [str(t) for t in read_threads(path)["thread_id"]]
+        names = [t.thread_id for t in store.threads()]
     except AgentscopeError:
         names = []
     listed = ", ".join(names) or "none"
@@ -303,7 +308,7 @@ def _cli_thread_error(source: str, path: Path, thread: str | None, option: bool)
         text = f"the store holds {len(names)} threads; name one as {how} (threads: {listed})"
     else:
         text = f"no thread {thread!r} in the store; name one as {how} (threads: {listed})"
-    return ThreadNotFoundError(text, source=source)
+    return ThreadNotFoundError(text, source=display_address(source))
 
 
 def _spec(text: str) -> MachineSpec:
@@ -367,26 +372,21 @@ class _Machines:
 
 
 def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
-    from agentscope.log import read_threads
+    from agentscope.stores import read_threads
 
-    path = _existing(args.store)
-    with path.open("rb") as fh:  # unreadable: "Permission denied" (OSError), as every command says
-        head = fh.read(len(_SQLITE_MAGIC))
-    if not head:
-        raise LogFormatError("the file is empty: `threads` lists the threads of a §5.2 SQLite store",
-                             source=str(path))
-    if head != _SQLITE_MAGIC:
-        raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a JSON, "
-                             "JSONL, CSV or Parquet log is one run (`agentscope show` summarises it)",
-                             source=str(path))
-    df = read_threads(path)
+    with _open(args.store) as store:
+        if store.kind not in _MANY_THREADS:
+            raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a "
+                                 "JSON, JSONL, CSV or Parquet log is one run (`agentscope show` "
+                                 "summarises it)", source=store.address)
+        df = read_threads(store)
     records = _records(df)
     if out.as_json:
-        out.json({"store": str(path), "threads": records})
+        out.json({"store": store.address, "threads": records})
         return EXIT_OK
     from rich.table import Table
 
-    table = Table(title=f"{path.name}: {len(records)} thread(s)", title_justify="left")
+    table = Table(title=f"{_name(store)}: {len(records)} thread(s)", title_justify="left")
     cols = [("thread_id", "thread"), ("length", "entries"), ("machine_id", "machine"),
             ("machine_version", "version"), ("first_recorded_at", "first entry (UTC)"),
             ("last_recorded_at", "last entry (UTC)")]
@@ -569,12 +569,13 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
 def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
     source, thread = _split_thread(args.log)
     thread = args.thread or thread
-    path = _existing(source)
+    with _open(source) as store:
+        kind = store.kind
     with _Machines(args.machine, args.machines) as ms:
         if not ms.given:
             raise UsageError("verify needs a machine: --machine M or --machines v1=M1,v2=M2")
-        if _is_sqlite(path) and thread is None:
-            return _verify_store(path, ms, args, out)
+        if kind in _MANY_THREADS and thread is None:
+            return _verify_store(source, ms, args, out)
         log = _read(source, thread)
         report = _verify_one(log, ms, args.strict)
         nothing = _nothing_verified(report, log, args.allow_missing)
@@ -590,11 +591,12 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
         return verdict_exit(report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
 
 
-def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
+def _verify_store(source: str, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
     from agentscope.bulk import verify_store
-    from agentscope.log import read_threads
 
-    threads = [str(t) for t in read_threads(path)["thread_id"]]
+    with _open(source) as store:
+        threads = [t.thread_id for t in store.threads()]
+        where = store.address
     primary = ms.spec
     extra = dict(ms.by_version)
     if primary is None:
@@ -602,7 +604,7 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
         primary = list(extra.values())[-1]
     with out.progress(f"verifying {len(threads)} threads", len(threads)) as progress:
         df = verify_store(
-            path, primary, threads=threads, machines=extra or None, strict=args.strict,
+            source, primary, threads=threads, machines=extra or None, strict=args.strict,
             max_workers=args.workers, progress=progress,
         )
     rows = _records(df)
@@ -615,13 +617,13 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
     failed = [r for r in rows if not r["verified"]]
     ok = not failed
     if out.as_json:
-        out.json({"store": str(path), "machine": args.machine or args.machines, "ok": ok,
+        out.json({"store": where, "machine": args.machine or args.machines, "ok": ok,
                   "threads": len(rows), "failed": len(failed), "results": rows})
     else:
         from rich.table import Table
 
         status = "[green]verified[/green]" if ok else "[red]FAILED[/red]"
-        out.print(f"{path}: {status} - {len(rows) - len(failed)}/{len(rows)} threads verified")
+        out.print(f"{where}: {status} - {len(rows) - len(failed)}/{len(rows)} threads verified")
         table = Table(title_justify="left")
         show_error = any(r["error"] for r in rows)
         heads = [("thread", "left"), ("entries", "right"), ("ok", "left"), ("first failure", "right"),
@@ -820,9 +822,11 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
         else:
             diff = compare(left, right, machine=machine)
     same = diff.kind in ("identical", "prefix")
+    from agentscope.stores import display_address
+
     data: dict[str, Any] = {
-        "a": args.a,
-        "b": args.b,
+        "a": display_address(args.a),
+        "b": display_address(args.b),
         "kind": diff.kind,
         "identical": diff.kind == "identical",
         "common_prefix": diff.common_prefix,
@@ -855,7 +859,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     if out.as_json:
         out.json(data)
         return EXIT_OK if same else EXIT_FAILED
-    out.print(f"{args.a} vs {args.b}: [bold]{diff.kind}[/bold]")
+    out.print(f"{data['a']} vs {data['b']}: [bold]{diff.kind}[/bold]")
     if html_path is not None:
         out.print(f"  fork player written to {html_path}", markup=False)
     out.print(f"  common prefix: {diff.common_prefix} entries"
@@ -886,13 +890,14 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
 
     source, thread = _split_thread(args.log)
     thread = args.thread or thread
-    path = _existing(source)
+    with _open(source) as store:
+        kind, where = store.kind, store.address
     new = _spec(args.machine)
     base = _spec(args.baseline) if args.baseline else None
     extra = _machines_option(args.machines) if args.machines else None
-    if _is_sqlite(path):
+    if kind in _MANY_THREADS:
         threads = [thread] if thread is not None else None
-        result = whatif(path, new, baseline=base, machines=extra, threads=threads,
+        result = whatif(source, new, baseline=base, machines=extra, threads=threads,
                         max_workers=args.workers)
     else:
         with _Machines(args.machine, None) as ms, _Machines(args.baseline, None) as bs, \
@@ -905,7 +910,7 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
     changed = result.diverged
     if out.as_json:
         out.json({
-            "source": str(path), "machine": args.machine, "baseline": args.baseline or None,
+            "source": where, "machine": args.machine, "baseline": args.baseline or None,
             "identical": result.identical, "threads": len(rows), "diverged": len(changed),
             "results": [dict(r, event_id=t.event_id, event_type=t.event_type,
                              recorded_hash=t.recorded_hash, new_hash=t.new_hash,
@@ -919,7 +924,7 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
         from rich.table import Table
 
         status = "[green]identical[/green]" if result.identical else "[red]DIVERGES[/red]"
-        out.print(f"{path}: {status} - {len(rows) - len(changed)}/{len(rows)} threads replay the "
+        out.print(f"{where}: {status} - {len(rows) - len(changed)}/{len(rows)} threads replay the "
                   f"same under {args.machine} (vs {args.baseline or 'the recorded hashes'})")
         table = Table(title_justify="left")
         for col, j in (("thread", "left"), ("entries", "right"), ("first divergence", "right"),
@@ -1056,10 +1061,15 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         out.stdout.write_bytes(_export_bytes(log, args.to))  # all of it, or exit 141 and no note
         out.note(f"wrote {len(log)} entries to standard output")
         return EXIT_OK
-    src_path = Path(source).resolve()
+    url = "://" in source
+    src_path = Path(source).resolve() if not url else None
     if args.output is None:
         thread_part = "" if log.thread is None else "." + log.thread.replace("/", "_").replace("\\", "_")
-        target = Path.cwd() / (src_path.stem + thread_part + _EXPORT_SUFFIX[args.to])
+        from urllib.parse import urlsplit
+
+        stem = src_path.stem if src_path is not None else (  # a URL: its database's name
+            urlsplit(source).path.strip("/").replace("/", "_") or "log")
+        target = Path.cwd() / (stem + thread_part + _EXPORT_SUFFIX[args.to])
     else:
         target = Path(args.output)
     if target.resolve() == src_path:
@@ -1097,8 +1107,8 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
     if args.lab:
         return _open_lab(out)
     from agentscope.bulk import MachineSpec
-    from agentscope.log import read_log
     from agentscope.pipeline import verify
+    from agentscope.stores import read_log
 
     log = read_log(DEMO_STORE, thread=args.thread)
     engine = "python" if args.engine == "python" else "node"

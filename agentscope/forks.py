@@ -105,7 +105,7 @@ def _as_side(obj: Any, default_name: str) -> _Side:
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray):
         entries = obj
     else:
-        from agentscope.log import read_log  # lazy: the reader is the heavy part
+        from agentscope.stores import read_log  # lazy: the reader is the heavy part
 
         log = read_log(obj)
         entries = log.entries
@@ -1007,16 +1007,11 @@ def _threads_of(source: Any) -> Iterator[tuple[str, Any]]:
             thread = getattr(log, "thread", None)
             yield (str(thread) if thread else str(pos)), log
         return
-    from agentscope.log import read_log, read_threads
+    from agentscope.stores import open_store
 
-    threads = read_threads(source)
-    col = next((c for c in ("thread", "thread_id", "threadId") if c in threads.columns), None)
-    if col is None:
-        raise LogFormatError(
-            "read_threads returned no thread column", source=str(source), field="thread"
-        )
-    for t in threads[col].tolist():
-        yield str(t), read_log(source, thread=t)
+    with open_store(source) as store:
+        for info in store.threads():
+            yield info.thread_id, store.log(info.thread_id)
 
 
 def _older_at(x: _Side, y: _Side, k: int, order_x: int, order_y: int) -> bool:
@@ -1040,8 +1035,9 @@ def fork_tree(source: Any) -> pd.DataFrame:
     Parameters
     ----------
     source : str | os.PathLike | Mapping[str, EventLog | Sequence[Mapping]] | Sequence[EventLog]
-        A SQLite store (spec §5.2; every thread listed by :func:`agentscope.log.read_threads`
-        is read with :func:`agentscope.log.read_log`), a mapping ``thread id -> log``, or a
+        A store (a SQLite file or a ``postgresql://`` URL, spec §5.2; opened with
+        :func:`agentscope.stores.open_store`, every thread read with
+        :meth:`~agentscope.stores.Store.log`), a mapping ``thread id -> log``, or a
         list of logs (named by their ``thread``, else by position).
 
     Returns

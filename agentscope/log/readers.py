@@ -403,7 +403,7 @@ def read_log(
     if isinstance(source, list | tuple):
         return build_log(list(source), source="<list>", errors=errors, era=era)
     if isinstance(source, str | os.PathLike):
-        path, name = _existing_path(source)
+        path, name = existing_path(source)
         fmt: str | None = format
         try:
             if fmt is None:
@@ -511,8 +511,18 @@ _MAX_PATH_TEXT = 4096
 """A ``str`` source longer than this (PATH_MAX on Linux) cannot be a path."""
 
 
-def _existing_path(source: str | os.PathLike[str]) -> tuple[Path, str]:
-    """``source`` as an existing file's path, or a typed error saying why it is not one."""
+def existing_path(source: str | os.PathLike[str], *, directory: bool = False) -> tuple[Path, str]:
+    """``source`` as an existing file's path (or directory's, with ``directory=True``) and its
+    display name, or a typed error saying why it is not one.
+
+    Raises
+    ------
+    UnreadableSourceError
+        A ``str`` that cannot be a path (a NUL, longer than 4096 characters, a name component
+        too long); JSON text gets a hint to pass it as bytes.
+    LogFormatError
+        ``no such file``; ``is a directory, not a log file`` (unless ``directory``).
+    """
     name = os.fspath(source)
     if isinstance(name, bytes):  # pragma: no cover - os.PathLike[bytes]
         name = os.fsdecode(name)
@@ -535,7 +545,7 @@ def _existing_path(source: str | os.PathLike[str]) -> tuple[Path, str]:
         ) from None
     if not exists:
         raise LogFormatError(f"no such file{hint}", source=short)
-    if is_dir:
+    if is_dir and not directory:
         raise LogFormatError("is a directory, not a log file", source=name)
     return path, name
 

@@ -30,8 +30,8 @@ from agentscope.errors import (
     LogReadWarning,
     ThreadNotFoundError,
 )
-from agentscope.stores import open_store, split_thread
 from agentscope.stores.protocol import Cursor, Store
+from agentscope.stores.sources import open_store, split_thread
 
 __all__ = ["Extendable", "Follower", "first_read", "follow_timeline", "open_followed"]
 
