@@ -95,8 +95,9 @@ class _Writer:
     ``encoding``, ``fileno``, …) are the stream's.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, scrub: Callable[[str], str] | None = None) -> None:
         self._stream = stream
+        self._scrub = scrub
         try:
             self._fd: int | None = stream.fileno()
         except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
@@ -111,6 +112,8 @@ class _Writer:
         from agentscope.hashing import escape_lone_surrogates
 
         text = escape_lone_surrogates(text)
+        if self._scrub is not None:
+            text = self._scrub(text)
         if self._fd is None:
             return self._stream.write(text)
         encoding = getattr(self._stream, "encoding", None) or "utf-8"
@@ -140,7 +143,8 @@ class _Writer:
 class _Out:
     """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
 
-    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool,
+                 scrub: Callable[[str], str] | None = None) -> None:
         from rich.console import Console as _Console
 
         from agentscope.hashing import escape_lone_surrogates
@@ -160,7 +164,7 @@ class _Out:
                 raise BrokenPipeError(32, "Broken pipe")
 
         self.as_json = as_json
-        self.stdout = _Writer(stdout)
+        self.stdout = _Writer(stdout, scrub)
         self.console = Console(file=self.stdout, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
         if not self.console.is_terminal:
             # piped or redirected: rich would assume 80 columns and fold cells letter by letter;
@@ -169,7 +173,7 @@ class _Out:
                 file=self.stdout, highlight=False, soft_wrap=True,  # type: ignore[arg-type]
                 width=max(self.console.width, _PIPE_WIDTH),
             )
-        self.err = Console(file=_Writer(stderr), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+        self.err = Console(file=_Writer(stderr, scrub), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
 
     @property
     def interactive(self) -> bool:
@@ -374,6 +378,9 @@ class _Machines:
 def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.stores import read_threads
 
+    if "://" not in args.store and Path(args.store).is_file() and Path(args.store).stat().st_size == 0:
+        raise LogFormatError("the file is empty: `threads` lists the threads of a §5.2 SQLite store",
+                             source=args.store)
     with _open(args.store) as store:
         if store.kind not in _MANY_THREADS:
             raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a "
@@ -1537,11 +1544,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _secret_scrubber(argv: Sequence[str]) -> Callable[[str], str]:
+    """What every line the command writes goes through: each URL of the command line written
+    with a password (``postgresql://ann:pw@host/db``) becomes its display form
+    (:func:`agentscope.stores.display_address`), and the password itself (as typed, and
+    URL-decoded) ``***`` wherever else it would show (a message that quotes the raw source)."""
+    from urllib.parse import unquote, urlsplit
+
+    from agentscope.stores import display_address
+
+    pairs: list[tuple[str, str]] = []
+    for arg in argv:
+        if "://" not in arg:
+            continue
+        for url in {arg, arg.partition("#")[0]}:
+            shown = display_address(url)
+            if shown != url:
+                pairs.append((url, shown))
+        try:
+            parts = urlsplit(arg)
+            words = [parts.password, *(q.partition("=")[2] for q in parts.query.split("&")
+                                       if q.lower().startswith("password="))]
+        except ValueError:  # not a URL urllib can split: display_address did what it could
+            words = []
+        for word in words:
+            if word:
+                pairs += [(word, "***"), (unquote(word), "***")]
+    pairs.sort(key=lambda p: -len(p[0]))
+
+    def scrub(text: str) -> str:
+        for secret, shown in pairs:
+            text = text.replace(secret, shown)
+        return text
+
+    return scrub
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``agentscope`` command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json))
+    scrub = _secret_scrubber(sys.argv[1:] if argv is None else argv)
+    out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json), scrub=scrub)
     try:
         code: int = args.func(args, out)
         return code
@@ -1549,7 +1593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         message = " ".join(str(exc).split("\n")[0].split())
-        print(f"agentscope: error: {message}", file=sys.stderr)
+        print(scrub(f"agentscope: error: {message}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader went away (`agentscope watch --json | head`): stop quietly, never a false
@@ -1564,7 +1608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"agentscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(scrub(f"agentscope: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("agentscope: interrupted", file=sys.stderr)
