@@ -193,13 +193,53 @@ class FileStore:
         return len(self._collected().entries)
 
     def read(self, thread: str, from_: int = 0) -> Iterator[list[Record]]:
-        """The entries ``from_`` on, in batches, as records (``text`` is the entry's JSON)."""
+        """The entries ``from_`` on, in batches, as records (``text`` is the entry's JSON).
+
+        A JSON Lines file is streamed: each non-blank line is one record, its text as stored
+        (a leading BOM and the line's surrounding blanks dropped; ``bytes`` when the line is not
+        UTF-8), read a batch at a time, nothing parsed, like a database row (a last line without
+        its newline is a record only when it parses: else it is a write in progress). Any other
+        file is read whole (:meth:`log`) and each entry written back as compact JSON.
+        """
         from agentscope.log.writers import js_json
 
         self._thread(thread)
+        if self.kind == "jsonl":
+            yield from self._jsonl_records(max(from_, 0))
+            return
         entries = self._collected().entries
         for k in range(max(from_, 0), len(entries), BATCH):
             yield [Record(k + j, js_json(e), None) for j, e in enumerate(entries[k : k + BATCH])]
+
+    def _jsonl_records(self, from_: int) -> Iterator[list[Record]]:
+        try:
+            fh = self.path.open("rb")
+        except OSError as exc:
+            raise _unreadable(exc, self.address) from None
+        with fh:
+            batch: list[Record] = []
+            k = 0
+            first = True
+            for line in fh:
+                if first:
+                    line, first = line.removeprefix(_BOM), False
+                raw = line.strip()
+                if raw and not line.endswith(b"\n") and not _parses(raw):
+                    break  # a write in progress
+                if not raw:
+                    continue
+                if k >= from_:
+                    try:
+                        text: str | bytes = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        text = raw
+                    batch.append(Record(k, text, None))
+                    if len(batch) >= BATCH:
+                        yield batch
+                        batch = []
+                k += 1
+            if batch:
+                yield batch
 
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
@@ -332,6 +372,17 @@ class FileStore:
         pending = bool(data[start:].strip())
         return Change(out, Cursor(position, last, _JsonlMark(ino, offset + start, line, last_line)),
                       pending=pending)
+
+
+def _parses(raw: bytes) -> bool:
+    """Whether a JSON Lines line is a complete JSON value."""
+    from agentscope.log.validate import loads
+
+    try:
+        loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _ino(token: object) -> int | None:

@@ -70,8 +70,10 @@ class ThreadInfo:
         ``recordedAt`` of entry 0 and of the last entry, as stored (ISO-8601 text), ``None`` when
         unknown or unreadable.
     parent : str | None
-        The thread this one was forked from, where the store knows it (§5.1 ``fork`` copies the
-        prefix verbatim, so a store usually does not); ``None`` otherwise.
+        The thread this one was forked from, where the store records it. §5.1/§5.2 define no
+        fork metadata (``fork`` copies the prefix rows byte for byte and keeps nothing else), so
+        no store of this package knows it and it is ``None``; the parent found from the copied
+        prefixes themselves is :func:`agentscope.fork_tree`'s (it reads every thread).
     error : str | None
         Why the thread cannot be read in full (a damaged page: "… stops after idx 41 …"), or
         ``None``.
