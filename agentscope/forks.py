@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, count, islice, zip_longest
+from itertools import chain, compress, count, islice
 from operator import eq, ne
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -991,10 +991,13 @@ def _stream_source(source: Any) -> tuple[Any, str, str] | None:
     return None
 
 
-def _records(side: tuple[Any, str, str], from_: int = 0) -> Iterator[Any]:
-    for batch in side[0].read(side[1], from_):
-        for rec in batch:
-            yield rec.text
+_STREAM_CHUNK = 4096
+"""Records of each side held at once by a streamed compare (bounded memory)."""
+
+
+def _texts(side: tuple[Any, str, str], from_: int = 0) -> Iterator[Any]:
+    """The side's record texts one by one (batches flattened at C speed)."""
+    return chain.from_iterable(side[0].texts(side[1], from_))
 
 
 def _parsed(text: Any, side: tuple[Any, str, str], i: int) -> Mapping[str, Any]:
@@ -1039,34 +1042,35 @@ def _streamed(a: Any, b: Any) -> ForkDiff | None:
 
 def _streamed_diff(left: tuple[Any, str, str], right: tuple[Any, str, str],
                    execution_id: Callable[[Any], Any]) -> ForkDiff | None:
-    end = object()
-    pairs = zip_longest(_records(left), _records(right), fillvalue=end)
+    fa, fb = _texts(left), _texts(right)
     firsts: list[Mapping[str, Any]] = []
     prev: Any = None
-    i = n_l = n_r = 0
+    n_common = n_l = n_r = 0
     at: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
     fields: tuple[str, ...] = ()
     realign = False
-    for ra, rb in pairs:
-        n_l += ra is not end
-        n_r += rb is not end
-        if ra is end or rb is end:
-            continue  # counting the longer side
-        if at is not None:
-            realign = realign or ra == rb
-            continue
-        if i == 0:
-            firsts = [_parsed(ra, left, 0), _parsed(rb, right, 0)]
-        if ra != rb:
-            ea, eb = _parsed(ra, left, i), _parsed(rb, right, i)
-            fields = _differing_fields(ea, eb)
-            if not fields:
-                return None  # the same entry under §6.1 in other bytes: compare() reads whole
-            at = (ea, eb)
-            continue
-        prev = ra
-        i += 1
-    n_common = i
+    while True:  # a chunk of each side at a time, compared at C speed
+        ca, cb = list(islice(fa, _STREAM_CHUNK)), list(islice(fb, _STREAM_CHUNK))
+        if not ca and not cb:
+            break
+        if n_l == 0 and ca and cb:
+            firsts = [_parsed(ca[0], left, 0), _parsed(cb[0], right, 0)]
+        m = min(len(ca), len(cb))
+        if at is None:
+            j = next(compress(count(), map(ne, ca, cb)), m)
+            if j < m:
+                i = n_common + j
+                ea, eb = _parsed(ca[j], left, i), _parsed(cb[j], right, i)
+                fields = _differing_fields(ea, eb)
+                if not fields:
+                    return None  # the same entry under §6.1 in other bytes: compare() reads whole
+                at = (ea, eb)
+                realign = any(map(eq, islice(ca, j + 1, m), islice(cb, j + 1, m)))
+            prev = ca[j - 1] if j else prev
+            n_common += j
+        elif not realign:
+            realign = any(map(eq, ca, cb))
+        n_l, n_r = n_l + len(ca), n_r + len(cb)
     n = min(n_l, n_r)
     divergence = n_common if at is not None else None
     ids = [execution_id(e) for e in firsts] if firsts else [None, None]
@@ -1109,8 +1113,7 @@ def _streamed_diff(left: tuple[Any, str, str], right: tuple[Any, str, str],
 def _streamed_altered(left: tuple[Any, str, str], right: tuple[Any, str, str], start: int) -> tuple[int, ...]:
     """:func:`_altered_indices` over raw records: only pairs whose texts differ are parsed."""
     out: list[int] = []
-    for i, (ra, rb) in enumerate(zip(_records(left, start), _records(right, start), strict=False),
-                                 start):
+    for i, (ra, rb) in enumerate(zip(_texts(left, start), _texts(right, start), strict=False), start):
         if ra == rb:
             continue
         f = _differing_fields(_parsed(ra, left, i), _parsed(rb, right, i))

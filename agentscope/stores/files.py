@@ -211,6 +211,47 @@ class FileStore:
         for k in range(max(from_, 0), len(entries), BATCH):
             yield [Record(k + j, js_json(e), None) for j, e in enumerate(entries[k : k + BATCH])]
 
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """See :meth:`agentscope.stores.protocol.Store.texts`. A JSON Lines file is read in
+        1 MiB chunks, each decoded and split at once (the lines :meth:`read` gives, without a
+        :class:`Record` each); any other file, :meth:`read`'s texts."""
+        self._thread(thread)
+        if self.kind != "jsonl":
+            for batch in self.read(thread, from_):
+                yield [r.text for r in batch]
+            return
+        k = 0
+        for lines in self._jsonl_chunks():
+            if k + len(lines) > from_:
+                yield lines[max(from_ - k, 0):]
+            k += len(lines)
+
+    def _jsonl_chunks(self) -> Iterator[list[str | bytes]]:
+        try:
+            fh = self.path.open("rb")
+        except OSError as exc:
+            raise _unreadable(exc, self.address) from None
+        with fh:
+            carry = fh.read(len(_BOM))
+            carry = carry.removeprefix(_BOM)
+            while True:
+                chunk = fh.read(1 << 20)
+                data = carry + chunk
+                if not chunk:
+                    tail = data.strip()
+                    if tail and _parses(tail):  # a last line without its newline
+                        yield [_decoded(tail)]
+                    return
+                cut = data.rfind(b"\n") + 1
+                carry, data = data[cut:], data[:cut]
+                try:
+                    lines: list[str | bytes] = list(filter(None, map(  # at C speed
+                        str.strip, data.decode("utf-8").split("\n"))))
+                except UnicodeDecodeError:
+                    lines = [_decoded(t) for t in (line.strip() for line in data.split(b"\n")) if t]
+                if lines:
+                    yield lines
+
     def _jsonl_records(self, from_: int) -> Iterator[list[Record]]:
         try:
             fh = self.path.open("rb")
@@ -374,6 +415,14 @@ class FileStore:
                       pending=pending)
 
 
+def _decoded(raw: bytes) -> str | bytes:
+    """A line's text: ``str`` when UTF-8, else the bytes as stored."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def _parses(raw: bytes) -> bool:
     """Whether a JSON Lines line is a complete JSON value."""
     from agentscope.log.validate import loads
@@ -447,6 +496,11 @@ class DirectoryStore:
         """The thread's file's entries, in batches."""
         store = self._store(thread)
         return store.read(store.thread_id, from_)
+
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """The thread's file's record texts, in batches."""
+        store = self._store(thread)
+        return store.texts(store.thread_id, from_)
 
     def log(
         self, thread: str | None = None, *, errors: ErrorsMode = "raise", era: Era | None = None

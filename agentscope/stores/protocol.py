@@ -155,6 +155,11 @@ class Store(Protocol):
         :class:`~agentscope.errors.DamagedStoreError` naming the last ``idx`` read."""
         ...
 
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """The ``text`` of each record :meth:`read` gives, alone, in batches: the cheapest whole
+        scan of a thread (``compare`` of two stored logs reads only this)."""
+        ...
+
     def log(
         self, thread: str | None = None, *, errors: ErrorsMode = "raise", era: Era | None = None
     ) -> EventLog:
@@ -228,6 +233,11 @@ class RowStore(abc.ABC):
         self, tp: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """See :meth:`Store.texts`: each :meth:`read` batch's texts."""
+        for batch in self.read(thread, from_):
+            yield [r.text for r in batch]
 
     def thread_source(self, thread: str) -> str:
         """``ADDRESS#THREAD``: how a thread of this store is named in messages."""
