@@ -173,3 +173,15 @@ def test_no_line_the_command_writes_holds_the_password(capsys: pytest.CaptureFix
         assert code in (0, 2)
         assert SECRET not in out + err and pg_server.READER_PASSWORD not in out + err
         assert display_address(postgres.url()) in out + err
+
+
+def test_read_log_and_compare_take_a_url_with_a_thread(url: str) -> None:
+    """``read_log("URL#THREAD")`` is the thread, as ``STORE#THREAD`` is for the file; ``compare``
+    of two such URLs streams their rows and finds the fork the file's threads show."""
+    from agentscope.forks import compare
+    from agentscope.stores import read_log
+
+    assert read_log(f"{url}#fork").entries == read_log(f"{SQLITE}#fork").entries
+    diff = compare(f"{url}#main", f"{url}#fork")
+    assert (diff.kind, diff.common_prefix, diff.left_length, diff.right_length) == ("fork", 18, 91, 52)
+    assert diff.names == ("main", "fork")

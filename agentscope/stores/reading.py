@@ -47,7 +47,8 @@ def read_log(
     ----------
     source : str | os.PathLike | Store | bytes | file-like | list[dict] | pandas.DataFrame | EventLog
         A path (``str`` is always a path or a URL) to a log file, a SQLite store or a
-        directory of log files; a URL (``postgresql://user@host/db?table=…``); an open
+        directory of log files; a URL (``postgresql://user@host/db?table=…``); either with a
+        ``#THREAD`` tail (:func:`agentscope.stores.split_thread`) when ``thread`` is not given; an open
         :class:`~agentscope.stores.Store`; raw bytes, a binary or text file object, a list of
         entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (re-validated).
     thread : str, optional
@@ -104,11 +105,13 @@ def read_log(
     >>> log.df["event_type"].value_counts().head(2).to_dict()
     {'xstate.done.actor': 21, 'DRAFT_READY': 11}
     """
-    from agentscope.stores.sources import open_store
+    from agentscope.stores.sources import open_store, split_thread
 
     if isinstance(source, str | os.PathLike):
         if format in ("dataframe", "records"):
             raise ValueError(f"format={format!r} is for in-memory sources, not a path")
+        if thread is None:
+            source, thread = split_thread(source)
         with open_store(source, table=table, format=format, columns=columns) as store:
             return store.log(thread, errors=errors, era=era)
     if isinstance(source, Store):
