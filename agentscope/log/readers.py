@@ -324,63 +324,12 @@ def read_log(
     era: Era | None = None,
     table: str | None = None,
 ) -> EventLog:
-    """Read an event log from any supported source.
-
-    Parameters
-    ----------
-    source : str | os.PathLike | bytes | file-like | list[dict] | pandas.DataFrame | EventLog
-        A path (``str`` is always a path), raw bytes, a binary or text file object, a list of
-        entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (re-validated).
-    thread : str, optional
-        The thread to read from a SQLite store (§5.2). A store with one thread needs none.
-    format : {"json", "jsonl", "sqlite", "csv", "parquet", "dataframe", "records"}, optional
-        Skip sniffing and read as this format.
-    errors : {"raise", "collect"}
-        ``"raise"`` (default) raises the first problem. ``"collect"`` keeps every entry that
-        passes the envelope checks and lists each problem in :attr:`EventLog.problems`.
-    columns : Mapping, optional
-        For tabular sources: entry field to column name, see
-        :func:`agentscope.log.tabular.entries_from_frame` for the keys.
-    era : {"C", "B", "A"}, optional
-        Force the era instead of detecting it (spec §0).
-    table : str, optional
-        SQLite: the event-log table when the store has several with the §5.2 columns.
-
-    Returns
-    -------
-    EventLog
-        Entries exactly as read; ``.source``, ``.thread``, ``.era``, ``.cached_snapshot`` set.
-
-    Raises
-    ------
-    LogFormatError
-        Unreadable source, bad JSON (with ``.line``), unknown format.
-    EntryValidationError, NonSerializableError
-        An entry breaks spec §1.2/§1.3 (``.index``, ``.line``, ``.field`` name the place).
-    MachineVersionMismatchError
-        An entry targets another machine than the rest of the log (§1.3).
-    ThreadNotFoundError
-        ``thread`` is not in the store, or the store has several threads and none was named,
-        or ``thread`` was given for a source that is not a store (JSON, JSONL, CSV, Parquet, a
-        list or DataFrame hold one log and no threads).
-    IncompleteRecordError
-        A torn JSONL record (see :func:`read_jsonl`).
-    DamagedStoreError
-        The SQLite file is corrupt where the thread's rows are (§5.2).
-    UnreadableSourceError
-        The file exists but cannot be read (permission denied, I/O error), or a ``str`` that
-        cannot be a path (longer than 4096 characters, a NUL, a name too long: e.g. JSON text
-        passed as ``str``; pass it as ``bytes`` or ``io.StringIO``).
-
-    Examples
-    --------
-    >>> import agentscope as asc
-    >>> from agentscope.examples import example_path
-    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="fork")
-    >>> len(log), log.thread, log.machine_id
-    (52, 'fork', 'supportTriage')
-    >>> log.df["event_type"].value_counts().head(2).to_dict()
-    {'xstate.done.actor': 21, 'DRAFT_READY': 11}
+    """Parse an event log from a log file, bytes, a file object, entries or a DataFrame: the
+    parsing half of :func:`agentscope.read_log` (:func:`agentscope.stores.read_log`), which
+    opens paths and URLs through :func:`agentscope.stores.open_store` and hands what is already
+    in memory to this function. Parameters, return value and errors are that function's; a
+    ``str`` is always a path, and ``thread`` is for a SQLite store (a §5.2 file read here
+    until :mod:`agentscope.log.sqlite` moves into :mod:`agentscope.stores`).
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")

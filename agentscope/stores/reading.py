@@ -23,12 +23,8 @@ if TYPE_CHECKING:
     from agentscope.log.readers import Format
     from agentscope.log.validate import Era
 
-__all__ = ["THREAD_COLUMNS", "read_log", "read_threads"]
+__all__ = ["read_log", "read_threads"]
 
-THREAD_COLUMNS = ("thread_id", "length", "first_recorded_at", "last_recorded_at", "machine_id",
-                  "machine_version", "machine_versions", "execution_id", "parent", "readable",
-                  "error")
-"""The columns of :func:`read_threads`, in order."""
 
 
 def read_log(
@@ -136,14 +132,13 @@ def read_threads(source: str | os.PathLike[str] | Store, *, table: str | None = 
     Returns
     -------
     DataFrame
-        Columns (:data:`THREAD_COLUMNS`) ``thread_id`` (str), ``length`` (int64),
-        ``first_recorded_at`` and ``last_recorded_at`` (``datetime64[ns, UTC]``, from entry 0
-        and the last readable entry), ``machine_id`` and ``machine_version`` (of the last
-        readable entry), ``machine_versions`` (tuple of the distinct versions in log order),
-        ``execution_id`` (the init entry's ``metadata.executionId``), ``parent`` (the thread it
-        was forked from where the store records it, :attr:`ThreadInfo.parent`; else ``None``),
-        ``readable`` (int64: rows that could be read) and ``error`` (``None``, or why the thread
-        cannot be read in full: on a damaged file, "… thread 'b' stops after idx 41 …"; see
+        Columns (:data:`agentscope.log.rows.THREAD_COLUMNS`) ``thread_id`` (str), ``length``
+        (int64), ``first_recorded_at`` and ``last_recorded_at`` (``datetime64[ns, UTC]``, from
+        entry 0 and the last readable entry), ``machine_id`` and ``machine_version`` (of the
+        last readable entry), ``machine_versions`` (tuple of the distinct versions in log
+        order), ``execution_id`` (the init entry's ``metadata.executionId``), ``readable``
+        (int64: rows that could be read) and ``error`` (``None``, or why the thread cannot be
+        read in full: on a damaged file, "… thread 'b' stops after idx 41 …"; see
         :class:`~agentscope.errors.DamagedStoreError`).
 
     A damaged file (e.g. a zeroed page) does not stop the listing: every thread whose ids are
@@ -170,82 +165,26 @@ def read_threads(source: str | os.PathLike[str] | Store, *, table: str | None = 
     1      main      91        efe50ed5
     2    second      40        efe50ed5
     """
-    import pandas as pd
-
-    from agentscope.log.model import text_series
+    from agentscope.log.rows import threads_frame
     from agentscope.stores.sources import open_store
 
     store = open_store(source, table=table)
     try:
-        rows = [_thread_row(store, info) for info in store.threads()]
+        return threads_frame([_thread_row(store, info) for info in store.threads()])
     finally:
         if store is not source:
             store.close()
-    frame = pd.DataFrame(rows, columns=list(THREAD_COLUMNS))
-    for name in ("error", "parent"):
-        frame[name] = pd.Series([r[name] for r in rows], dtype=object)  # None, not NaN
-    for name in ("thread_id", "machine_id", "machine_version", "execution_id"):
-        values = [r[name] if isinstance(r[name], str) else None for r in rows]
-        frame[name] = text_series(values)  # lone surrogates kept (a JS string may hold one)
-    return frame.astype({
-        "length": "int64",
-        "first_recorded_at": "datetime64[ns, UTC]",
-        "last_recorded_at": "datetime64[ns, UTC]",
-        "readable": "int64",
-    })
 
 
 def _thread_row(store: Store, info: Any) -> dict[str, Any]:
-    """One row of :func:`read_threads`: the thread's records read raw, each parsed once."""
-    from agentscope.log.entry import execution_id, recorded_at_ns
-    from agentscope.log.validate import loads
+    """One row of :func:`read_threads`: the thread's records read raw (up to any damage)."""
+    from agentscope.log.rows import thread_row
 
     texts: list[Any] = []
     damage: str | None = info.error
     try:
-        for batch in store.read(info.thread_id):
-            texts.extend(r.text for r in batch)
+        for batch in store.texts(info.thread_id):
+            texts.extend(batch)
     except DamagedStoreError as exc:
         damage = damage or exc.detail
-    versions: list[str] = []
-    first: dict[str, Any] = {}
-    last: dict[str, Any] = {}
-    for i, text in enumerate(texts):
-        try:
-            entry = loads(text) if isinstance(text, str) else None
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        if i == 0:
-            first = entry
-        last = entry
-        v = entry.get("machineVersion")
-        if isinstance(v, str) and v not in versions:
-            versions.append(v)
-    init_execution = execution_id(first)
-    return {
-        "thread_id": info.thread_id,
-        "length": info.length,
-        "first_recorded_at": _stamp(recorded_at_ns(first)),
-        "last_recorded_at": _stamp(recorded_at_ns(last)),
-        "machine_id": last.get("machineId"),
-        "machine_version": last.get("machineVersion"),
-        "machine_versions": tuple(versions),
-        "execution_id": init_execution if isinstance(init_execution, str) else None,
-        "parent": info.parent,
-        "readable": len(texts),
-        "error": damage,
-    }
-
-
-def _stamp(ns: int | None) -> pd.Timestamp | None:
-    """A ``recordedAt`` in epoch ns as a ``Timestamp`` (``None`` when invalid or outside the
-    ns range)."""
-    import pandas as pd
-
-    from agentscope.log.model import NS_MAX, NS_MIN
-
-    if ns is None or not NS_MIN <= ns <= NS_MAX:
-        return None
-    return pd.Timestamp(ns, unit="ns", tz="UTC")
+    return thread_row(info.thread_id, info.length, texts, error=damage)
