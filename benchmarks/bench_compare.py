@@ -24,7 +24,7 @@ import textwrap
 from pathlib import Path
 
 from benchmarks.bench_load import generate
-from benchmarks.child import run_child
+from benchmarks.child import run_child, summarize
 
 CHILD = {
     "baseline": textwrap.dedent(
@@ -88,16 +88,8 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.repeat):  # interleaved, so background load hits every method alike
             for method in CHILD:
                 runs[method].append(run(method, a, b))
-        best = {m: min(rs, key=lambda r: r["seconds"]) for m, rs in runs.items()}
-        cpu = {m: min(r["cpu"] for r in rs) for m, rs in runs.items()}
-        for method, r in best.items():
-            assert r["rows"] == n, (method, r)
+        best, cpu = summarize(runs, n, width=12)
         base = best["baseline"]
-        print(f"{'method':<12}{'seconds':>9}{'cpu s':>8}{'peak MB':>10}{'time x':>9}{'cpu x':>8}{'mem x':>8}")
-        for method, r in best.items():
-            print(f"{method:<12}{r['seconds']:>9.2f}{cpu[method]:>8.2f}{r['peak_bytes'] / 1e6:>10.0f}"
-                  f"{r['seconds'] / base['seconds']:>9.2f}{cpu[method] / cpu['baseline']:>8.2f}"
-                  f"{r['peak_bytes'] / base['peak_bytes']:>8.2f}")
         t = best["agentscope"]["seconds"] / base["seconds"]
         c = cpu["agentscope"] / cpu["baseline"]
         m = best["agentscope"]["peak_bytes"] / base["peak_bytes"]

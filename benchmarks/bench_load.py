@@ -23,7 +23,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from benchmarks.child import run_child
+from benchmarks.child import run_child, summarize
 
 CHILD = {
     "baseline": textwrap.dedent(
@@ -134,20 +134,8 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.repeat):  # interleaved, so background load hits every method alike
             for method in CHILD:
                 runs[method].append(run(method, path))
-        results: dict[str, dict[str, float]] = {}
-        for method, method_runs in runs.items():
-            best = min(method_runs, key=lambda r: r["seconds"])
-            assert best["rows"] == n, (method, best)
-            results[method] = best
+        results, cpu = summarize(runs, n, width=22)
         base = results["baseline"]
-        cpu = {m: min(r["cpu"] for r in rs) for m, rs in runs.items()}
-        print(f"{'method':<22}{'seconds':>9}{'cpu s':>8}{'peak MB':>10}{'time x':>9}{'cpu x':>8}{'mem x':>8}")
-        for method, r in results.items():
-            print(
-                f"{method:<22}{r['seconds']:>9.2f}{cpu[method]:>8.2f}{r['peak_bytes'] / 1e6:>10.0f}"
-                f"{r['seconds'] / base['seconds']:>9.2f}{cpu[method] / cpu['baseline']:>8.2f}"
-                f"{r['peak_bytes'] / base['peak_bytes']:>8.2f}"
-            )
         ours = results["agentscope"]
         t_ratio = ours["seconds"] / base["seconds"]
         c_ratio = cpu["agentscope"] / cpu["baseline"]

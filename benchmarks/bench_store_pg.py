@@ -27,7 +27,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from benchmarks.child import run_child
+from benchmarks.child import run_child, summarize
 
 THREAD = "long"
 QUERY = "SELECT idx, entry::text, entry_id FROM agent_event_log WHERE thread_id = 'long' AND idx >= 0 ORDER BY idx"
@@ -154,16 +154,8 @@ def main(argv: list[str] | None = None) -> None:
                 runs[method].append(run(method, url))
     finally:
         server.stop()
-    best = {m: min(rs, key=lambda r: r["seconds"]) for m, rs in runs.items()}
-    cpu = {m: min(r["cpu"] for r in rs) for m, rs in runs.items()}
-    for m, r in best.items():
-        assert r["rows"] == n, (m, r)
+    best, cpu = summarize(runs, n)
     base = best["baseline"]
-    print(f"{'method':<20}{'seconds':>9}{'cpu s':>8}{'peak MB':>10}{'time x':>9}{'cpu x':>8}{'mem x':>8}")
-    for m, r in best.items():
-        print(f"{m:<20}{r['seconds']:>9.2f}{cpu[m]:>8.2f}{r['peak_bytes'] / 1e6:>10.0f}"
-              f"{r['seconds'] / base['seconds']:>9.2f}{cpu[m] / cpu['baseline']:>8.2f}"
-              f"{r['peak_bytes'] / base['peak_bytes']:>8.2f}")
     t_ratio = best["agentscope read"]["seconds"] / base["seconds"]
     c_ratio = cpu["agentscope read"] / cpu["baseline"]
     print(f"target agentscope read <= 1.3x the bare driver into pyarrow: time {t_ratio:.2f}x, cpu {c_ratio:.2f}x "

@@ -45,3 +45,23 @@ def run_child(code: str, value: str, *, name: str = "PATH") -> dict[str, float]:
         env={"PYTHONPATH": str(REPO), "PATH": ""},
     )
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+Figures = dict[str, float]
+
+
+def summarize(runs: dict[str, list[Figures]], rows: int, *, width: int = 20) -> tuple[dict[str, Figures], dict[str, float]]:
+    """Each method's best run (least wall time) and best CPU time; print them as a table with
+    the ratios to the ``"baseline"`` method (time, CPU, peak RSS). Every run must have produced
+    ``rows`` rows."""
+    best = {m: min(rs, key=lambda r: r["seconds"]) for m, rs in runs.items()}
+    cpu = {m: min(r["cpu"] for r in rs) for m, rs in runs.items()}
+    for m, r in best.items():
+        assert r["rows"] == rows, (m, r)
+    base = best["baseline"]
+    print(f"{'method':<{width}}{'seconds':>9}{'cpu s':>8}{'peak MB':>10}{'time x':>9}{'cpu x':>8}{'mem x':>8}")
+    for m, r in best.items():
+        print(f"{m:<{width}}{r['seconds']:>9.2f}{cpu[m]:>8.2f}{r['peak_bytes'] / 1e6:>10.0f}"
+              f"{r['seconds'] / base['seconds']:>9.2f}{cpu[m] / cpu['baseline']:>8.2f}"
+              f"{r['peak_bytes'] / base['peak_bytes']:>8.2f}")
+    return best, cpu
