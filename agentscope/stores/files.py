@@ -34,7 +34,7 @@ from agentscope.errors import (
     UnreadableSourceError,
 )
 from agentscope.log.rows import Record
-from agentscope.stores.protocol import BATCH, Change, Cursor, ThreadInfo
+from agentscope.stores.protocol import BATCH, Change, Cursor, ThreadInfo, sleep_for
 
 if TYPE_CHECKING:
     from agentscope.log.model import ErrorsMode, EventLog
@@ -282,6 +282,10 @@ class FileStore:
             if batch:
                 yield batch
 
+    def wait(self, timeout: float) -> bool:
+        """See :meth:`agentscope.stores.protocol.Store.wait`: sleeps (a file sends no notice)."""
+        return sleep_for(timeout)
+
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
         self._cache = None
@@ -521,6 +525,10 @@ class DirectoryStore:
         """The thread's file's changes (:meth:`FileStore.changes`)."""
         store = self._store(thread)
         return store.changes(store.thread_id, cursor)
+
+    def wait(self, timeout: float) -> bool:
+        """See :meth:`agentscope.stores.protocol.Store.wait`: sleeps."""
+        return sleep_for(timeout)
 
     def close(self) -> None:
         """Forget the per-file stores."""

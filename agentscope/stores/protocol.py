@@ -175,6 +175,13 @@ class Store(Protocol):
         yet (``cursor.token is None``, nothing read) is an empty change."""
         ...
 
+    def wait(self, timeout: float) -> bool:
+        """Block until the source may have changed, at most ``timeout`` seconds (a follower's
+        pause between two :meth:`changes`): ``True`` when the source said it changed (a
+        PostgreSQL ``NOTIFY`` on the store's ``listen`` channel), ``False`` after the timeout
+        (a store that cannot be told just sleeps)."""
+        ...
+
     def close(self) -> None:
         """Release the store's connection or files (idempotent)."""
         ...
@@ -238,6 +245,10 @@ class RowStore(abc.ABC):
         """See :meth:`Store.texts`: each :meth:`read` batch's texts."""
         for batch in self.read(thread, from_):
             yield [r.text for r in batch]
+
+    def wait(self, timeout: float) -> bool:
+        """See :meth:`Store.wait`: sleeps ``timeout`` seconds (no notifications)."""
+        return sleep_for(timeout)
 
     def thread_source(self, thread: str) -> str:
         """``ADDRESS#THREAD``: how a thread of this store is named in messages."""
@@ -349,6 +360,14 @@ class RowStore(abc.ABC):
         problem = None if damage is None else FollowProblem(
             "invalid", position, f"the store is damaged: {damage.detail}", source)
         return Change(out, Cursor(position, last, now.token), problem)
+
+
+def sleep_for(timeout: float) -> bool:
+    """:meth:`Store.wait` of a store that cannot be told of a change: sleep, ``False``."""
+    import time
+
+    time.sleep(max(timeout, 0.0))
+    return False
 
 
 def _text(text: str | bytes) -> str:
