@@ -19,9 +19,6 @@ SQLITE = pg_server.TRIAGE_STORE
 PY = "py:agentscope.examples.python_machines:triage_machine"
 SECRET = "s3cret"  # a part of pg_server.READER_PASSWORD, quoted or not
 SCHEMAS = {"text": "public", "jsonb": "jsonb_store"}
-BULK_PATHS = pytest.mark.xfail(
-    reason="verify_store of a URL needs agentscope.bulk routed through open_store (branch cache; "
-    "checked passing with it merged): before, `verify URL` of every thread says 'no such file'")
 _TIMING_JSON = re.compile(r'"(seconds|folded)": [-+0-9.e]+')
 _TIMING_CELL = re.compile(r"\d+\.\d\d( │)$")
 
@@ -63,8 +60,8 @@ def url(request: pytest.FixtureRequest, postgres: Any) -> str:
     (["verify", "{src}#main", "--machine", PY], 0),
     (["verify", "{src}#fork", "--machine", PY, "--json"], 0),
     (["verify", "{src}", "--thread", "second", "--machine", PY], 0),
-    pytest.param(["verify", "{src}", "--machine", PY, "--workers", "1"], 0, marks=BULK_PATHS),
-    pytest.param(["verify", "{src}", "--machine", PY, "--workers", "1", "--json"], 0, marks=BULK_PATHS),
+    (["verify", "{src}", "--machine", PY, "--workers", "1"], 0),
+    (["verify", "{src}", "--machine", PY, "--workers", "1", "--json"], 0),
     (["show", "{src}#fork"], 0),
     (["show", "{src}#main", "--json", "--machine", PY], 0),
     (["whatif", "{src}", "--machine", PY, "--workers", "1"], 0),

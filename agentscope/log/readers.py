@@ -337,6 +337,9 @@ def read_log(
     if in_memory and not (isinstance(source, EventLog) and source.thread == thread):
         _no_threads(thread, "in-memory", _name_of(source) or type(source).__name__)
     if isinstance(source, EventLog):
+        if source.validated and era in (None, source.era) and (
+                errors == "collect" or (errors == "raise" and not len(source.read_problems))):
+            return source  # checked when it was read: not validated again
         return build_log(
             source.entries,
             source=source.source,

@@ -46,7 +46,8 @@ def read_log(
         directory of log files; a URL (``postgresql://user@host/db?table=…``); either with a
         ``#THREAD`` tail (:func:`agentscope.stores.split_thread`) when ``thread`` is not given; an open
         :class:`~agentscope.stores.Store`; raw bytes, a binary or text file object, a list of
-        entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (re-validated).
+        entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (returned as is
+        when :attr:`EventLog.validated`, else validated).
     thread : str, optional
         The thread to read from a store (a SQLite or PostgreSQL store, a directory). A store
         with one thread needs none.
