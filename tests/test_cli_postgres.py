@@ -188,3 +188,18 @@ def test_read_log_and_compare_take_a_url_with_a_thread(url: str) -> None:
     diff = compare(f"{url}#main", f"{url}#fork")
     assert (diff.kind, diff.common_prefix, diff.left_length, diff.right_length) == ("fork", 18, 91, 52)
     assert diff.names == ("main", "fork")
+
+
+def test_coverage_fork_tree_and_whatif_read_postgres_as_the_file(url: str) -> None:
+    """The library's store-wide questions take the URL where they take the file, with the same
+    answers: coverage (through verify_store's workers and with a live machine), the fork tree
+    found from the copied prefixes, what-if."""
+    import agentscope as asc
+    from agentscope.examples.python_machines import triage_machine
+
+    for machine in (PY, triage_machine()):
+        db, file = asc.coverage(url, machine, max_workers=1), asc.coverage(str(SQLITE), machine, max_workers=1)
+        assert db.states.equals(file.states) and db.transitions.equals(file.transitions)
+    assert asc.fork_tree(url).equals(asc.fork_tree(str(SQLITE)))
+    db_w, file_w = asc.whatif(url, PY, max_workers=1), asc.whatif(str(SQLITE), PY, max_workers=1)
+    assert db_w.df.equals(file_w.df) and db_w.identical
