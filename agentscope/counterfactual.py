@@ -587,27 +587,13 @@ def _divergence_detail(
 # Sources: one log, a mapping of logs, or a store
 
 
-def _is_store(source: Any) -> bool:
-    if not isinstance(source, str | os.PathLike):
-        return False
-    p = Path(source)
-    if not p.is_file():
-        return False
-    with p.open("rb") as fh:
-        return fh.read(16) == b"SQLite format 3\x00"
-
-
 def _load_log(source: Any, thread: str | None) -> Any:
     if isinstance(source, Mapping):
         return source[thread]
-    if thread is not None and _is_store(source):
-        from agentscope.log import read_log
+    if isinstance(source, str | os.PathLike):
+        from agentscope.stores import read_log
 
         return read_log(source, thread=thread)
-    if isinstance(source, str | os.PathLike):
-        from agentscope.log import read_log
-
-        return read_log(source)
     return source
 
 
@@ -649,7 +635,7 @@ class _Chunk:
 def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | ChunkFailure:
     """Worker side: the what-if of each thread of ``chunk`` (machines loaded once per worker)."""
     from agentscope.bulk import ChunkFailure, worker_machine
-    from agentscope.log import read_log
+    from agentscope.stores import read_log
 
     try:
         new = worker_machine(chunk.machine)
@@ -767,11 +753,12 @@ def whatif(
     if not isinstance(machine, Machine | MachineSpec | str | os.PathLike):
         raise TypeError(f"machine must be a Machine or a machine spec; got {type(machine).__name__}")
     holder = (machine, machines, baseline, baseline_machines)
-    if _is_store(log):
-        store = os.fspath(log)
-        from agentscope.log import read_threads
+    from agentscope.stores import holds_threads, open_store
 
-        available = [str(t) for t in read_threads(store)["thread_id"]]
+    if holds_threads(log):
+        store = os.fspath(log)
+        with open_store(store) as opened:
+            available = [t.thread_id for t in opened.threads()]
         wanted = available if threads is None else [str(t) for t in threads]
         missing = [t for t in wanted if t not in available]
         if missing:
@@ -794,9 +781,7 @@ def whatif(
         return WhatIf(tuple(results), _name(machine), _name(baseline) if baseline else
                       "recorded hashes", logs, holder)
     if isinstance(log, str | os.PathLike):
-        if not Path(log).exists():
-            raise LogFormatError("no such file", source=os.fspath(log))
-        from agentscope.log import read_log
+        from agentscope.stores import read_log
 
         log = read_log(log)
     new_m, extra, base_m, bextra = (_live(x) for x in holder)

@@ -27,7 +27,6 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentscope.errors import AgentscopeError, EngineError
@@ -47,7 +46,6 @@ TRANSITION_COLUMNS: tuple[str, ...] = (
     "source", "event", "target", "declared", "taken", "first_index", "last_index", "first_log")
 """Columns of :attr:`Coverage.transitions`."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _UNOBSERVABLE = ("always", "onDone")
 
 
@@ -343,16 +341,6 @@ def _result(machine_id: str, graph: Graph, counts: _Counts) -> Coverage:
 # Entry point
 
 
-def _is_store(x: Any) -> bool:
-    if not isinstance(x, (str, os.PathLike)):
-        return False
-    try:
-        with Path(x).open("rb") as fh:
-            return fh.read(16) == _SQLITE_MAGIC
-    except OSError:
-        return False
-
-
 def _label(log: Any, k: int) -> str:
     src = getattr(getattr(log, "log", log), "source", None)
     thread = getattr(getattr(log, "log", log), "thread", None)
@@ -417,8 +405,9 @@ def coverage(
     ['supportTriage.working.hist', 'supportTriage.working.selecting']
     """
     from agentscope.bulk import MachineSpec, as_spec
+    from agentscope.stores import holds_threads, read_log
 
-    if _is_store(logs_or_store):
+    if holds_threads(logs_or_store):
         store = os.fspath(logs_or_store)
         if isinstance(machine, (MachineSpec, str, os.PathLike)):
             spec = as_spec(machine)
@@ -426,7 +415,6 @@ def coverage(
             return _store_coverage(store, spec, extra, threads, executor, max_workers,
                                    chunk_size, progress)
         from agentscope.bulk import store_threads
-        from agentscope.log import read_log
 
         wanted = store_threads(store, threads)
         return _local(machine, machines, [(read_log(store, thread=t), t) for t in wanted])
@@ -459,8 +447,8 @@ def _is_one_log(x: Any) -> bool:
 
 def _local(machine: Machine, machines: Mapping[str, Any] | None,
            items: Sequence[tuple[Any, str | None]]) -> Coverage:
-    from agentscope.log import read_log
     from agentscope.pipeline import Timeline
+    from agentscope.stores import read_log
 
     total = _Counts()
     for k, (x, label) in enumerate(items):
@@ -502,8 +490,8 @@ def _store_coverage(
 def _coverage_chunk(chunk: StoreChunk) -> list[tuple[str, _Counts]] | ChunkFailure:
     """Worker side: count each thread of ``chunk`` (a module-level function, so it pickles)."""
     from agentscope.bulk import ChunkFailure, worker_machine
-    from agentscope.log import read_log
     from agentscope.pipeline import Timeline
+    from agentscope.stores import read_log
 
     try:
         machine = worker_machine(chunk.machine)
