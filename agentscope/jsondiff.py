@@ -31,6 +31,7 @@ __all__ = [
     "changed_paths",
     "delta",
     "diff_json",
+    "differing_paths",
     "json_equal",
     "pointer_escape",
     "pointer_join",
@@ -152,6 +153,17 @@ def diff_json(left: Any, right: Any, path: str = "") -> list[Change]:
     out: list[Change] = []
     _diff(left, right, path, out)
     return out
+
+
+def differing_paths(left: Any, right: Any, base: str = "/context") -> list[str]:
+    """The JSON Pointers (under ``base``) where two values differ: the paths of :func:`diff_json`.
+
+    The one definition of a "differing context path": the fork player counts them at a step
+    (:class:`agentscope.widgets.ForkView`) and ``agentscope diff`` lists them at the divergence,
+    so both give the same paths for the same pair of states (an element inserted at the head of
+    an array is one path, not one per shifted element).
+    """
+    return [c.path for c in diff_json(left, right, base)]
 
 
 def _diff(left: Any, right: Any, path: str, out: list[Change]) -> None:
