@@ -53,6 +53,7 @@ ROW_COLUMNS: tuple[str, ...] = (
     "missing",
     "seconds",
     "error",
+    "folded",
 )
 """Columns of the DataFrame :func:`verify_store` returns, in order."""
 
@@ -276,6 +277,9 @@ class _Chunk:
     machines: tuple[tuple[str, MachineSpec], ...] = ()
     strict: bool = False
     entries: tuple[Sequence[Mapping[str, Any]], ...] | None = None
+    parents: tuple[tuple[str, int], ...] | None = None
+    """With the fork tree: ``(parent, fork_index)`` per thread of ``threads`` (``("", 0)`` for a
+    root); every parent is in the chunk and listed before its children."""
 
 
 @dataclass(slots=True)
@@ -298,6 +302,7 @@ def _empty_row(thread: str) -> dict[str, Any]:
         "missing": 0,
         "seconds": 0.0,
         "error": None,
+        "folded": 0,
     }
 
 
@@ -318,6 +323,8 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
     except AgentscopeError as exc:
         return _Failure(type(exc).__name__, str(exc))
 
+    if chunk.parents is not None:
+        return _verify_forest(chunk, machine, machines)
     rows: list[dict[str, Any]] = []
     for i, thread in enumerate(chunk.threads):
         row = _empty_row(thread)
@@ -331,6 +338,7 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
             row["length"] = len(log)
             report = verify(machine, log, machines=machines, strict=chunk.strict)
             row.update(_summarize(report))
+            row["folded"] = len(log)
         except EngineError as exc:
             return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
         except AgentscopeError as exc:
@@ -338,6 +346,95 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
         row["seconds"] = time.perf_counter() - t0
         rows.append(row)
     return rows
+
+
+def _shared_prefix(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], k: int) -> int:
+    """How many of the first ``k`` positions hold byte-identical entries (orjson bytes: ``True``
+    is not ``1``); the prefix a fork may take from its parent's fold. 0 when they cannot be
+    serialized."""
+    import orjson
+
+    n = min(k, len(a), len(b))
+    try:
+        return next((i for i in range(n) if a[i] is not b[i]
+                     and orjson.dumps(a[i]) != orjson.dumps(b[i])), n)
+    except TypeError:  # orjson.JSONEncodeError: not plain JSON, let the fork fold alone
+        return 0
+
+
+def _verify_forest(chunk: _Chunk, machine: Machine,
+                   machines: Mapping[str, Machine] | None) -> list[dict[str, Any]] | _Failure:
+    """Verify the threads of ``chunk`` (whole subtrees of the fork tree) folding each shared
+    prefix once (spec §5.1: a fork copies its parent's entries verbatim, and the fold is pure).
+
+    A parent's one :class:`~agentscope.pipeline.onepass.Pass` is fed up to each child's fork
+    point and copied there (:meth:`Pass.copy`, an exact continuation: the same engine snapshot
+    and rebinding cache), and the child feeds only its own entries. The fork point used is the
+    number of leading entries byte-identical to the parent's (at most the tree's
+    ``fork_index``): a copy that differs earlier (tampered, re-recorded) resumes from that
+    entry, and one that differs at the init entry folds alone. Each row is the row
+    :func:`agentscope.pipeline.verify` of the thread gives, plus ``folded`` (entries fed).
+    """
+    from agentscope.log import read_log
+    from agentscope.log.entry import entries_of, event_types, source_of
+    from agentscope.log.validate import is_validated
+    from agentscope.pipeline.onepass import Pass, check_cache
+    from agentscope.pipeline.report import report_from_index, verify
+
+    assert chunk.parents is not None
+    rows: dict[str, dict[str, Any]] = {t: _empty_row(t) for t in chunk.threads}
+    logs: dict[str, Any] = {}
+    for i, thread in enumerate(chunk.threads):
+        try:
+            logs[thread] = (list(chunk.entries[i]) if chunk.entries is not None
+                            else read_log(chunk.store, thread=thread))
+        except AgentscopeError as exc:
+            rows[thread]["error"] = f"{type(exc).__name__}: {exc}"
+    children: dict[str, list[tuple[str, int]]] = {}
+    roots: list[str] = []
+    for thread, (parent, k) in zip(chunk.threads, chunk.parents, strict=True):
+        if thread not in logs:
+            continue
+        if parent and parent in logs and k > 0:
+            children.setdefault(parent, []).append((thread, k))
+        else:
+            roots.append(thread)
+
+    todo: list[tuple[str, Pass | None, int]] = [(r, None, 0) for r in reversed(roots)]
+    while todo:
+        thread, p, start = todo.pop()
+        row, log = rows[thread], logs[thread]
+        t0 = time.perf_counter()
+        try:
+            ents = entries_of(log)
+            row["length"] = len(ents)
+            if not ents:
+                row.update(_summarize(verify(machine, log, machines=machines, strict=chunk.strict)))
+                continue
+            if p is None:
+                p = Pass(machine=machine, machines=machines, strict=chunk.strict,
+                         source=source_of(log), validated=is_validated(log))
+            kids = sorted(
+                (_shared_prefix(ents, entries_of(logs[c]), k), c) for c, k in children.get(thread, [])
+            )
+            for at, child in kids:
+                if at > p.index.n:
+                    p.feed(ents[:at])
+                todo.append((child, p.copy() if at > 0 else None, at))
+            types = event_types(ents)
+            p.feed(ents)
+            cached = getattr(log, "cached_snapshot", None)
+            if isinstance(cached, Mapping):
+                check_cache(p.index, ents, cached)
+            row.update(_summarize(report_from_index(p.index, ents, types=types)))
+            row["folded"] = len(ents) - start
+        except EngineError as exc:
+            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+        except AgentscopeError as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            row["seconds"] = time.perf_counter() - t0
+    return [rows[t] for t in chunk.threads]
 
 
 _HASH_REASONS = (ProblemKind.STATE_MISMATCH, ProblemKind.MISSING_VERIFICATION, ProblemKind.EXPLAINED_MISMATCH)
@@ -410,6 +507,7 @@ def verify_store(
     chunk_size: int | None = None,
     ship_entries: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    tree: bool = True,
 ) -> pd.DataFrame:
     """Verify every thread of a store against a machine, in parallel (spec §4.1, §5.2).
 
@@ -448,6 +546,12 @@ def verify_store(
         the store themselves. For clusters without a shared file system.
     progress : callable(done, total), optional
         Called after each finished chunk with the number of threads done so far.
+    tree : bool
+        Fold each shared prefix once (default): the threads' fork tree
+        (:func:`agentscope.forks.fork_tree`, spec §5.1) is built first, each task is whole
+        subtrees, and a fork's fold resumes from its parent's state at the fork point (the
+        entries the two hold byte-identical). The table is the one ``tree=False`` (every thread
+        folded from its init entry) gives, but for ``folded`` and ``seconds``.
 
     Returns
     -------
@@ -460,7 +564,8 @@ def verify_store(
         ``timers[*].startedAt``), ``unexplained`` (int), ``missing`` (int: entries with no recorded
         hash), ``seconds`` (float, wall-clock seconds spent on the thread on its worker) and
         ``error`` (str or None: why the thread could not be checked at all, e.g. a malformed
-        entry or an entry for another machine).
+        entry or an entry for another machine), ``folded`` (int: entries this thread's fold fed,
+        its own entries when it resumed from its parent's fold; ``length`` without the tree).
 
     Raises
     ------
@@ -497,6 +602,16 @@ def verify_store(
     if not wanted:
         return _frame([])
     rows_by_thread: dict[str, dict[str, Any]] = {}
+    if tree:
+        chunks = _tree_chunks(store_path, wanted, spec, extra, strict, max_workers, chunk_size,
+                              ship_entries)
+        for _chunk, result in run_chunks(
+            _verify_chunk, chunks, executor=executor, max_workers=max_workers, progress=progress,
+            sizes=lambda c: len(c.threads),
+        ):
+            for row in result:
+                rows_by_thread[row["thread"]] = row
+        return _frame([rows_by_thread[t] for t in wanted])
     for result in map_chunks(
         _verify_chunk, store_path, wanted, spec, extra, strict=strict, executor=executor,
         max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
@@ -505,6 +620,53 @@ def verify_store(
         for row in result:
             rows_by_thread[row["thread"]] = row
     return _frame([rows_by_thread[t] for t in wanted])
+
+
+def _tree_chunks(
+    store_path: str, wanted: Sequence[str], spec: MachineSpec, extra: tuple[tuple[str, MachineSpec], ...],
+    strict: bool, max_workers: int | None, chunk_size: int | None, ship_entries: bool,
+) -> list[_Chunk]:
+    """Chunks of whole subtrees of the fork tree of ``wanted`` (a parent not wanted makes its
+    child a root), parents before children, packed to about four chunks per worker."""
+    from agentscope.forks import fork_tree
+    from agentscope.log import read_log
+
+    logs: dict[str, Any] = {}
+    for t in wanted:
+        with contextlib.suppress(AgentscopeError):  # unreadable: a root, its worker says why
+            logs[t] = read_log(store_path, thread=t)
+    tree = fork_tree(logs)
+    link: dict[str, tuple[str, int]] = {}
+    for t, parent, k in zip(tree["thread"], tree["parent"], tree["fork_index"], strict=True):
+        if isinstance(parent, str) and parent in logs:
+            link[str(t)] = (parent, int(k))
+
+    def root_of(t: str) -> tuple[str, int]:
+        depth = 0
+        while t in link:
+            t, depth = link[t][0], depth + 1
+        return t, depth
+
+    groups: dict[str, list[tuple[int, int, str]]] = {}
+    for pos, t in enumerate(wanted):
+        root, depth = root_of(t)
+        groups.setdefault(root, []).append((depth, pos, t))
+    workers = max_workers or _default_workers()
+    size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
+    packed: list[list[str]] = [[]]
+    for members in groups.values():
+        if packed[-1] and len(packed[-1]) + len(members) > size:
+            packed.append([])
+        packed[-1].extend(t for _d, _p, t in sorted(members))
+    chunks: list[_Chunk] = []
+    for group in packed:
+        parents = tuple(link.get(t, ("", 0)) for t in group)
+        entries = None
+        if ship_entries:  # an unreadable thread is read again on the worker, which reports it
+            entries = tuple(list(logs[t].entries) if t in logs else read_log(store_path, thread=t).entries
+                            for t in group)
+        chunks.append(_Chunk(store_path, tuple(group), spec, extra, strict, entries, parents))
+    return chunks
 
 
 def store_threads(store_path: str, threads: Iterable[str] | None) -> list[str]:
@@ -641,6 +803,7 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "missing": "int64",
             "seconds": "float64",
             "error": "object",
+            "folded": "int64",
         }
     )
 

@@ -261,17 +261,10 @@ def _existing(path_text: str) -> Path:
 
 
 def _split_thread(text: str) -> tuple[str, str | None]:
-    """``STORE#THREAD`` -> (STORE, THREAD); a path that exists as written is never split.
+    """``STORE#THREAD`` -> (STORE, THREAD): :func:`agentscope.stores.split_thread`."""
+    from agentscope.stores import split_thread
 
-    The split is at the first ``#`` whose left part is an existing file, so a thread id may hold
-    ``#`` itself (``store.sqlite#run#2`` is thread ``run#2``); when no left part exists, at the
-    first ``#`` (the error then names the missing file).
-    """
-    if Path(text).expanduser().exists() or "#" not in text:
-        return text, None
-    cuts = [i for i, ch in enumerate(text) if ch == "#"]
-    cut = next((i for i in cuts if Path(text[:i]).expanduser().is_file()), cuts[0])
-    return text[:cut], text[cut + 1:] or None
+    return split_thread(text)
 
 
 def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
@@ -963,15 +956,12 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
 
     source, thread = _split_thread(args.log)
     thread = args.thread or thread
-    path = Path(source)
-    if path.exists() and _is_sqlite(path) and thread is None:
-        raise UsageError(f"watch follows one thread: {source}#THREAD (or --thread)")
     counts: dict[str, int] = {}
     seen = 0
     stopped = "idle" if args.idle_exit is not None else "end"
     with _Machines(args.machine, args.machines) as ms:
         machine, extra = ms.load() if ms.given else (None, None)
-        follower = follow(machine, str(path), thread=thread, machines=extra)
+        follower = follow(machine, source, thread=thread, machines=extra)
         try:
             for frame in follower.frames(interval=args.interval, idle_exit=args.idle_exit):
                 seen += 1
@@ -993,7 +983,7 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
     if problem is not None:
         stopped = f"{problem.kind}: {problem}"
     elif stopped == "idle":
-        waiting = _still_waiting(source, thread, follower.tail, seen)
+        waiting = follower.waiting_for()
         if waiting:
             stopped += f"; {waiting}"
     parts = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
@@ -1008,27 +998,6 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
         return EXIT_BAD_INPUT
     return verdict_exit(counts, failed=problem is not None,
                         allow_missing=args.allow_missing or machine is None)
-
-
-def _still_waiting(source: str, thread: str | None, tail: Any, seen: int) -> str | None:
-    """What a ``watch`` that went idle was still waiting for, or ``None``: the file to appear,
-    the store's thread (when it has no such thread, naming those it has), or the rest of an
-    incomplete last line of a JSONL file (a write in progress, or a writer that stopped)."""
-    from agentscope.log import read_threads
-
-    path = Path(source)
-    if not path.exists():
-        return f"{source} does not exist yet"
-    if thread is not None and seen == 0:
-        try:
-            threads = [str(t) for t in read_threads(path)["thread_id"]]
-        except AgentscopeError:
-            return f"{source} holds no event-log table yet (spec §5.2)"
-        if thread not in threads:
-            return f"no thread {thread!r} in {source} yet (threads: {', '.join(threads) or 'none'})"
-    if getattr(tail, "pending", False):
-        return f"line {tail.line + 1} of {source} is incomplete (no newline yet): not read"
-    return None
 
 
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}

@@ -10,13 +10,16 @@ branch on data rather than on message text.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 __all__ = [
     "AgentscopeError",
     "DamagedStoreError",
     "EngineError",
     "EntryValidationError",
+    "FollowError",
+    "FollowProblem",
     "IncompleteRecordError",
     "LogFormatError",
     "LogReadWarning",
@@ -30,6 +33,7 @@ __all__ = [
     "SnapshotDivergedError",
     "SnapshotRestoreError",
     "StatechartConfigError",
+    "StoreError",
     "ThreadNotFoundError",
     "UnreadableSourceError",
 ]
@@ -220,6 +224,53 @@ class ThreadNotFoundError(LogFormatError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return Exception.__str__(self)
+
+
+class StoreError(LogFormatError):
+    """A store (spec §5) cannot be opened or read as a whole: an address no store implementation
+    takes (unknown URL scheme), a refused connection, a missing table (the message lists the
+    tables found) or column (the message names the mapping), a SQLite store with a hot rollback
+    journal, a missing optional extra (the message names it). ``source`` is the store's display
+    address (secrets such as a URL's password removed, never printed back).
+    """
+
+    code = "store-error"
+
+
+FollowKind = Literal["truncated", "rewritten", "replaced", "removed", "gap", "invalid"]
+"""Why following stopped (see :class:`FollowProblem`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowProblem:
+    """Why following a store's thread stopped: the source no longer extends what was read.
+
+    ``kind``: ``truncated`` (fewer entries / bytes than already read), ``rewritten`` (the entry
+    at an index already read changed: a fork written over the thread, or an edit), ``replaced``
+    (the file was replaced: another inode), ``removed`` (the source, read before, is gone),
+    ``gap`` (new rows do not continue the indices read), ``invalid`` (a complete line or row that
+    is not a JSON entry). ``index`` is the entry index concerned (``None``: the whole source);
+    ``source`` the store's display address (``STORE#THREAD`` for a thread of a store).
+    """
+
+    kind: FollowKind
+    index: int | None
+    message: str
+    source: str
+
+    def __str__(self) -> str:
+        where = f" at entry {self.index}" if self.index is not None else ""
+        return f"{self.source}: {self.kind}{where}: {self.message}"
+
+
+class FollowError(AgentscopeError):
+    """Following stopped because of a :class:`FollowProblem` (``.problem``)."""
+
+    code = "follow-stopped"
+
+    def __init__(self, problem: FollowProblem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
 
 
 class MachineVersionMismatchError(AgentscopeError, ValueError):

@@ -1,10 +1,13 @@
 """Live follow: watch a run as it happens, verifying each new entry (spec §4.1, §5.1, §5.2).
 
-A consumer of the one pass: a tail (:mod:`agentscope.log.tail`) reads only the entries appended
-to a store or JSONL file since the last poll, read-only, as a consistent prefix;
-:meth:`agentscope.pipeline.Timeline.extend` folds and verifies only them. Nothing here folds or
-validates. See :mod:`agentscope.log.tail` for how SQLite (also WAL) and JSONL are read, and how a
-thread forked, truncated or rewritten under the follower is reported.
+A consumer of the one pass: a :class:`~agentscope.stores.follow.Follower` reads only what a
+store's change cursor (:meth:`agentscope.stores.protocol.Store.changes`) says is new since the
+last poll, read-only, as a consistent prefix; :meth:`agentscope.pipeline.Timeline.extend` folds
+and verifies only that. Nothing here folds or validates, and nothing here opens a source: one
+follow for every kind of store (SQLite in WAL or rollback-journal mode, JSON Lines files,
+directories, databases), whose edge cases — a thread forked, truncated or rewritten under the
+follower, a source removed or replaced — are the store's and are reported as a
+:class:`~agentscope.errors.FollowProblem`.
 
 - :func:`follow` opens a source and returns a :class:`Follower` whose ``timeline`` grows with
   each ``poll()``; ``frames()`` yields every frame as it arrives.
@@ -16,25 +19,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscope.log.tail import (
-    Follower,
-    FollowError,
-    FollowProblem,
-    JsonlTail,
-    SqliteTail,
-    follow_timeline,
-    open_tail,
-)
+from agentscope.errors import FollowError, FollowProblem
+from agentscope.stores import split_thread
+from agentscope.stores.follow import Follower, first_read, follow_timeline, open_followed
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.engines.base import Machine
     from agentscope.pipeline import Timeline
 
-__all__ = ["FollowError", "FollowProblem", "Follower", "JsonlTail", "SqliteTail", "follow",
-           "follow_timeline", "open_tail"]
+__all__ = ["FollowError", "FollowProblem", "Follower", "follow", "follow_timeline"]
 
 
 def follow(
@@ -43,6 +38,7 @@ def follow(
     *,
     thread: str | None = None,
     machines: Mapping[str, Machine] | None = None,
+    table: str | None = None,
     **timeline_options: Any,
 ) -> Follower[Timeline]:
     """Open ``source`` for live follow: read what is there, and keep reading what is appended.
@@ -51,14 +47,17 @@ def follow(
     ----------
     machine : Machine or None
         The engine to verify with (``None``: entries only).
-    source : path
-        A SQLite store (spec §5.2; ``thread`` required, or ``STORE#THREAD``) or a JSON Lines
-        file. It may not exist yet. It is never written (read-only; no ``-wal``/``-shm`` created
-        by the follower).
+    source : path or URL
+        Any store (:func:`agentscope.stores.open_store`): a SQLite store (spec §5.2; ``thread``
+        or ``STORE#THREAD`` when it holds several), a JSON Lines file, a directory of log files,
+        a database URL. It may not exist yet. It is never written (read-only; no
+        ``-wal``/``-shm`` created by the follower).
     thread : str, optional
         The store's thread.
     machines : Mapping[str, Machine], optional
         Machines by ``machineVersion`` (version-bridged logs, spec §1.5).
+    table : str, optional
+        The event-log table of a database with several.
     **timeline_options
         Passed to :class:`agentscope.pipeline.Timeline`.
 
@@ -70,18 +69,29 @@ def follow(
     Raises
     ------
     LogFormatError
-        Not a store or a JSONL file, a store without a thread.
+        What ``verify`` raises on the same source: not a log (random bytes, a JSON document
+        that is not a log), an entry breaking the envelope rules (§1.2); a store with several
+        threads and none named (:class:`~agentscope.errors.ThreadNotFoundError`).
+    UnreadableSourceError
+        The source cannot be read ("Permission denied").
     """
-    from agentscope.log.build import detect_era
     from agentscope.log.model import EventLog
     from agentscope.pipeline import Timeline
+    from agentscope.stores.protocol import Cursor
 
-    text = os.fspath(source)
-    if thread is None and "#" in text and not Path(text).exists():
-        text, _, thread = text.rpartition("#")
-    tail = open_tail(text, thread)
-    first = tail.poll()
-    era = detect_era(first) if first else "C"
-    log = EventLog(first, source=text, thread=thread, era=era)
+    text, tail = split_thread(source)
+    thread = thread if thread is not None else tail
+    store = open_followed(text, table=table)
+    log = None
+    if store is not None:
+        thread, log = first_read(store, thread)
+    if log is None:
+        log = EventLog([], source=text, thread=thread, era="C")
+    elif log.thread is None:
+        log.thread = thread
     tl = Timeline(machine, log, machines=machines, **timeline_options)
-    return Follower(tl, tail)
+    n = len(log.entries)
+    cursor = Cursor(n, log.entries[n - 1] if n else None)
+    follower = Follower(tl, text, thread, store, cursor, table=table)
+    follower.poll()  # the store's own bookmark (inode…): a replacement from now on is seen
+    return follower

@@ -62,7 +62,8 @@ def djb2_hex_reference(text: str) -> str:
 
 _rev_table: np.ndarray[Any, np.dtype[np.uint64]] = np.ones(1, dtype=np.uint64)
 _lead: list[int] = [5381]
-"""``_lead[n] == 5381 * 33**n mod 2**32``: the seed's share of an ``n``-unit djb2 (grown on demand)."""
+"""``_lead[n] == 5381 * 33**n mod 2**32``: the seed's share of an ``n``-unit djb2 (grown on demand,
+never past ``n == _CHUNK``: :func:`_djb2_units` hashes longer strings chunk by chunk)."""
 
 
 def _reversed_powers(n: int) -> np.ndarray[Any, np.dtype[np.uint64]]:
@@ -89,7 +90,7 @@ def _seed_share(n: int) -> int:
     if n < len(lead):
         return lead[n]
     h = lead[-1]
-    for _ in range(len(lead), max(n + 1, 2 * len(lead))):
+    for _ in range(len(lead), max(n + 1, min(2 * len(lead), _CHUNK + 1))):
         h = (h * 33) & _MASK
         lead.append(h)
     return lead[n]
@@ -97,13 +98,40 @@ def _seed_share(n: int) -> int:
 
 _SMALL = 48
 
+_CHUNK = 1 << 16
+"""Most UTF-16 code units one vectorised djb2 step takes: the power tables and the dot product's
+temporaries stay bounded (about 1 MiB) however long the string, and nothing grows with it."""
+
+
+def _djb2_units(units: np.ndarray[Any, Any]) -> int:
+    """djb2 of ``units`` (a 1-D array of code units, ``uint8`` or ``uint16``) as an ``int``.
+
+    Each chunk of at most :data:`_CHUNK` units ``u_0 … u_{m-1}`` advances the hash as
+    ``h = h * 33**m + sum(u_i * 33**(m-1-i))`` modulo 2**32, which is exactly ``m`` steps of
+    ``h = h * 33 + u`` (spec §2.3); one chunk alone is ``5381 * 33**m + sum(…)``.
+    """
+    n = len(units)
+    if n <= _CHUNK:
+        acc = int(units.dot(_reversed_powers(n)))  # uint64 arithmetic wraps mod 2**64 (exact mod 2**32)
+        return (acc + _seed_share(n)) & _MASK
+    h = 5381
+    full = _reversed_powers(_CHUNK)
+    step = pow(33, _CHUNK, 1 << 32)
+    for start in range(0, n, _CHUNK):
+        part = units[start : start + _CHUNK]
+        m = len(part)
+        powers, mult = (full, step) if m == _CHUNK else (_reversed_powers(m), pow(33, m, 1 << 32))
+        h = (h * mult + int(part.dot(powers))) & _MASK
+    return h
+
 
 def djb2_hex(text: str) -> str:
     """Return djb2 of ``text`` as 8 lowercase hex digits (spec §2.3).
 
     ``h = 5381``, then ``h = (h * 33 + u) mod 2**32`` for every UTF-16 code unit ``u`` (an astral
-    character counts as two units). Long strings are hashed with numpy as the polynomial
-    ``5381*33**n + sum(u_i * 33**(n-1-i))`` modulo 2**32; short ones with a plain loop.
+    character or a lone surrogate counts as its code units). Long strings are hashed with numpy
+    as the polynomial ``5381*33**n + sum(u_i * 33**(n-1-i))`` modulo 2**32, in chunks of at most
+    :data:`_CHUNK` units (bounded memory); short ones with a plain loop.
     """
     data = text.encode("utf-16-le", "surrogatepass")
     n = len(data) >> 1
@@ -112,10 +140,7 @@ def djb2_hex(text: str) -> str:
         for i in range(0, len(data), 2):
             h = (h * 33 + (data[i] | (data[i + 1] << 8))) & _MASK
         return f"{h:08x}"
-    units = np.frombuffer(data, dtype="<u2")
-    acc = int(units.dot(_reversed_powers(n)))  # uint64 arithmetic wraps mod 2**64 (exact mod 2**32)
-    h = (acc + _seed_share(n)) & _MASK
-    return f"{h:08x}"
+    return f"{_djb2_units(np.frombuffer(data, dtype='<u2')):08x}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -710,12 +735,10 @@ def _djb2_ascii(data: bytes) -> str:
         for b in data:
             h = (h * 33 + b) & _MASK
         return f"{h:08x}"
-    table, lead = _rev_table, _lead
-    size = len(table)
-    powers = table[size - n :] if n <= size else _reversed_powers(n)
-    acc = int(np.frombuffer(data, dtype=np.uint8).dot(powers))  # uint64: exact mod 2**32
-    h = (acc + (lead[n] if n < len(lead) else _seed_share(n))) & _MASK
-    return f"{h:08x}"
+    if n <= _CHUNK and n < len(_rev_table) and n < len(_lead):
+        acc = int(np.frombuffer(data, dtype=np.uint8).dot(_rev_table[len(_rev_table) - n :]))
+        return f"{(acc + _lead[n]) & _MASK:08x}"
+    return f"{_djb2_units(np.frombuffer(data, dtype=np.uint8)):08x}"
 
 
 _MANY_BYTES = 1 << 18

@@ -28,3 +28,24 @@ requires_node = pytest.mark.skipif(not node_ready(), reason="needs node and `npm
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Any:
+    """A throwaway PostgreSQL server loaded with the bundled triage store and the fixture logs
+    (tests/pg_server.py), one per pytest-xdist worker, stopped at the end of the session.
+
+    Skipped with a one-line reason when the server binaries or psycopg are missing, unless
+    ``AGENTSCOPE_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), where that is a failure instead.
+    """
+    import os
+
+    from tests import pg_server
+
+    reason = pg_server.missing_reason()
+    if reason is not None:
+        if os.environ.get(pg_server.REQUIRE_ENV) == "1":
+            pytest.fail(f"{pg_server.REQUIRE_ENV}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    with pg_server.running_server() as server:
+        yield server

@@ -206,7 +206,7 @@ def test_dask_finds_a_tampered_event_at_its_index(dask_client: Any, spec: str, t
 @pytest.mark.parametrize("spec", COUNTER_SPECS)
 def test_default_process_pool(spec: str) -> None:
     seen: list[tuple[int, int]] = []
-    df = verify_store(FIXTURES / "c_fork.sqlite", spec, max_workers=2, chunk_size=1,
+    df = verify_store(FIXTURES / "c_fork.sqlite", spec, max_workers=2, chunk_size=1, tree=False,
                       progress=lambda d, t: seen.append((d, t)))
     assert df["verified"].all()
     assert seen[-1] == (2, 2) and len(seen) == 2

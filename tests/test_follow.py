@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -63,12 +64,15 @@ def _spawn(tmp_path: Path, source: str, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, str(script), *args])
 
 
-def _follow_all(follower: Any, writer: subprocess.Popen[bytes]) -> list[Any]:
-    deadline = time.monotonic() + 90
-    frames = []
-    for fr in follower.frames(interval=0.01, idle_exit=2.0, stop=lambda: time.monotonic() > deadline):
+def _follow_all(follower: Any, writer: subprocess.Popen[bytes], n: int = N) -> list[Any]:
+    """Every frame until ``n`` were seen: a condition, never an idle bound (a writer started
+    late on a loaded machine is still seen); the deadline only keeps a broken run finite."""
+    deadline = time.monotonic() + 300
+    frames: list[Any] = []
+    stop = lambda: len(frames) >= n or time.monotonic() > deadline  # noqa: E731
+    for fr in follower.frames(interval=0.01, stop=stop):
         frames.append(fr)
-    assert writer.wait(timeout=30) == 0
+    assert writer.wait(timeout=300) == 0
     return frames
 
 
@@ -217,7 +221,7 @@ def test_timeline_follow_continues_an_open_timeline(tmp_path: Path) -> None:
         fh.write("".join(json.dumps(e) + "\n" for e in entries[8:15]))
         fh.write(json.dumps(entries[15])[:30])  # incomplete: waited on
     assert follower.poll() == range(8, 15)
-    assert follower.tail.pending
+    assert follower.pending
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(entries[15])[30:] + "\n")
     assert follower.poll() == range(15, 16)
@@ -250,7 +254,14 @@ def test_watch_prints_one_json_object_per_entry_and_exits_1_on_a_mismatch(
     assert main(["watch", str(tmp_path / "store.sqlite"), "--idle-exit", "0"]) == 0  # nothing yet
     capsys.readouterr()
     db = _make_store(tmp_path, wal=True)
-    assert main(["watch", str(db), "--idle-exit", "0"]) == 2  # a store needs #THREAD
+    assert main(["watch", str(db), "--idle-exit", "0"]) == 0  # one thread: as read_log, no #THREAD
+    capsys.readouterr()
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO agent_event_log SELECT 'other', idx, entry_id, entry FROM agent_event_log")
+    con.commit()
+    con.close()
+    assert main(["watch", str(db), "--idle-exit", "0"]) == 2  # several threads: name one
+    assert "#THREAD" in capsys.readouterr().err
 
 
 def test_timetravel_follow_grows_the_slider_and_scrubbing_back_stops_following(tmp_path: Path) -> None:
@@ -297,3 +308,118 @@ def test_timeline_follow_continues_from_a_store_read_with_read_log(tmp_path: Pat
     assert [tl[i].context["count"] for i in range(7)] == [0, 1, 11, 22, 34, 47, 61]
     assert {tl[i].verdict.value for i in range(7)} == {"verified"}
     r.close()
+
+
+# -- one follow for every source: the follow defects of the hardening issue ------------------------
+
+
+def test_a_bom_jsonl_log_is_read_alike_by_verify_and_watch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bom.jsonl"
+    entries = _recorded(tmp_path)[:6]
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(e) + "\n" for e in entries).encode())
+    spec = "py:agentscope.examples.python_machines:counter_machine"
+    assert main(["verify", str(path), "--machine", spec]) == 0
+    capsys.readouterr()
+    assert main(["watch", str(path), "--machine", spec, "--idle-exit", "0"]) == 0
+    out = capsys.readouterr()
+    assert "6 entries" in out.out and "BOM" not in out.out + out.err
+    follower = follow(counter_machine(), path)
+    assert [dict(e) for e in follower.timeline.entries] == entries and follower.problem is None
+    with path.open("ab") as fh:
+        fh.write((json.dumps(_recorded(tmp_path)[6]) + "\n").encode())
+    assert follower.poll() == range(6, 7)
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_followed_store_deleted_or_replaced_is_a_problem_and_watch_exits_non_zero(
+    tmp_path: Path, how: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "s"
+    d.mkdir()
+    db = _make_store(d, wal=False)
+    follower = follow(counter_machine(), db, thread="main")
+    assert len(follower.timeline) == 11 and len(follower.poll()) == 0
+    if how == "deleted":
+        db.unlink()
+    else:
+        other = tmp_path / "other"
+        other.mkdir()
+        os.replace(_make_store(other, wal=False), db)
+    deadline = time.monotonic() + 60
+    while follower.problem is None and time.monotonic() < deadline:
+        follower.poll()
+        time.sleep(0.01)
+    assert follower.problem is not None
+    assert follower.problem.kind == ("removed" if how == "deleted" else "replaced")
+    assert str(db) in str(follower.problem)
+    assert len(follower.timeline) == 11  # nothing merged
+    # watch: the store read, then gone, is not "does not exist yet" with exit 0
+    (tmp_path / "w").mkdir()
+    db2 = _make_store(tmp_path / "w", wal=False)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "agentscope", "watch", str(db2), "--interval", "0.05",
+         "--idle-exit", "600"], stdout=subprocess.PIPE, text=True,
+        cwd=str(Path(__file__).resolve().parents[1]))
+    assert watch.stdout is not None
+    timer = __import__("threading").Timer(300, watch.kill)  # only keeps a broken run finite
+    timer.start()
+    lines = [watch.stdout.readline() for _ in range(11)]  # a condition: all 11 entries printed
+    assert lines[-1].split()[0] == "10", lines
+    db2.unlink()
+    rest = watch.stdout.read()
+    timer.cancel()
+    assert watch.wait(timeout=120) == 1, rest
+    run = subprocess.CompletedProcess(watch.args, 1, rest, "")
+    assert "removed" in run.stdout and "does not exist yet" not in run.stdout
+
+
+def test_a_hot_journal_gets_the_same_answer_from_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "s"
+    d.mkdir()
+    db = _make_store(d, wal=False)
+    killed = (
+        "import os, sqlite3, sys\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "con.execute('PRAGMA cache_size=1')\ncon.execute('BEGIN IMMEDIATE')\n"
+        "for i in range(300):\n"
+        "    con.execute('INSERT INTO agent_event_log VALUES (?,?,?,?)', ('pad', i, str(i), 'x' * 500))\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(db)], check=True)
+    assert (d / "store.sqlite-journal").stat().st_size > 0  # a hot journal: a writer killed
+    before = _digest(d)
+    assert main(["threads", str(db)]) == 0
+    assert "main" in capsys.readouterr().out
+    assert main(["verify", f"{db}#main", "--machine", "py:agentscope.examples.python_machines:counter_machine"]) == 0
+    capsys.readouterr()
+    assert main(["watch", f"{db}#main", "--idle-exit", "0"]) == 0
+    assert "11 entries" in capsys.readouterr().out
+    assert _digest(d) == before  # not a byte changed, the journal kept
+
+
+def test_watch_applies_verify_s_envelope_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "hello.json"
+    path.write_text('{"hello":"world"}', encoding="utf-8")
+    assert main(["verify", str(path), "--machine",
+                 "py:agentscope.examples.python_machines:counter_machine"]) == 2
+    verify_err = capsys.readouterr().err.strip()
+    assert main(["watch", str(path), "--idle-exit", "0"]) == 2
+    out = capsys.readouterr()
+    assert out.err.strip() == verify_err and "entries" not in out.out
+
+
+def test_watch_of_random_bytes_errs_on_stderr_like_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "noise.bin"
+    path.write_bytes(bytes(range(256)) * 4)
+    errors = []
+    spec = "py:agentscope.examples.python_machines:counter_machine"
+    for argv in (["verify", str(path), "--machine", spec], ["show", str(path)],
+                 ["watch", str(path), "--idle-exit", "0"]):
+        assert main(argv) == 2, argv
+        out = capsys.readouterr()
+        assert out.out == "", argv
+        errors.append(out.err.strip())
+    assert len(set(errors)) == 1 and errors[0].startswith("agentscope: error: "), errors

@@ -296,3 +296,43 @@ def test_djb2_ascii_bytes_path_equals_reference(length: int) -> None:
     text = "".join(chr(32 + (i * 7919) % 95) for i in range(length))
     assert _djb2_ascii(text.encode()) == djb2_hex_reference(text)
     assert _seed_share(length) == 5381 * pow(33, length, 2**32) % 2**32
+
+
+@pytest.mark.parametrize("length", [65_535, 65_536, 65_537, 2 * 65_536, 3 * 65_536 + 17])
+def test_djb2_of_long_strings_hashed_in_chunks_is_the_unit_loop(length: int) -> None:
+    """Long strings are hashed chunk by chunk (bounded memory): on both sides of every chunk
+    boundary, with lone surrogates, astral pairs and ASCII mixed, the result is the per-unit loop
+    (spec §2.3); the ASCII byte path agrees too, and the power tables stay one chunk long."""
+    import random
+
+    from agentscope import hashing
+
+    rng = random.Random(length)
+    pool = ["a", "é", "\ud800", "\udfff", "😀", "\uffff", "\x00", "z"]
+    text = "".join(rng.choice(pool) for _ in range(length))
+    assert djb2_hex(text) == djb2_hex_reference(text)
+    ascii_text = "".join(chr(32 + rng.randrange(95)) for _ in range(length))
+    assert hashing._djb2_ascii(ascii_text.encode()) == djb2_hex_reference(ascii_text)
+    assert len(hashing._rev_table) <= hashing._CHUNK
+    assert len(hashing._lead) <= hashing._CHUNK + 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["a", "\ud83d", "\ude00", "😀", "é", "\uffff"]), min_size=0, max_size=40),
+       st.integers(min_value=0, max_value=3))
+def test_djb2_chunked_equals_unchunked_for_any_chunk_size(parts: list[str], shift: int) -> None:
+    """The chunk step ``h * 33**m + sum(u_i * 33**(m-1-i))`` is exactly ``m`` unit steps for any
+    chunk length: with a tiny chunk the same strings hash as with none."""
+    import numpy as np
+
+    from agentscope import hashing
+
+    text = "".join(parts) * (shift + 1)
+    units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype="<u2")
+    whole = int(djb2_hex_reference(text), 16)
+    saved = hashing._CHUNK
+    try:
+        hashing._CHUNK = 3
+        assert hashing._djb2_units(units) == whole
+    finally:
+        hashing._CHUNK = saved

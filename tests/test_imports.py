@@ -205,6 +205,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentscope._deep", "agentscope.errors", "agentscope.hashing", "agentscope.jsondiff",
      "agentscope._query_lang"),
     ("agentscope.log",),
+    ("agentscope.stores",),
     ("agentscope.frames",),
     ("agentscope.engines",),
     ("agentscope.render", "agentscope.queries", "agentscope.examples"),

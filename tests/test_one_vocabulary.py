@@ -148,8 +148,6 @@ KNOWN_PRIVATE_REACH: set[tuple[str, str]] = {
     ("agentscope/cli.py", "agentscope.widgets._source"),
     ("agentscope/engines/_statechart_algo.py", "agentscope.engines._statechart_nodes._to_state_path"),
     ("agentscope/log/fast.py", "_entries"),
-    ("agentscope/log/tail.py", "agentscope.log.sqlite._is_wal"),
-    ("agentscope/log/tail.py", "agentscope.log.sqlite._quote_ident"),
     ("agentscope/pipeline/timeline.py", "agentscope.pipeline.onepass._CODE"),
     ("agentscope/recorder.py", "agentscope.engines._statechart_nodes"),
     ("agentscope/render/chart.py", "agentscope.render.dot._inside"),

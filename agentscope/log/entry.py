@@ -31,6 +31,7 @@ __all__ = [
     "migrated_from",
     "recorded_at_ms",
     "recorded_at_ns",
+    "recorded_at_text",
     "recorded_hash",
     "recorded_hashes",
     "session_key",
@@ -197,6 +198,13 @@ def execution_id(entry: Any) -> Any:
     """The entry's ``metadata.executionId`` (any JSON value, ``None`` when absent; §1.5)."""
     meta = entry.get("metadata") if isinstance(entry, Mapping) else None
     return meta.get("executionId") if isinstance(meta, Mapping) else None
+
+
+def recorded_at_text(entry: Any) -> str | None:
+    """The entry's ``recordedAt`` as stored (ISO-8601 text, §1.2), ``None`` when absent or not a
+    string."""
+    value = entry.get("recordedAt") if isinstance(entry, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 def session_key(entry: Any) -> str | None:

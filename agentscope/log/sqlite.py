@@ -17,7 +17,12 @@ How the file is opened (never written, no journal created):
 - a ``-wal`` file with no ``-shm`` next to it (a store copied from a running host, or left by a
   crash: no writer can be live, since a WAL writer keeps a ``-shm``) still holds commits, but
   opening it would create the ``-shm``: the database and its ``-wal`` are copied to a private
-  temporary directory and read there.
+  temporary directory and read there;
+- a **hot rollback journal** (a non-empty ``-journal`` whose header is intact: a writer killed
+  mid-transaction, or one mid-commit) holds the pages the interrupted transaction changed;
+  ``mode=ro`` cannot roll it back ("attempt to write a readonly database"), so the database and
+  its journal are copied to a private temporary directory and opened there, where SQLite rolls
+  the copy back: the committed entries are read and the user's files keep every byte.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from agentscope.log.model import (
     recorded_at_to_ns,
     text_series,
 )
+from agentscope.log.rows import Record, log_from_records
 from agentscope.log.validate import Era, loads
 
 if TYPE_CHECKING:
@@ -56,7 +62,7 @@ EVENT_COLUMNS = frozenset({"thread_id", "idx", "entry_id", "entry"})
 SNAPSHOT_COLUMNS = frozenset({"id", "snapshot"})
 
 
-def _is_wal(path: Path) -> bool:
+def is_wal(path: Path) -> bool:
     with path.open("rb") as fh:
         header = fh.read(20)
     return len(header) >= 20 and header[18] == 2 and header[19] == 2
@@ -65,13 +71,27 @@ def _is_wal(path: Path) -> bool:
 def _uri(path: Path) -> str:
     params = "mode=ro"
     wal_file = path.with_name(path.name + "-wal")
-    if _is_wal(path) and not wal_file.exists():
+    if is_wal(path) and not wal_file.exists():
         params += "&immutable=1"
     return f"file:{quote(str(path.resolve()))}?{params}"
 
 
+_JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")
+
+
+def hot_journal(path: Path) -> Path | None:
+    """The ``-journal`` of ``path`` when it is hot (non-empty, header intact), else ``None``."""
+    journal = path.with_name(path.name + "-journal")
+    try:
+        with journal.open("rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    return journal if head == _JOURNAL_MAGIC else None
+
+
 @contextlib.contextmanager
-def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
+def connect(path: str | Path) -> Iterator[sqlite3.Connection]:
     """Open a §5.2 store read-only inside one read transaction (see the module docstring).
 
     Raises
@@ -97,20 +117,34 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
         )
     with contextlib.ExitStack() as stack:
         wal_file = p.with_name(p.name + "-wal")
-        if wal_file.exists() and not p.with_name(p.name + "-shm").exists() and _is_wal(p):
+        journal = hot_journal(p)
+        private = False
+        if wal_file.exists() and not p.with_name(p.name + "-shm").exists() and is_wal(p):
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentscope-")))
-            shutil.copyfile(p, tmp / "store.sqlite")
-            shutil.copyfile(wal_file, tmp / "store.sqlite-wal")
-            p = tmp / "store.sqlite"
+            try:
+                shutil.copyfile(p, tmp / "store.sqlite")
+                shutil.copyfile(wal_file, tmp / "store.sqlite-wal")
+                p = tmp / "store.sqlite"
+            except FileNotFoundError:  # the last writer closed meanwhile: checkpointed, -wal gone
+                pass  # the database file itself now holds every committed entry
+        elif journal is not None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentscope-")))
+            try:
+                shutil.copyfile(p, tmp / "store.sqlite")
+                shutil.copyfile(journal, tmp / "store.sqlite-journal")
+            except FileNotFoundError:  # the writer committed meanwhile: the journal is gone
+                shutil.copyfile(p, tmp / "store.sqlite")
+            p, private = tmp / "store.sqlite", True
         try:
-            conn = sqlite3.connect(_uri(p), uri=True, isolation_level=None, check_same_thread=False)
+            uri = f"file:{quote(str(p.resolve()))}" if private else _uri(p)
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise LogFormatError(f"cannot open as SQLite: {exc}", source=str(path)) from None
         conn.text_factory = _text
         try:
             conn.execute("BEGIN")
             yield conn
-        except _DAMAGE as exc:
+        except DAMAGE as exc:
             what = "its schema is damaged" if isinstance(exc, UnicodeDecodeError) else exc
             raise LogFormatError(f"SQLite error: {what}", source=str(path)) from None
         finally:
@@ -119,7 +153,7 @@ def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
             conn.close()
 
 
-_DAMAGE = (sqlite3.DatabaseError, UnicodeDecodeError)
+DAMAGE = (sqlite3.DatabaseError, UnicodeDecodeError)
 """What reading a damaged file raises: SQLite's errors, and a ``UnicodeDecodeError`` when SQLite's
 error message quotes a damaged (not UTF-8) schema name."""
 
@@ -140,20 +174,20 @@ def _text(data: bytes) -> str:
         return text
 
 
-def _quote_ident(name: str) -> str:
+def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _all_tables(conn: sqlite3.Connection) -> list[str]:
+def all_tables(conn: sqlite3.Connection) -> list[str]:
     q = "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"
     return [r[0] for r in conn.execute(q)]
 
 
-def _tables_with(conn: sqlite3.Connection, columns: frozenset[str]) -> list[str]:
-    names = _all_tables(conn)
+def tables_with(conn: sqlite3.Connection, columns: frozenset[str]) -> list[str]:
+    names = all_tables(conn)
     out = []
     for name in names:
-        cols = {r[1] for r in conn.execute(f"PRAGMA table_info({_quote_ident(name)})")}
+        cols = {r[1] for r in conn.execute(f"PRAGMA table_info({quote_ident(name)})")}
         if columns <= cols:
             out.append(name)
     return out
@@ -161,11 +195,11 @@ def _tables_with(conn: sqlite3.Connection, columns: frozenset[str]) -> list[str]
 
 def event_tables(conn: sqlite3.Connection) -> list[str]:
     """Names of the tables with the §5.2 event-log columns, ``agent_event_log`` first."""
-    found = _tables_with(conn, EVENT_COLUMNS)
+    found = tables_with(conn, EVENT_COLUMNS)
     return sorted(found, key=lambda n: (n != "agent_event_log", n))
 
 
-def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str:
+def pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str:
     tables = event_tables(conn)
     if table is not None:
         if table not in tables:
@@ -176,7 +210,7 @@ def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str
             )
         return table
     if not tables:
-        found = _all_tables(conn)
+        found = all_tables(conn)
         listed = ", ".join(found) if found else "none (an empty database)"
         raise LogFormatError(
             "no event-log table (a table with columns thread_id, idx, entry_id, entry, spec §5.2); "
@@ -190,7 +224,7 @@ def _pick_table(conn: sqlite3.Connection, table: str | None, source: str) -> str
     return tables[0]
 
 
-def _threads(conn: sqlite3.Connection, table: str) -> list[str]:
+def thread_ids(conn: sqlite3.Connection, table: str) -> list[str]:
     """The thread ids of ``table``, in order; on a damaged file, every id still readable.
 
     The ``(thread_id, idx)`` primary-key index answers this without touching the table's own
@@ -198,54 +232,62 @@ def _threads(conn: sqlite3.Connection, table: str) -> list[str]:
     damage are returned (and the threads after it are not listed). ``thread_id`` values that
     are not text (the column is ``TEXT``, §5.2; SQLite does not enforce it) are not threads.
     """
-    q = f"SELECT DISTINCT thread_id FROM {_quote_ident(table)} ORDER BY thread_id"
+    q = f"SELECT DISTINCT thread_id FROM {quote_ident(table)} ORDER BY thread_id"
     try:
         return [r[0] for r in conn.execute(q) if isinstance(r[0], str)]
-    except _DAMAGE:
+    except DAMAGE:
         pass
     seen: dict[str, None] = {}
     try:
-        for (thread,) in conn.execute(f"SELECT thread_id FROM {_quote_ident(table)} NOT INDEXED"):
+        for (thread,) in conn.execute(f"SELECT thread_id FROM {quote_ident(table)} NOT INDEXED"):
             if isinstance(thread, str):
                 seen[thread] = None
-    except _DAMAGE:
+    except DAMAGE:
         pass
     return sorted(seen)
 
 
-def _thread_rows(
-    conn: sqlite3.Connection, table: str, thread: str, source: str, what: str = "entry_id, entry"
+def thread_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    thread: str,
+    source: str,
+    what: str = "entry_id, entry",
+    from_: int = 0,
 ) -> tuple[list[tuple[Any, ...]], DamagedStoreError | None]:
-    """The rows ``(idx, <what>)`` of one thread in ``idx`` order, up to any damage.
+    """The rows ``(idx, <what>)`` of one thread with ``idx >= from_`` in ``idx`` order, up to
+    any damage.
 
     Returns the rows read and, when the file is damaged (``database disk image is
     malformed``), the :class:`DamagedStoreError` saying after which ``idx`` the thread stops.
     """
-    t = _quote_ident(table)
+    t = quote_ident(table)
     rows: list[tuple[Any, ...]] = []
+    low = from_ if from_ > 0 else -(2**63)  # from 0: every row, a (bad) negative idx too
     try:
         return [tuple(r) for r in conn.execute(
-            f"SELECT idx, {what} FROM {t} WHERE thread_id = ? ORDER BY idx", (thread,)
+            f"SELECT idx, {what} FROM {t} WHERE thread_id = ? AND idx >= ? ORDER BY idx",
+            (thread, low),
         )], None
-    except _DAMAGE:
+    except DAMAGE:
         pass
     # damaged: read one row at a time (a cursor steps ahead of the row it returns, so the bulk
     # read above fails one row early) until the damage
     one = f"SELECT idx, {what} FROM {t} WHERE thread_id = ? AND idx > ? ORDER BY idx LIMIT 1"
     try:
-        row = conn.execute(one, (thread, -(2**63))).fetchone()
+        row = conn.execute(one, (thread, low - 1 if low > -(2**63) else low)).fetchone()
         while row is not None:
             rows.append(tuple(row))
             row = conn.execute(one, (thread, row[0])).fetchone()
         return rows, None  # pragma: no cover - the damage did not reproduce row by row
-    except _DAMAGE as exc:
+    except DAMAGE as exc:
         last = rows[-1][0] if rows else None
         total: int | None
         try:
             total = conn.execute(
-                f"SELECT COUNT(*) FROM {_quote_ident(table)} WHERE thread_id = ?", (thread,)
+                f"SELECT COUNT(*) FROM {quote_ident(table)} WHERE thread_id = ?", (thread,)
             ).fetchone()[0]
-        except _DAMAGE:
+        except DAMAGE:
             total = None
         stops = f"after idx {last}" if last is not None else "before its first row (idx 0)"
         of = f" of {total} rows" if total is not None else ""
@@ -259,7 +301,7 @@ def _thread_rows(
         )
 
 
-def _cached_snapshot(
+def cached_snapshot(
     conn: sqlite3.Connection, thread: str, execution_id: str | None
 ) -> dict[str, Any] | None:
     """A persisted snapshot with ``agentMeta`` for this log from a snapshot table (§4.2, §5.2).
@@ -267,8 +309,8 @@ def _cached_snapshot(
     Looks for a row whose ``id`` is the thread id or the log's ``executionId``; a snapshot whose
     ``agentMeta.logId`` names another execution is not this log's and is ignored.
     """
-    for table in _tables_with(conn, SNAPSHOT_COLUMNS):
-        q = f"SELECT id, snapshot FROM {_quote_ident(table)} WHERE id = ? OR id = ?"
+    for table in tables_with(conn, SNAPSHOT_COLUMNS):
+        q = f"SELECT id, snapshot FROM {quote_ident(table)} WHERE id = ? OR id = ?"
         for _id, text in conn.execute(q, (thread, execution_id or thread)):
             try:
                 snap = loads(text)
@@ -294,10 +336,9 @@ def _read_thread(
     era: Era | None,
     table: str | None,
 ) -> EventLog:
-    from agentscope.log.build import build_log
 
-    name = _pick_table(conn, table, source)
-    threads = _threads(conn, name)
+    name = pick_table(conn, table, source)
+    threads = thread_ids(conn, name)
     if thread is None:
         if len(threads) != 1:
             raise ThreadNotFoundError(
@@ -309,63 +350,23 @@ def _read_thread(
         raise ThreadNotFoundError(
             f"no thread {thread!r} in table {name!r}; available threads: {threads}", source=source
         )
-    rows, damage = _thread_rows(conn, name, thread, source)
+    rows, damage = thread_rows(conn, name, thread, source)
     if damage is not None and errors == "raise":
         raise damage
-    items: list[Any] = []
-    early: list[LogFormatError] = [] if damage is None else [damage]
-    positions: list[int] = []
-    for position, (idx, entry_id, text) in enumerate(rows):
-        where = f"{source} [{name} thread {thread!r} idx {idx}]"
-        if isinstance(text, _NotUtf8):
-            err = LogFormatError(
-                "row's entry text is not UTF-8 (a damaged store?)", source=where, index=position
-            )
-            if errors == "raise":
-                raise err
-            early.append(err)
-            continue
-        try:
-            value = loads(text)
-        except (ValueError, TypeError) as exc:
-            err = LogFormatError(f"row holds invalid JSON: {exc}", source=where, index=position)
-            if errors == "raise":
-                raise err from None
-            early.append(err)
-            continue
-        if isinstance(value, dict) and (value.get("index") != idx or value.get("id") != entry_id):
-            err = LogFormatError(
-                f"row columns (idx={idx}, entry_id={entry_id!r}) disagree with the entry JSON "
-                f"(index={value.get('index')!r}, id={value.get('id')!r})",
-                source=where,
-                index=position,
-                field="index" if value.get("index") != idx else "id",
-            )
-            if errors == "raise":
-                raise err
-            early.append(err)
-            continue
-        items.append(value)
-        positions.append(position)
-    log = build_log(
-        items,
+    log = log_from_records(
+        (Record(idx, text.raw if isinstance(text, _NotUtf8) else text, entry_id)
+         for idx, entry_id, text in rows),
         source=source,
+        thread=thread,
         errors=errors,
         era=era,
-        positions=positions,
-        thread=thread,
-        early_problems=early,
+        damage=damage,
+        where=f"{source} [{name} thread {thread!r} idx {{idx}}]",
     )
     try:
-        log.cached_snapshot = _cached_snapshot(conn, thread, log.execution_id)
-    except _DAMAGE:
+        log.cached_snapshot = cached_snapshot(conn, thread, log.execution_id)
+    except DAMAGE:
         log.cached_snapshot = None  # a damaged snapshot table: the log itself is still read
-    if damage is not None:
-        import warnings
-
-        from agentscope.errors import LogReadWarning
-
-        warnings.warn(f"{source}: {damage.detail}", LogReadWarning, stacklevel=4)
     return log
 
 
@@ -399,7 +400,7 @@ def read_sqlite(
         The file cannot be opened (permission denied).
     """
     src = source or str(path)
-    with open_store(path) as conn:
+    with connect(path) as conn:
         return _read_thread(conn, source=src, thread=thread, errors=errors, era=era, table=table)
 
 
@@ -476,17 +477,17 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
 
     src = str(path)
     rows: list[dict[str, Any]] = []
-    with open_store(path) as conn:
-        name = _pick_table(conn, table, src)
-        q = _quote_ident(name)
-        for thread in _threads(conn, name):
+    with connect(path) as conn:
+        name = pick_table(conn, table, src)
+        q = quote_ident(name)
+        for thread in thread_ids(conn, name):
             try:
                 count = conn.execute(
                     f"SELECT COUNT(*) FROM {q} WHERE thread_id = ?", (thread,)
                 ).fetchone()[0]
-            except _DAMAGE:
+            except DAMAGE:
                 count = None
-            read, damage = _thread_rows(conn, name, thread, src, what="entry")
+            read, damage = thread_rows(conn, name, thread, src, what="entry")
             texts = [r[1] for r in read]
             if count is None:
                 count = len(texts)

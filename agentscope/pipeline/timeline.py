@@ -442,7 +442,7 @@ class Timeline:
         ``poll()`` reads only what is new (read-only) and extends the timeline (:meth:`extend`).
         ``source``/``thread`` default to the log's (a log from :func:`agentscope.read_log`).
         """
-        from agentscope.log.tail import follow_timeline  # the reading half; no import upward
+        from agentscope.stores.follow import follow_timeline  # the reading half; no import upward
 
         return follow_timeline(self, source, thread=thread)
 

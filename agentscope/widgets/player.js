@@ -218,11 +218,14 @@ function setUrl(i){
   if (location.hash === h) return;
   try { history.replaceState(null, '', h); } catch (e) { /* a sandboxed frame: keep the page usable */ }
 }
+// A share link is untrusted text: a malformed escape (`#5%`, `#%E0%A4%A`, `?step=%`) is read as
+// the raw text, and anything that is not a step number in range opens at the nearest valid step.
+function decodeOr(raw){ try { return decodeURIComponent(raw); } catch (e) { return raw; } }
 function startStep(){
-  var h = decodeURIComponent((location.hash || '').slice(1)), m = /[?&]step=([^&]+)/.exec(location.search || '');
-  var want = h || (m ? decodeURIComponent(m[1]) : '');
+  var h = decodeOr((location.hash || '').slice(1)), m = /[?&]step=([^&]*)/.exec(location.search || '');
+  var want = (h || (m ? decodeOr(m[1]) : '')).trim();
   if (want === 'divergence') return D.divergence === null || D.divergence === undefined ? 0 : D.divergence;
-  if (/^\d+$/.test(want)) return Math.min(N-1, parseInt(want, 10));
+  if (/^\d+$/.test(want)) return Math.max(0, Math.min(N-1, parseInt(want, 10)));
   return 0;
 }
 function ctxMode(i){

@@ -263,3 +263,33 @@ def test_heat_map_shows_hostile_state_names_as_text(browser_context: Any, tmp_pa
     page.uncheck("#as-heat")
     assert page.locator(f"#{bad_id} > title").evaluate("t => t.textContent") == bad_id  # restored
     assert errors == [] and dialogs == []
+
+
+# share links are untrusted text ------------------------------------------------------------------
+
+MALFORMED_LINKS = {
+    "#5%": "0",  # a lone percent: decodeURIComponent throws URIError
+    "#%E0%A4%A": "0",  # a truncated UTF-8 escape
+    "?step=%": "0",
+    "?step=%E0%A4%A": "0",
+    "#-2": "0",
+    "#99999999999999999999": "3",  # past the end: the last step, the nearest valid one
+    "#2": "2",  # a good link still works
+    "?step=1": "1",
+}
+
+
+def test_malformed_share_link_opens_at_a_valid_step(browser_context: Any, tmp_path: Path) -> None:
+    graph = graph_from_config(load_json("g_triage.machine.json")["serializeMachine"])
+    path = tmp_path / "player.html"
+    TimeTravel(GraphOnly(graph), timeline=ListTimeline(prefix_frames())).to_html(path)
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for suffix, want in MALFORMED_LINKS.items():
+        page.goto(path.as_uri() + suffix)
+        page.wait_for_selector(".as-badge")
+        assert page.input_value("#as-slider") == want, suffix
+        assert page.locator(".as-badge").count() >= 1, suffix
+    assert errors == []
+    page.close()
