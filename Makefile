@@ -65,7 +65,8 @@ dist: $(STAMP)
 clean:
 	rm -rf $(VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache
 
-## The long differential run (>= 10,000 generated machines against real XState).
+## The long runs: the differential run (>= 10,000 generated machines against real XState) and the
+## fuzz run (10^5 mutated inputs per reader, the query parser and the follow tail; tests/fuzz_harness.py).
 test-long: setup
 	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
 
