@@ -32,7 +32,7 @@ test: setup
 	  echo "make test: lint, typecheck and pytest passed"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check agentscope tests benchmarks
+	$(VENV)/bin/ruff check agentscope tests benchmarks tools
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict agentscope
@@ -70,7 +70,9 @@ clean:
 test-long: setup
 	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
 
-## The documentation site (strict: warnings fail), with the gallery's players and pictures rebuilt.
+## The documentation site (strict: warnings fail), with the gallery's players and pictures and
+## docs/cli.md's flag tables (from the argument parser) rebuilt.
 docs: setup
+	$(PY) tools/gen_cli_docs.py
 	$(PY) docs/gallery/make_gallery.py
 	$(VENV)/bin/mkdocs build --strict --site-dir site
