@@ -1,6 +1,10 @@
 """The one JSON-diff module: comparing, patching and addressing JSON values (RFC 6901 pointers).
 
-- :func:`diff_json` — the *semantic* diff a person reads (:mod:`agentscope.forks`, spec §6.2);
+- :func:`diff_json` — the *semantic* diff a person reads, the one definition of where two JSON
+  values differ: :mod:`agentscope.forks` (spec §6.2), what-if, the fork views' differing paths
+  (:func:`differing_paths`, ``ForkView.diff_paths``, the fork player's count and table,
+  ``agentscope diff``) and the static player's context patches (:func:`json_patch`, RFC 6902)
+  are all computed by it;
 - :func:`delta` / :func:`apply_delta` — the *storage* diff: exact ops (key order kept) that turn
   one persisted snapshot into the next (:mod:`agentscope.pipeline.snapshots`);
 - :func:`changed_paths` — the pointers a step changed (``Frame.changed_paths``), from :func:`delta`;
@@ -33,6 +37,7 @@ __all__ = [
     "diff_json",
     "differing_paths",
     "json_equal",
+    "json_patch",
     "pointer_escape",
     "pointer_join",
     "resolve_pointer",
@@ -111,21 +116,31 @@ def json_equal(a: Any, b: Any) -> bool:
     Numbers compare by value (``1 == 1.0``); booleans are never numbers; ``null`` only equals
     ``null``; tuples count as arrays. Pure.
     """
-    if a is b:
-        return True
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) or _is_number(b):
-        return _is_number(a) and _is_number(b) and float(a) == float(b)
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        if len(a) != len(b):
+    stack = [(a, b)]  # an explicit stack: values nested any depth compare without recursion
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if isinstance(x, bool) or isinstance(y, bool):
+            if not (isinstance(x, bool) and isinstance(y, bool) and x == y):
+                return False
+        elif _is_number(x) or _is_number(y):
+            if not (_is_number(x) and _is_number(y) and float(x) == float(y)):
+                return False
+        elif isinstance(x, str) or isinstance(y, str):
+            if not (isinstance(x, str) and isinstance(y, str) and x == y):
+                return False
+        elif isinstance(x, Mapping) and isinstance(y, Mapping):
+            if len(x) != len(y) or any(k not in y for k in x):
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif _is_array(x) and _is_array(y):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif not (x is None and y is None):
             return False
-        return all(k in b and json_equal(v, b[k]) for k, v in a.items())
-    if _is_array(a) and _is_array(b):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a is None and b is None)
+    return True
 
 
 def _is_array(v: Any) -> bool:
@@ -151,8 +166,14 @@ def diff_json(left: Any, right: Any, path: str = "") -> list[Change]:
         one change at ``path``.
     """
     out: list[Change] = []
-    _diff(left, right, path, out)
+    _diff(left, right, path, out, 0)
     return out
+
+
+MAX_DIFF_DEPTH = 64
+"""Nesting below which :func:`diff_json` stops descending: two different values deeper than this
+are one change at their path (the diff of any depth of nesting is bounded, never a
+``RecursionError``)."""
 
 
 def differing_paths(left: Any, right: Any, base: str = "/context") -> list[str]:
@@ -166,25 +187,44 @@ def differing_paths(left: Any, right: Any, base: str = "/context") -> list[str]:
     return [c.path for c in diff_json(left, right, base)]
 
 
-def _diff(left: Any, right: Any, path: str, out: list[Change]) -> None:
+def json_patch(left: Any, right: Any) -> list[dict[str, Any]]:
+    """The RFC 6902 JSON Patch that turns ``left`` into ``right``: :func:`diff_json`'s changes as
+    operations applied in order (``add``/``replace`` in document order, then the ``remove``
+    operations from the last to the first, so array indices hold as they are applied).
+
+    Returns ``[]`` for JSON-equal values; ``[{"op": "replace", "path": "", "value": right}]``
+    when the root itself changes. The static player sends these between its keyframes.
+    """
+    changes = diff_json(left, right)
+    ops: list[dict[str, Any]] = [
+        {"op": c.op, "path": c.path, "value": c.right} for c in changes if c.right is not MISSING
+    ]
+    ops.extend({"op": "remove", "path": c.path} for c in reversed(changes) if c.right is MISSING)
+    return ops
+
+
+def _diff(left: Any, right: Any, path: str, out: list[Change], depth: int) -> None:
     if left is MISSING or right is MISSING:
         if not (left is MISSING and right is MISSING):
             out.append(Change(path, left, right))
         return
     if json_equal(left, right):
         return
+    if depth >= MAX_DIFF_DEPTH:
+        out.append(Change(path, left, right))
+        return
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         keys = sorted(set(left) | set(right), key=lambda k: _utf16_key(str(k)))
         for k in keys:
-            _diff(left.get(k, MISSING), right.get(k, MISSING), pointer_join(path, k), out)
+            _diff(left.get(k, MISSING), right.get(k, MISSING), pointer_join(path, k), out, depth + 1)
         return
     if _is_array(left) and _is_array(right):
-        _diff_arrays(left, right, path, out)
+        _diff_arrays(left, right, path, out, depth)
         return
     out.append(Change(path, left, right))
 
 
-def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Change]) -> None:
+def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Change], depth: int) -> None:
     """Trim the equal head and tail, then pair the middles index by index.
 
     Paired elements share an index (the head is common), so their path resolves on both sides.
@@ -201,7 +241,7 @@ def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Chan
     mid_l, mid_r = n_l - head - tail, n_r - head - tail
     paired = min(mid_l, mid_r)
     for k in range(head, head + paired):
-        _diff(la[k], ra[k], pointer_join(path, k), out)
+        _diff(la[k], ra[k], pointer_join(path, k), out, depth + 1)
     for k in range(head + paired, head + mid_l):
         out.append(Change(pointer_join(path, k), la[k], MISSING))
     for k in range(head + paired, head + mid_r):

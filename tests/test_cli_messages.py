@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -75,6 +76,12 @@ def test_the_fork_player_and_diff_agree_on_the_differing_context_paths(
     view = ForkView(m, load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json"))
     view.go(data["divergence"])
     assert "9 differing context path(s)" in view.summary_html(*view.frames())
+    assert view.diff_paths() == listed
+    # the static fork player shows the count computed here, and one diff row per path
+    page = view.to_html()
+    data = json.loads(re.search(r'<script type="application/json" id="as-data">(.*?)</script>', page, re.S)[1])
+    at = data["divergence"]
+    assert data["diffCounts"][at] == 9 and [r[0] for r in data["diffs"][at]] == listed
     assert main(["diff", f"{STORE}#main", f"{STORE}#fork", "--machine", py]) == 1
     assert f"state at entry {data['divergence']} differs in (9 differing context path(s)):" \
         in capsys.readouterr().out

@@ -96,8 +96,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     18
     >>> fv.step, [frame.event_type for frame in fv.frames()]
     (18, ['APPROVE', 'REJECT'])
-    >>> fv.diff_paths()[0]
-    '/context/queue/0/id'
+    >>> len(fv.diff_paths()), fv.diff_paths()[-3:]  # as many as `agentscope diff` lists there
+    (9, ['/context/queue/0', '/context/rejections', '/context/triage'])
 
     In a notebook, ``fv`` as the last expression of a cell shows both sides on one chart;
     ``fv.to_html(path)`` writes them as one self-contained page.
