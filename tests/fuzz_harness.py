@@ -4,8 +4,9 @@ fixtures (issue 26, "Fuzzing, as the trusted systems do").
 Seeds are real: the recorded logs of ``tests/fixtures/real`` and the bundled store of
 ``agentscope/examples`` (JSON, SQLite), the same logs exported by ``agentscope export`` (JSONL,
 CSV, Parquet), an XState inspection stream recorded by real XState through Node
-(``tests/xstate_machines/record_inspection.mjs``), the query expressions the docs show, and a
-JSONL log being appended (the follow tail). Hypothesis draws a seed and a few mutations (byte
+(``tests/xstate_machines/record_inspection.mjs``), the query expressions the docs show, a JSONL
+log being appended (the follow tail), and the counter logs given to the command line
+(``agentscope show`` / ``verify``, :func:`check_cli`). Hypothesis draws a seed and a few mutations (byte
 flips, truncation, deletions, splices, inserted tokens such as ``NaN``, a BOM, lone surrogates,
 deep nesting; structural edits of one JSON value or of one SQLite row; whole SQLite pages zeroed)
 and shrinks any failure to a small input.
@@ -53,15 +54,15 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "real"
 
 READERS = ("json", "jsonl", "sqlite", "csv", "parquet", "inspection")
-"""The reader targets; with ``query`` and ``follow``, :data:`TARGETS`."""
-TARGETS = (*READERS, "query", "follow")
+"""The reader targets; with ``query``, ``follow`` and ``cli``, :data:`TARGETS`."""
+TARGETS = (*READERS, "query", "follow", "cli")
 
 PER_CASE_SECONDS = 10.0
 """A case running longer than this counts as a hang (a failure)."""
 
 QUICK_CASES = {"json": 450, "jsonl": 400, "sqlite": 250, "csv": 300, "parquet": 250,
-               "inspection": 300, "query": 1200, "follow": 200}
-"""Cases per target in ``make test`` (about 3,350 in all, well under a minute on one core)."""
+               "inspection": 300, "query": 1200, "follow": 200, "cli": 150}
+"""Cases per target in ``make test`` (3,500 in all, well under a minute on one core)."""
 
 LONG_CASES = 100_000
 """Cases per target behind ``make test-long`` (``pytest -m slow``)."""
@@ -167,6 +168,9 @@ def build_seeds(tmp: Path) -> dict[str, list[Seed]]:
         out.write_bytes(recording)
         seeds["inspection"].append(Seed("lamp inspection (statelyai)", recording, ".jsonl", _threads(out)))
     seeds["query"] = [Seed(q, q.encode(), "") for q in QUERY_SEEDS]
+    counter = [x for x in (*seeds["json"], *seeds["jsonl"], *seeds["sqlite"])
+               if x.name.startswith(("a_counter", "c_fork"))]
+    seeds["cli"] = counter  # logs of the counter machine: `verify` folds them with its Python twin
     return seeds
 
 
@@ -537,6 +541,42 @@ def check_follow(seed: Seed, keep: int, tail: bytes, chunks: Sequence[int], tmp:
     return "read"
 
 
+COUNTER = "py:agentscope.examples.python_machines:counter_machine"
+
+
+def check_cli(seed: Seed, data: bytes, tmp: Path) -> str:
+    """``agentscope show --json`` and ``agentscope verify --machine`` (the counter machine's
+    Python twin folds what was read) on the input: exit 0 or 1 with a result, or exit 2 with one
+    line ``agentscope: error: …`` on stderr; never a traceback, never another code."""
+    import contextlib
+    import io
+
+    from agentscope.cli import main
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / f"cli{seed.suffix}"
+    path.write_bytes(data)
+    target = f"{path}#main" if seed.suffix == ".sqlite" else str(path)
+    outcome = "read"
+    for argv in (["show", target, "--json"], ["verify", target, "--machine", COUNTER]):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rc = main(argv)
+        lines = err.getvalue().splitlines()
+        if rc == 2:
+            outcome = "typed"
+            if len(lines) != 1 or not lines[0].startswith("agentscope: error: "):
+                raise Untyped(f"{argv[0]} exit 2 without one error line: {err.getvalue()[:300]!r}")
+        elif rc not in (0, 1):
+            raise Untyped(f"{argv[0]} exit {rc}")
+        elif argv[0] == "show":
+            json.loads(out.getvalue())  # the result, as JSON
+    if path.read_bytes() != data:
+        raise Untyped("the command changed the source's bytes")
+    return outcome
+
+
 @dataclass
 class Tally:
     """Cases run and untyped outcomes found, per target."""
@@ -603,6 +643,14 @@ def run_target(target: str, seeds: Sequence[Seed], cases: int, tmp: Path, tally:
             once(lambda: check_follow(seed, keep, tail, chunks, tmp), repr(tail[:160]))
 
         case_f()
+    elif target == "cli":
+        @cfg
+        @given(seed=st.sampled_from(list(seeds)), ops=mutation_ops("json"))
+        def case_c(seed: Seed, ops: list[tuple[Any, ...]]) -> None:
+            data = mutate(seed.data, seed.suffix, ops)
+            once(lambda: check_cli(seed, data, tmp), f"{seed.name}: {data[:160]!r}")
+
+        case_c()
     else:
         @cfg
         @given(seed=st.sampled_from(list(seeds)), ops=mutation_ops(target), collect=st.booleans())
