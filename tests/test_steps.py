@@ -72,3 +72,26 @@ def test_changed_paths_are_the_one_diffs_paths() -> None:
         f"/context/queue/{i}" for i in range(4, 10)]  # 6 tickets received behind 4 waiting
     want = [c.path for c in diff_json(tl[4].context, taken.context, "/context")]
     assert [p for p in taken.changed_paths if p.startswith("/context/")] == want
+
+
+def test_a_step_carries_the_actors_the_log_owes() -> None:
+    """``Step.owed_actors``: the children running after the entry, whose completion
+    (``xstate.done.actor`` / ``xstate.error.actor``) the log still owes; a later entry that
+    completes one no longer lists it (the triage log: classify and kb run after the tickets)."""
+    log = load_json("g_triage.main.log.json")
+    steps = list(Timeline(pm.triage_machine(), log).steps(0, 4))
+    assert [s.owed_actors for s in steps] == [(), ("classify", "kb"), ("kb",), ("kb",)]
+    assert log[2]["event"]["type"] == "xstate.done.actor" and log[2]["event"]["actorId"] == "classify"
+
+
+def test_questions_read_steps_not_the_timeline() -> None:
+    """``agentscope.queries`` needs only what ``StepSource`` names (steps, a step's frame, the
+    segments' machines): the import graph runs one way, Timeline -> queries -> step."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "agentscope" / "queries.py"
+    names = {a.module for a in ast.walk(ast.parse(src.read_text(encoding="utf-8")))
+             if isinstance(a, ast.ImportFrom)}
+    assert "agentscope.pipeline.timeline" not in names and "agentscope.step" in names
+    assert Step.__module__ == "agentscope.step"
