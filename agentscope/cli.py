@@ -803,6 +803,7 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
 
 def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.forks import compare
+    from agentscope.jsondiff import differing_paths
 
     a_src, a_thread = _split_thread(args.a)
     b_src, b_thread = _split_thread(args.b)
@@ -850,6 +851,12 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     }
     if diff.machine_used:
         data["reconverged_at"] = diff.reconverged_at
+        fa, fb = diff.left_at, diff.right_at  # the frames at the divergence
+        data["context_paths"] = (  # the paths the fork player counts at this step
+            differing_paths(fa.context, fb.context)
+            if fa is not None and fb is not None and fa.persisted is not None and fb.persisted is not None
+            else []
+        )
         data["state_changes"] = (
             [
                 {
@@ -885,7 +892,8 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
             shown = ", ".join(str(t) for t in suffix[:8]) + (" …" if len(suffix) > 8 else "")
             out.print(f"  {label} continues with {len(suffix)}: {shown}", markup=False)
     if diff.machine_used and data.get("state_changes"):
-        out.print(f"  state at entry {diff.state_diffs[0].index} differs in:", markup=False)
+        out.print(f"  state at entry {diff.state_diffs[0].index} differs in "
+                  f"({len(data['context_paths'])} differing context path(s)):", markup=False)
         for c in data["state_changes"][:12]:
             was = "(absent)" if c["op"] == "add" else _short(json.dumps(c["left"], default=str), 40)
             now = "(absent)" if c["op"] == "remove" else _short(json.dumps(c["right"], default=str), 40)

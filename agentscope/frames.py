@@ -73,8 +73,8 @@ class Frame:
     (45, 'APPROVE', 'verified', '0d9e8cde')
     >>> frame.value
     {'working': {'analyzing': {'classification': 'running', 'knowledge': 'searching'}}}
-    >>> frame.changed_paths[:3]
-    ('/value/working/awaitingAgent', '/value/working/analyzing', '/context/queue')
+    >>> [p for p in frame.changed_paths if p.startswith(("/value", "/context/queue"))]
+    ['/context/queue/0', '/value/working/analyzing', '/value/working/awaitingAgent']
     """
 
     index: int

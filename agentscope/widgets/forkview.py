@@ -41,12 +41,13 @@ def common_prefix(a: Any, b: Any) -> int:
 
 
 def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int = 500) -> list[str]:
-    """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, leaves first-found.
+    """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, at most ``limit``.
 
-    A key present on one side only, a changed scalar, or a type change each give one path; at
-    most ``limit`` paths are returned (see :func:`agentscope.render.context.diff_rows`).
+    :func:`agentscope.jsondiff.differing_paths`, the definition ``agentscope diff`` lists too.
     """
-    return [p for p, *_ in diff_rows(left, right, base, limit=limit)]
+    from agentscope.jsondiff import differing_paths as paths
+
+    return paths(left, right, base)[:limit]
 
 
 def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
@@ -95,8 +96,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     18
     >>> fv.step, [frame.event_type for frame in fv.frames()]
     (18, ['APPROVE', 'REJECT'])
-    >>> fv.diff_paths()[0]
-    '/context/queue/0/id'
+    >>> len(fv.diff_paths()), fv.diff_paths()[-3:]  # as many as `agentscope diff` lists there
+    (9, ['/context/queue/0', '/context/rejections', '/context/triage'])
 
     In a notebook, ``fv`` as the last expression of a cell shows both sides on one chart;
     ``fv.to_html(path)`` writes them as one self-contained page.

@@ -279,7 +279,7 @@ function show(i){
       var ended = i >= la ? 0 : 1, other = 1 - ended;
       s.appendChild(el('span','as-ended',' · ' + D.panes[ended].name + ' ended at entry ' + (D.panes[ended].n - 1) + '; ' + D.panes[other].name + ' continues'));
     } else if (drows){
-      s.appendChild(el('span','as-meta',' · ' + drows.length + (drows.length >= 100 ? '+' : '') + ' differing context path(s)'));
+      s.appendChild(el('span','as-meta',' · ' + D.diffCounts[i] + ' differing context path(s)'));  // counted in Python (jsondiff)
     }
   }
   if (D.panes.some(function(P){ return P.paths && P.paths.length; })) activePath(i);

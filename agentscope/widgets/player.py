@@ -4,7 +4,7 @@ Layout of the page: the statechart SVG(s) laid out once (with the edges observed
 one ``<script type="application/json">`` holding, per step, the event (bounded), the verdict and
 hashes, the active-state configuration (an index into a table of distinct configurations), the
 element ids entered/exited/taken, the changed paths and the context **delta-encoded**: a full
-keyframe every ``keyframe_every`` steps and an RFC 6902 JSON Patch (``jsonpatch.make_patch``)
+keyframe every ``keyframe_every`` steps and an RFC 6902 JSON Patch (:func:`agentscope.jsondiff.json_patch`)
 from the previous step otherwise. Size grows linearly with the log. A small plain-JS player
 renders it with the same controls as the widget; it writes log data with ``textContent`` only,
 and the embedded JSON is escaped with :func:`agentscope.render._escape.json_for_script`.
@@ -13,14 +13,14 @@ and the embedded JSON is escaped with :func:`agentscope.render._escape.json_for_
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import jsonpatch
-
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame
+from agentscope.jsondiff import json_patch
 from agentscope.render._escape import esc, json_for_script
 from agentscope.render.chart import (
     Layout,
@@ -191,7 +191,7 @@ def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) 
         if frame.persisted is not None:
             ctx = bound(frame.context)
             if prev_ctx is not None and (k % keyframe_every != 0 or not frame.changed_paths):
-                patch = jsonpatch.make_patch(prev_ctx, ctx).patch
+                patch = json_patch(prev_ctx, ctx)
             if k % keyframe_every == 0 or patch is None:
                 row["k"] = ctx
             else:
@@ -589,11 +589,14 @@ def fork_page(
     subs = expansions(la, [got_a, got_b])
     pa, pb = _finish(got_a, la, names[0], subs), _finish(got_b, la, names[1], subs)
     diffs: list[list[list[Any]] | None] = []
+    counts: list[int | None] = []  # differing context paths per step (the rows are the first 100)
     for i in range(n):
         fa = frames_a[i] if i < len(frames_a) else None
         fb = frames_b[i] if i < len(frames_b) else None
         if fa is not None and fb is not None and fa.persisted is not None and fb.persisted is not None:
-            rows = diff_rows(fa.context, fb.context, limit=100)
+            every = diff_rows(fa.context, fb.context, limit=sys.maxsize)
+            rows = every[:100]
+            counts.append(len(every))
             diffs.append(
                 [
                     [
@@ -607,6 +610,7 @@ def fork_page(
             )
         else:
             diffs.append(None)  # a side has ended (or was not replayed): nothing to compare
+            counts.append(None)
     marks = {divergence: "divergence"} if divergence is not None else {}
     data = {
         "kind": "fork",
@@ -618,6 +622,7 @@ def fork_page(
         "divKind": str(diff.kind if kind is None else kind),
         "common": common,
         "diffs": diffs,
+        "diffCounts": counts,
         "verifiable": _verifiable(pa["frames"]) or _verifiable(pb["frames"]),
         "chartNote": la.note,
         "usage": None,

@@ -141,6 +141,10 @@ def test_fork_player_compares_on_one_chart(browser_context: Any, players: dict[s
     page, errors = _open(browser_context, players["fork"].as_uri() + "#divergence")
     assert page.input_value("#as-slider") == "18"
     assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in page.inner_text("#as-summary")
+    # the count Python computed (jsondiff: the paths `agentscope diff` lists), one row per path
+    assert "· 9 differing context path(s)" in page.inner_text("#as-summary")
+    assert page.locator("#as-cdiff tr[data-path]").count() == 9
+    assert page.locator('#as-cdiff tr[data-path="/context/queue/0"]').count() == 1
     assert page.evaluate("() => location.hash") == "#divergence"
     assert page.locator("#as-chart svg").count() == 1  # one full-width chart
     _common_checks(page)
