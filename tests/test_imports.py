@@ -132,7 +132,7 @@ def test_the_graph_reader_sees_lazy_imports_and_skips_type_checking() -> None:
     g = import_graph()
     assert "agentscope.pipeline.fold" in g["agentscope.pipeline.timeline"]
     assert "agentscope.log.readers" in g["agentscope.pipeline.segments"]  # a lazy import in a function
-    assert "agentscope.widgets.timetravel" not in g["agentscope.widgets.player"]  # TYPE_CHECKING only
+    assert "agentscope.coverage_map" not in g["agentscope.render.player"]  # TYPE_CHECKING only
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
     assert cycles({"a": {"b"}, "b": set()}) == set()
 

@@ -21,7 +21,7 @@ from agentscope.render.chart import (
     geometry,
     legend_html,
 )
-from agentscope.widgets._source import step_info
+from agentscope.render.source import step_info
 from tests._charts import fifty_config, huge_config
 from tests.conftest import FIXTURES, MACHINES, load_json, requires_node
 
@@ -123,7 +123,7 @@ def test_layout_depends_on_the_machine_alone_and_is_cached() -> None:
 def test_one_lit_edge_per_move_on_the_real_log() -> None:
     import agentscope as asc
     from agentscope.engines.xstate import load_machine
-    from agentscope.widgets._source import iter_frames
+    from agentscope.render.source import iter_frames
 
     log = asc.read_log(FIXTURES / "g_triage.sqlite", thread="main")
     with load_machine(MACHINES / "triage.mjs", export="triageMachine") as m:

@@ -17,10 +17,10 @@ import pytest
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame, Verdict
 from agentscope.render import graph_from_config, state_element_id
+from agentscope.render.player import bound
 from agentscope.widgets import ForkView, TimeTravel
 from agentscope.widgets._source import usage_series
 from agentscope.widgets.forkview import common_prefix, differing_paths
-from agentscope.widgets.player import bound
 from tests.conftest import load_json, requires_node
 
 TRIAGE = "supportTriage"

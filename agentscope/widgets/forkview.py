@@ -440,9 +440,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
         ``fork.html#divergence`` opens at the divergence, ``#45`` at step 45; ``redact`` as in
         :meth:`agentscope.widgets.TimeTravel.to_html`. Built from the timelines and
-        :attr:`diff` (:func:`agentscope.widgets.player.fork_page`, no fold).
+        :attr:`diff` (:func:`agentscope.render.player.fork_page`, no fold).
         """
-        from agentscope.widgets.player import fork_page
+        from agentscope.render.player import fork_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)
         page = fork_page(

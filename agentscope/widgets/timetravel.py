@@ -603,7 +603,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         ``event.email``; ``*`` any key or index; into the entry or the persisted snapshot, e.g.
         ``/context/customer/*``) whose values are replaced by ``[redacted]`` everywhere in the
         page; hashes and verdicts stay those of the original log. See
-        :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold) and
+        :func:`agentscope.render.player.timeline_page` (built from the timeline, no fold) and
         :mod:`agentscope.render.redact`.
 
         ``coverage=True`` adds a heat-map toggle to the chart: the visits per state of this log,
@@ -621,7 +621,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             :class:`~agentscope.pipeline.Timeline` (pass a ``Coverage`` then); a ``Coverage`` of
             another machine.
         """
-        from agentscope.widgets.player import timeline_page
+        from agentscope.render.player import timeline_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)
         page = timeline_page(
