@@ -76,7 +76,6 @@ KNOWN_ACCESSOR_COPIES: set[tuple[str, str]] = {
     ("agentscope/forks.py", "recordedAt"),
     ("agentscope/render/html.py", "event"),
     ("agentscope/render/html.py", "recordedAt"),
-    ("agentscope/render/player.py", "recordedAt"),
     ("agentscope/widgets/forkview.py", "event"),
 }
 

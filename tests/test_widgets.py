@@ -689,3 +689,28 @@ def test_the_front_end_applies_the_context_patch_as_python_does(triage_graph: Gr
     out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [True, True, True]
+
+
+def test_the_player_and_the_widget_draw_a_frame_through_the_same_javascript(triage_graph: Graph) -> None:
+    """One frame renderer (``render/frame.js``): the static page inlines it and the widget's
+    anywidget module bundles it, byte for byte; neither keeps a second copy of the panels or of
+    the chart's class painting."""
+    from importlib.resources import files
+
+    from agentscope.render.player import frame_js
+    from agentscope.widgets._chartwidget import ChartWidget
+
+    source = frame_js()
+    assert "var AS_FRAME" in source and "PANELS" in source
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
+    page = tt.to_html()
+    assert page.count(source) == 1
+    assert ChartWidget._esm.count(source) == 1
+    glue = {
+        "player.js": files("agentscope.render").joinpath("player.js").read_text(encoding="utf-8"),
+        "chart.js": files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8"),
+    }
+    for name, js in glue.items():
+        for own in ("as-badge", "'as-active'", "as-taken", "no actors in flight", "function badge"):
+            assert own not in js, (name, own)
+        assert "AS_FRAME" in js or "var F = AS_FRAME" in js, name

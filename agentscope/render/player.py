@@ -21,6 +21,7 @@ import jsonpatch
 
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame
+from agentscope.log.entry import recorded_at_text
 from agentscope.render._escape import esc, json_for_script
 from agentscope.render.chart import (
     Layout,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from agentscope.coverage_map import Coverage
     from agentscope.forks import ForkDiff
 
-__all__ = ["bound", "fork_page", "pane_data", "timeline_page"]
+__all__ = ["bound", "fork_page", "frame_fields", "frame_js", "pane_data", "timeline_page"]
 
 MAX_STRING = 10_000
 MAX_DEPTH = 32
@@ -112,6 +113,43 @@ def _timers(frame: Frame) -> list[list[Any]]:
         t = t if isinstance(t, Mapping) else {}
         out.append([str(tid)[:200], bound(t.get("delay"), max_string=40, max_depth=1, max_items=2)])
     return out
+
+
+def frame_fields(frame: Frame, *, first: bool = False) -> dict[str, Any]:
+    """The frame data one step's panels are drawn from (by ``render/frame.js``, in the static player
+    and in the widgets alike), every value bounded for a page.
+
+    Keys: ``t`` event type, ``id``, ``c`` causation id (or ``None``), ``at`` recordedAt text, ``p``
+    the event payload (without ``type``), ``v`` verdict, ``r`` recorded and ``h`` replayed hash,
+    ``x`` explanation (or ``None``), ``ig`` ignored, ``ch`` changed paths (empty for the first
+    step, ``first=True``); replayed frames add ``ac`` actors ``[id, src, status, input]``, ``tm``
+    timers ``[id, delay]`` and ``st`` status. A new panel adds its field here and its
+    renderer to ``frame.js``'s ``PANELS`` (docs/pipeline.md, "A new panel").
+    """
+    ev = frame.event
+    row: dict[str, Any] = {
+        "t": frame.event_type[:500],
+        "id": str(frame.entry.get("id", ""))[:200],
+        "c": (str(frame.entry["causationId"])[:200] if "causationId" in frame.entry else None),
+        "at": (recorded_at_text(frame.entry) or "")[:60],
+        "p": bound(
+            {kk: vv for kk, vv in ev.items() if kk != "type"},
+            max_string=2_000,
+            max_depth=12,
+            max_items=100,
+        ),
+        "v": frame.verdict.value,
+        "r": frame.recorded_hash,
+        "h": frame.computed_hash,
+        "x": (frame.explanation or "")[:500] or None,
+        "ig": bool(frame.ignored),
+        "ch": [] if first else [p[:300] for p in frame.changed_paths[:100]],  # nothing before step 0
+    }
+    if frame.persisted is not None:
+        row["ac"] = _children(frame)
+        row["tm"] = _timers(frame)
+        row["st"] = str(frame.status)[:40]
+    return row
 
 
 @dataclass
@@ -186,25 +224,7 @@ def _collect(
     prev: Frame | None = None
     prev_ctx: Any = None
     for k, frame in enumerate(frames):
-        ev = frame.event
-        row: dict[str, Any] = {
-            "t": frame.event_type[:500],
-            "id": str(frame.entry.get("id", ""))[:200],
-            "c": (str(frame.entry["causationId"])[:200] if "causationId" in frame.entry else None),
-            "at": str(frame.entry.get("recordedAt", ""))[:60],
-            "p": bound(
-                {kk: vv for kk, vv in ev.items() if kk != "type"},
-                max_string=2_000,
-                max_depth=12,
-                max_items=100,
-            ),
-            "v": frame.verdict.value,
-            "r": frame.recorded_hash,
-            "h": frame.computed_hash,
-            "x": (frame.explanation or "")[:500] or None,
-            "ig": bool(frame.ignored),
-            "ch": [p[:300] for p in frame.changed_paths[:100]] if k else [],  # nothing before step 0
-        }
+        row = frame_fields(frame, first=not k)
         patch: list[dict[str, Any]] | None = None
         if frame.persisted is not None:
             ctx = bound(frame.context)
@@ -217,9 +237,6 @@ def _collect(
             if not frame.changed_paths and patch:  # folded frames: derive from the context patch
                 row["ch"] = list(dict.fromkeys("/context" + op["path"] for op in patch))[:100]
             prev_ctx = ctx
-            row["ac"] = _children(frame)
-            row["tm"] = _timers(frame)
-            row["st"] = str(frame.status)[:40]
         if graph is not None and frame.persisted is not None:
             info = step_info(graph, prev, frame)
             moves_per.append(info.moves)
@@ -325,7 +342,7 @@ def _page(
     heads = "".join(
         f'<div class="as-col as-pane" data-pane="{k}"><div class="as-pane-head"><b class="as-pane-name"></b> '
         f'<span class="as-badge-slot"></span></div><div class="as-event-slot"></div>'
-        f'<div class="as-sec">actors and timers</div><div class="as-actors"></div></div>'
+        f'<div class="as-sec as-actors-title">actors and timers</div><div class="as-actors"></div></div>'
         for k in range(n_panes)
     )
     ctxs = "".join(
@@ -412,7 +429,8 @@ button{{cursor:pointer}}
 {rows_head}</thead>
 <tbody id="as-rows"></tbody></table>
 <script type="application/json" id="as-data">{json_for_script(data)}</script>
-<script>{_player_js()}</script>
+<script>{frame_js()}
+{_player_js()}</script>
 </body></html>
 """
 
@@ -421,6 +439,15 @@ def _player_js() -> str:
     from importlib.resources import files
 
     return files("agentscope.render").joinpath("player.js").read_text(encoding="utf-8")
+
+
+def frame_js() -> str:
+    """The frame renderer (``render/frame.js``): how one step's panels (badge, event, actors and
+    timers, ...) and chart classes are drawn from the frame data of :func:`frame_fields`. The same
+    text is inlined into the static player and bundled into the widgets' anywidget front end."""
+    from importlib.resources import files
+
+    return files("agentscope.render").joinpath("frame.js").read_text(encoding="utf-8")
 
 
 def source_label(log: Any) -> str:
