@@ -108,10 +108,11 @@ function slotOf(root, p){
   if (p.title) root.appendChild(el('div', 'as-sec ' + p.slot + '-title', p.title));
   s = el('div', p.slot); root.appendChild(s); return s;
 }
-// Draw every panel of frame `f` (entry `i`) into `root`; `only` (optional) names the slots to draw.
-function drawPanels(root, f, i, only){
+// Draw every panel of frame `f` (entry `i`; null: clear them) into `root`. Optional `only` names
+// the slots to draw, `skip` the slots drawn elsewhere (the widget puts actors beside the context).
+function drawPanels(root, f, i, only, skip){
   PANELS.forEach(function(p){
-    if (only && only.indexOf(p.slot) < 0) return;
+    if ((only && only.indexOf(p.slot) < 0) || (skip && skip.indexOf(p.slot) >= 0)) return;
     var s = slotOf(root, p); s.textContent = '';
     var n = f ? p.draw(f, i) : null;
     if (n) s.appendChild(n);

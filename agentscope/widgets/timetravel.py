@@ -23,12 +23,12 @@ from agentscope.render.html import (
     WIDGET_CSS,
     MarkerStrip,
     Sparkline,
-    actors_html,
     badge_html,
     event_html,
     style_block,
 )
 from agentscope.widgets._chartwidget import ChartWidget
+from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
     EntriesOnly,
@@ -268,7 +268,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
 
         self._style = ipywidgets.HTML(style_block() + WIDGET_CSS)
         self._strip = ipywidgets.HTML()
-        self._header = ipywidgets.HTML()
+        # the step's panels (badge, event, ...; actors and timers beside the context) are drawn in
+        # the browser by render/frame.js from the frame data, as in the static player
+        self._header = FrameWidget(skip=["as-actors"])
         # the drawing goes to the front end once; a step sends only the classes to move
         self._chart = ChartWidget(
             svg=(
@@ -283,7 +285,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         )
         traitlets.link((self._search, "value"), (self, "context_filter"))
         self._context = TreeWidget()  # a step sends the rows that changed, not the tree
-        self._actors = ipywidgets.HTML()
+        self._actors = FrameWidget(only=["as-actors"])
         self._spark = ipywidgets.HTML()
         self._rows = ipywidgets.Select(
             options=[], rows=2 * _WINDOW + 1, layout=ipywidgets.Layout(width="98%")
@@ -520,17 +522,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         previous = self._frames.at(i - 1) if i > 0 and self.machine is not None else None
         frame = self.frame
         with self.hold_sync():
-            self._header.value = (
-                f'<div class="as-root"><div class="as-step">{badge_html(frame)}</div>'
-                f"{event_html(frame)}</div>"
-            )
+            self._header.show(frame, i)
             self._chart.show(*self.chart_styling(frame, previous), step=i)
             self._context.value = self.context_view(frame)
-            self._actors.value = (
-                f'<div class="as-root"><div class="as-sec">actors and timers</div>{actors_html(frame)}</div>'
-                if frame.persisted is not None
-                else ""
-            )
+            self._actors.show(frame, i)
             self._strip.value = self._strip_svg.svg(i)
             if self._spark_svg is not None:
                 self._spark.value = self._spark_svg.svg(i)
