@@ -20,7 +20,6 @@ init whose snapshot the new machine cannot restore is reported (``kind="cannot-r
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -248,29 +247,27 @@ class WhatIf:
         return f"<WhatIf {self.summary()}>"
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        parts = [f"<div class='agentscope-whatif'><p><b>{esc(self.summary())}</b></p>"]
-        table = self.df.head(_HTML_ROWS).astype(object)
-        table = table.where(table.notna(), None)
-        parts.append(table.to_html(index=False, escape=True, na_rep="—"))
-        for t in self.threads[:_HTML_ROWS]:
-            if not t.changes:
-                continue
-            name = esc(str(t.thread)) if t.thread is not None else "log"
-            other = "recorded" if t.changes_vs == "recorded" else "before"
-            parts.append(
-                f"<p>{name}, entry {t.first_divergence} ({esc(str(t.event_type))}): state "
-                f"{esc(other)} &rarr; new</p><table><tr><th>path</th><th>{esc(other)}</th>"
-                f"<th>new</th></tr>"
-            )
-            for c in t.changes[:20]:
-                parts.append(
-                    f"<tr><td><code>{esc(c.path or '(root)')}</code></td>"
-                    f"<td>{esc(_short(c.left))}</td><td>{esc(_short(c.right))}</td></tr>"
-                )
-            parts.append("</table>")
-        parts.append("</div>")
-        return "".join(parts)
+        """The summary, one row per thread and each diverging thread's changed paths, drawn
+        (escaped and bounded) by :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import Bold, Para, Table, guarded
+
+        def build() -> list[Any]:
+            blocks: list[Any] = [Para(Bold(self.summary()))]
+            blocks.append(Table.of(self.df, limit=_HTML_ROWS, noun="threads"))
+            for t in self.threads[:_HTML_ROWS]:
+                if not t.changes:
+                    continue
+                name = str(t.thread) if t.thread is not None else "log"
+                other = "recorded" if t.changes_vs == "recorded" else "before"
+                blocks.append(f"{name}, entry {t.first_divergence} ({t.event_type}): state {other} → new")
+                blocks.append(Table(
+                    ["path", other, "new"],
+                    [[c.path or "(root)", _short(c.left), _short(c.right)] for c in t.changes[:20]],
+                    more=max(len(t.changes) - 20, 0), noun="changed paths",
+                ))
+            return blocks
+
+        return guarded(self, "whatif", build)
 
     # -- the side-by-side view ----------------------------------------------------------------
 

@@ -204,7 +204,9 @@ def test_replay_is_a_function_and_the_pipeline_a_package() -> None:
 LAYERS: list[tuple[str, ...]] = [
     ("agentscope._deep", "agentscope.errors", "agentscope.hashing", "agentscope.jsondiff",
      "agentscope._query_lang"),
-    ("agentscope.log",),
+    # the one escaping helper and the one guarded repr helper sit with the log: every value's
+    # ``_repr_html_`` (a log, a frame, a report) hands its values to them
+    ("agentscope.log", "agentscope.render._escape", "agentscope.render.reprs"),
     ("agentscope.stores",),
     ("agentscope.frames",),
     ("agentscope.engines",),
