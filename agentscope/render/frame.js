@@ -142,6 +142,26 @@ function framePairs(configs, f, p){
   else { add(configs[f.a], 'as-active-b'); add(f.tk, 'as-taken-b'); }
   return out;
 }
-return {el: el, tree: tree, shortJ: shortJ, badge: badge, eventBox: eventBox, actors: actors,
+// --- the chart's size: it fits its container; a zoom button shows it at full size (at least its
+// readable width, data-readable-width: labels >= 9 px) and the container pans (scrolls) ---
+function zoomable(box){
+  var svg = box.querySelector('svg[data-readable-width]');
+  var old = box.parentNode && box.previousElementSibling;
+  if (old && old.classList && old.classList.contains('as-zoom')) old.remove();
+  if (!svg) return null;
+  var w = svg.getAttribute('width') || '', natural = parseFloat(w) * (/pt$/.test(w) ? 4 / 3 : 1);
+  var readable = Math.max(+svg.getAttribute('data-readable-width'), natural || 0);  // its full size
+  var b = el('button', 'as-zoom', 'zoom in');
+  b.title = 'show the chart at a readable size (scroll to pan); again to fit it to the page';
+  b.addEventListener('click', function(){
+    var on = box.classList.toggle('as-zoomed');
+    svg.style.width = on ? readable + 'px' : '';
+    b.textContent = on ? 'fit to page' : 'zoom in';
+    if (on){ var a = box.querySelector('.as-active'); if (a && a.scrollIntoView) a.scrollIntoView({block: 'nearest', inline: 'center'}); }
+  });
+  box.parentNode.insertBefore(b, box);
+  return b;
+}
+return {zoomable: zoomable, el: el, tree: tree, shortJ: shortJ, badge: badge, eventBox: eventBox, actors: actors,
   PANELS: PANELS, drawPanels: drawPanels, paint: paint, framePairs: framePairs};
 })();

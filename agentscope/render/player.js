@@ -167,6 +167,12 @@ function show(i){
     if (!heat) pairs = pairs.concat(F.framePairs(P.configs, f, p));
   });
   if (!heat) lit = F.paint(chartEl, pairs, lit);
+  // the step's verdict above the chart, so it is in view with the chart whatever its size
+  var st = $('as-status'); st.textContent = '';
+  D.panes.forEach(function(P){ var f = P.frames[i]; if (!f) return;
+    var line = el('span', 'as-status-pane'); if (D.panes.length > 1) line.appendChild(el('b', null, P.name + ' '));
+    line.appendChild(el('code', 'as-status-type', f.t)); line.appendChild(document.createTextNode(' '));
+    var b = F.badge(f); b.className = 'as-status-badge as-badge-' + f.v; line.appendChild(b); line.appendChild(document.createTextNode('  ')); st.appendChild(line); });
   // context: one tree (a log, or the shared prefix of a fork), both trees, or the aligned diff
   var ctxPanes = document.querySelectorAll('#as-ctxs .as-ctx-pane');
   var shared = fork && D.divergence !== null && i < D.divergence && !!drows && drows.length === 0;
@@ -224,6 +230,7 @@ function activePath(i){
     r.setAttribute('y',0); r.setAttribute('width',2); r.setAttribute('height',8); r.setAttribute('fill','#263238'); strip.appendChild(r); }
   if (D.note) $('as-note').textContent = D.note;
   if (D.chartNote) $('as-chart-note').appendChild(el('div','as-note as-chart-note', D.chartNote));
+  F.zoomable($('as-chart'));
   if (!D.verifiable){ $('as-first-mm').style.display = 'none'; $('as-next-mm').style.display = 'none'; }
   if ($('as-cmode')) $('as-cmode').addEventListener('change', function(){ show(cur); });
   document.querySelectorAll('#as-chart g.as-collapsed').forEach(function(g){

@@ -384,11 +384,16 @@ def _page(
 {heat_css}
 body{{margin:12px}}
 .as-controls{{display:flex;gap:6px;align-items:center;flex-wrap:wrap}}
-.as-controls input[type=range]{{width:520px;max-width:100%}}
+.as-track{{display:inline-flex;flex-direction:column;flex:1 1 320px;min-width:200px;max-width:520px}}
+.as-track input[type=range]{{width:100%;margin:0}}
+#as-strip{{display:block;padding:0 {THUMB_HALF}px;line-height:0}}
+#as-strip svg{{display:block;width:100%;height:8px}}
 .as-rows tr{{cursor:pointer}}
 .as-table tr.as-row-violation td:first-child{{border-left:3px solid #00897b}}
 #as-first-vio{{color:#00695c}}
 .as-pane-head{{margin:4px 0}}
+#as-status{{margin:4px 0}}
+.as-status-badge{{display:inline-block;padding:1px 6px;border-radius:8px;font-size:12px;font-weight:600}}
 button{{cursor:pointer}}
 </style></head>
 <body class="as-root">
@@ -397,7 +402,8 @@ button{{cursor:pointer}}
 <button id="as-first" title="jump to entry 0">|◀ first</button>
 <button id="as-prev" title="previous entry">◀</button>
 <button id="as-play" title="play / pause">▶ play</button>
-<input id="as-slider" type="range" min="0" value="0" aria-label="step">
+<span class="as-track"><input id="as-slider" type="range" min="0" value="0" aria-label="step">
+<span id="as-strip" title="each tick sits under its entry's position">{strip}</span></span>
 <button id="as-next" title="next entry">▶</button>
 <button id="as-first-mm">first mismatch</button>
 <button id="as-next-mm">next mismatch ⚠</button>
@@ -408,7 +414,7 @@ button{{cursor:pointer}}
 <a id="as-link" class="as-meta" href="#0" title="link to this step">link to this step</a>
 {heat}
 </div>
-<div id="as-strip">{strip}</div>
+<div id="as-status" class="as-meta" aria-live="polite"></div>
 <div id="as-note" class="as-note"></div>
 <div id="as-summary"></div>
 <div id="as-chart-note"></div>
@@ -433,6 +439,11 @@ button{{cursor:pointer}}
 {_player_js()}</script>
 </body></html>
 """
+
+
+THUMB_HALF = 8
+"""Half the width of Chromium's range thumb (16 px): the strip is inset by it on both sides, so a
+tick sits under the thumb's centre at its entry (the thumb travels the track minus its width)."""
 
 
 def _player_js() -> str:

@@ -35,6 +35,8 @@ function render({ model, el }) {
         if (d) { d.open = !d.open; if (d.open) d.scrollIntoView({ block: 'nearest' }); }
       });
     });
+    const box = body.querySelector('.as-chart');
+    if (box) AS_FRAME.zoomable(box);
     reindex(); restyle();
   }
   model.on('change:svg', setSvg);
