@@ -214,13 +214,17 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play", show_repeat=False)
         # ipywidgets' Play "stop" button resets the value to ``min``; only play/pause are shown
         self._play.add_class("as-play")
+        # the slider and the marker strip share one column, the strip inset like the slider's
+        # track (WIDGET_CSS .as-track): a tick sits under the handle at its entry. No description
+        # and no readout beside the track (the "go to" box shows the step).
         self._slider = ipywidgets.IntSlider(
             min=0,
             max=n - 1,
             value=0,
-            description="step",
+            description="",
+            readout=False,
             continuous_update=True,
-            layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
+            layout=ipywidgets.Layout(width="100%"),
         )
         # The slider is the step; Play's ticks move it and each frame sets Play's value back (see
         # _render_step). No jslink between the two: a key press on a jslinked slider makes the
@@ -312,7 +316,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 self._first,
                 self._prev,
                 self._play,
-                self._slider,
+                ipywidgets.VBox(
+                    [self._slider, self._strip],
+                    layout=ipywidgets.Layout(flex="1 1 320px", min_width="220px", max_width="560px"),
+                ).add_class("as-track"),
                 self._next,
                 self._first_mm,
                 self._next_mm,
@@ -331,7 +338,6 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             children=(
                 self._style,
                 controls,
-                self._strip,
                 self._note,
                 self._header,
                 self._chart,
