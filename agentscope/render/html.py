@@ -57,6 +57,8 @@ BASE_CSS = """
 .as-table td,.as-table th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top;
   line-height:1.35}
 .as-table tr.as-current{background:#fff3c4}
+.as-actors .as-table{max-width:100%}
+.as-actors .as-table td{overflow-wrap:anywhere}
 .as-table tr.as-row-mismatch td:first-child{border-left:3px solid #e53935}
 .as-sec{margin:6px 0 2px;font-weight:600;color:#455a64}
 .as-cols{display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap}

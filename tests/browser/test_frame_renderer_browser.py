@@ -80,3 +80,29 @@ def test_the_widget_panels_are_the_players_panels(browser_context: Any, tmp_path
     assert page.inner_text(".as-pane .as-event") == widget_event
     assert page.inner_text(".as-pane .as-actors") == widget_actors
     assert errors == [] and dialogs == []
+
+
+def test_the_actors_input_column_wraps_in_a_narrow_side_column(browser_context: Any, tmp_path: Path) -> None:
+    """The widget's actors panel sits in a side column (260 px and up): an actor's input wraps
+    inside it, no horizontal scroll (the real triage log at entry 3, the kb search in flight)."""
+    import agentscope as asc
+    from agentscope.examples.python_machines import triage_machine
+
+    tt = asc.TimeTravel(triage_machine(), load_json("g_triage.main.log.json"))
+    tt._coalesce = False
+    tt.step = 3
+    side = tt._actors
+    assert side.frame["ac"] and side.frame["ac"][0][1] == "searchKnowledgeBase"
+    names = ("frame", "index", "only", "skip")
+    path = _widget_page(tmp_path, "actors", str(side._esm), {k: getattr(side, k) for k in names})
+    html = path.read_text(encoding="utf-8").replace("<div id='w'></div>", "<div id='w' style='width:260px'></div>")
+    path.write_text(html, encoding="utf-8")
+    page = browser_context.new_page()
+    page.set_viewport_size({"width": 600, "height": 600})
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.ready === true")
+    table = page.locator("#w .as-actors table")
+    sizes = table.evaluate("t => [t.scrollWidth, t.getBoundingClientRect().width, t.parentElement.clientWidth]")
+    assert sizes[0] <= sizes[2] and sizes[1] <= sizes[2] + 0.5, sizes
+    assert "Dashboard down" in table.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "widget-actors-260.png"))
