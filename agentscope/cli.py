@@ -670,10 +670,11 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
 def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = (),
                  coverage: bool = False) -> Path:
     """Write the static player of ``log``: built from its one Timeline pass (no widget)."""
-    from agentscope.widgets._source import EntriesOnly, make_timeline, usage_series
-    from agentscope.widgets.player import timeline_page
+    from agentscope.pipeline import Timeline
+    from agentscope.render.player import timeline_page
+    from agentscope.render.source import EntriesOnly, FrameSource, usage_series
 
-    source = make_timeline(machine, log) if machine is not None else EntriesOnly(log)
+    source: FrameSource = Timeline(machine, log) if machine is not None else EntriesOnly(log)
     heat = None
     if coverage:
         if machine is None:
@@ -697,7 +698,7 @@ def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Seq
 def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, logs: tuple[Any, Any],
                       names: tuple[str, str], path: Path, redact: Sequence[str] = ()) -> Path:
     """Write the fork player from the timelines ``diff`` was computed from (no widget, no fold)."""
-    from agentscope.widgets.player import fork_page
+    from agentscope.render.player import fork_page
 
     page = fork_page(timelines, diff, machine.graph, names=names, logs=logs, redact=list(redact))
     path.parent.mkdir(parents=True, exist_ok=True)

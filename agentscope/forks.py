@@ -17,7 +17,6 @@ views and an escaped HTML rendering for notebooks.
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -653,20 +652,17 @@ class ForkDiff:
         return f"<ForkDiff {self.summary()}>"
 
     def _repr_html_(self) -> str:
-        try:
-            return self._html()
-        except Exception as err:  # IPython hides errors raised by repr methods: show them
-            detail = f"{type(err).__name__}: {err}"
-            return f"<pre>{html.escape(repr(self))}\n{html.escape(detail)}</pre>"
+        """The kind, the facts of the divergence, the changed entries and states and the aligned
+        rows, drawn (escaped and bounded) by :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import guarded
 
-    def _html(self) -> str:
-        esc = html.escape
+        return guarded(self, "forkdiff", self._blocks)
+
+    def _blocks(self) -> list[Any]:
+        from agentscope.render.reprs import Bold, Facts, Para, Table
+
         a, b = self.names
-        parts = [
-            f"<div class='agentscope-forkdiff'><p><b>{esc(self.kind)}</b> &mdash; "
-            f"{esc(self.summary())}</p>",
-            "<table><tbody>",
-        ]
+        blocks: list[Any] = [Para(Bold(self.kind), " — ", self.summary())]
         facts: list[tuple[str, Any]] = [
             ("common prefix", self.common_prefix),
             ("through event id", self.through_event_id),
@@ -679,37 +675,22 @@ class ForkDiff:
             facts.append(("altered entries", ", ".join(map(str, self.tampered[:_HTML_ROWS]))))
         if self.machine_used:
             facts.append(("reconverged at", self.reconverged_at))
-        for k, v in facts:
-            parts.append(f"<tr><th>{esc(k)}</th><td>{esc(_short(v) if v is not None else '—')}</td></tr>")
-        parts.append("</tbody></table>")
+        blocks.append(Facts([(k, _short(v) if v is not None else None) for k, v in facts]))
+
+        def changes(rows: Sequence[Change], more: int = 0) -> Table:
+            cells = [[c.path or "(root)", _short(c.left), _short(c.right)] for c in rows]
+            return Table(["path", a, b], cells, more=more, noun="changes")
+
         if self.entry_changes:
-            parts.append(f"<p>Entries at index {esc(str(self.divergence))}:</p>")
-            parts.append(self._changes_html(self.entry_changes[:_HTML_ROWS]))
+            blocks.append(f"Entries at index {self.divergence}:")
+            blocks.append(changes(self.entry_changes[:_HTML_ROWS]))
         ch = self.changes
         if ch:
-            parts.append(f"<p>State after index {esc(str(self.divergence))}:</p>")
-            parts.append(self._changes_html(ch[:_HTML_ROWS]))
-            if len(ch) > _HTML_ROWS:
-                parts.append(f"<p>… {len(ch) - _HTML_ROWS} more changes</p>")
+            blocks.append(f"State after index {self.divergence}:")
+            blocks.append(changes(ch[:_HTML_ROWS], max(len(ch) - _HTML_ROWS, 0)))
         if self.kind != "identical":
-            table = self.to_frame(limit=_HTML_ROWS)
-            for col in table.columns:
-                if table[col].dtype == object:
-                    table[col] = table[col].map(lambda v: v if v is None else str(v)[:60])
-            parts.append(table.to_html(index=False, escape=True, na_rep="—", max_rows=_HTML_ROWS))
-        parts.append("</div>")
-        return "".join(parts)
-
-    def _changes_html(self, changes: Sequence[Change]) -> str:
-        esc = html.escape
-        a, b = self.names
-        rows = [f"<tr><th>path</th><th>{esc(a)}</th><th>{esc(b)}</th></tr>"]
-        for c in changes:
-            rows.append(
-                f"<tr><td><code>{esc(c.path or '(root)')}</code></td><td>{esc(_short(c.left))}</td>"
-                f"<td>{esc(_short(c.right))}</td></tr>"
-            )
-        return "<table>" + "".join(rows) + "</table>"
+            blocks.append(Table.of(self.to_frame(limit=_HTML_ROWS), limit=_HTML_ROWS))
+        return blocks
 
 
 # ---------------------------------------------------------------------------------------------

@@ -153,11 +153,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
         self._play = ipywidgets.Play(min=0, max=self.n - 1, interval=500, show_repeat=False)
         self._play.add_class("as-play")
+        # slider and marker strip in one column, as in TimeTravel (WIDGET_CSS .as-track)
         self._slider = ipywidgets.IntSlider(
-            min=0,
-            max=self.n - 1,
-            description="step",
-            layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
+            min=0, max=self.n - 1, description="", readout=False, layout=ipywidgets.Layout(width="100%")
         )
         # the slider is the step; Play's ticks move it, each frame sets Play's value back (one
         # kernel request per key press, as in TimeTravel)
@@ -203,10 +201,18 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             children=(
                 ipywidgets.HTML(style_block() + WIDGET_CSS),
                 ipywidgets.HBox(
-                    [self._prev, self._play, self._slider, self._next, self._div],
+                    [
+                        self._prev,
+                        self._play,
+                        ipywidgets.VBox(
+                            [self._slider, self._strip],
+                            layout=ipywidgets.Layout(flex="1 1 320px", min_width="220px", max_width="560px"),
+                        ).add_class("as-track"),
+                        self._next,
+                        self._div,
+                    ],
                     layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
                 ),
-                self._strip,
                 self._summary,
                 self._chart,
                 ipywidgets.HBox(
@@ -441,9 +447,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
         ``fork.html#divergence`` opens at the divergence, ``#45`` at step 45; ``redact`` as in
         :meth:`agentscope.widgets.TimeTravel.to_html`. Built from the timelines and
-        :attr:`diff` (:func:`agentscope.widgets.player.fork_page`, no fold).
+        :attr:`diff` (:func:`agentscope.render.player.fork_page`, no fold).
         """
-        from agentscope.widgets.player import fork_page
+        from agentscope.render.player import fork_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)
         page = fork_page(

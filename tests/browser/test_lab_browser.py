@@ -320,12 +320,18 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect().right)"
     )
     assert box is not None and right and max(right) <= box["x"] + box["width"] + 1, (right, box)
-    # the chart is wider than the notebook here: it scrolls inside the widget instead of spilling
-    sw, cw, right_edge, ox = tt.evaluate(
+    # the chart is wider than the notebook here: it fits the widget (scaled down), and the zoom
+    # button shows it at full size, panned inside its box instead of spilling
+    geometry = (
         "e => { const c = e.querySelector('.as-chartw > div > .as-chart'), r = c.getBoundingClientRect();"
         " return [c.scrollWidth, c.clientWidth, r.right, getComputedStyle(c).overflowX]; }"
     )
-    assert right_edge <= box["x"] + box["width"] + 1 and sw > cw and ox in ("auto", "scroll")
+    sw, cw, right_edge, ox = tt.evaluate(geometry)
+    assert right_edge <= box["x"] + box["width"] + 1 and sw <= cw + 1 and ox in ("auto", "scroll")
+    tt.locator(".as-chartw button.as-zoom").click()
+    sw, cw, right_edge, _ = tt.evaluate(geometry)
+    assert right_edge <= box["x"] + box["width"] + 1 and sw > cw
+    tt.locator(".as-chartw button.as-zoom").click()
     legend = tt.locator(".as-legend").bounding_box()
     assert legend is not None and legend["x"] + legend["width"] <= box["x"] + box["width"] + 4  # padding
     tt.screenshot(path=str(ARTIFACTS / "lab-timetravel-narrow.png"))

@@ -314,7 +314,6 @@ def test_widget_chart_front_end_restyles_and_follows_the_active_box(
     each step of the huge machine's log: one drawing, classes moved per step, the expanded box
     opened on a click on its summary box and following the active path."""
     import json
-    from importlib.resources import files
 
     from agentscope.render._escape import json_for_script
     from agentscope.render.chart import expansion
@@ -326,7 +325,7 @@ def test_widget_chart_front_end_restyles_and_follows_the_active_box(
     names = ("svg", "head", "boxes", "lit", "step")
     tt.step = 4
     path = tmp_path / "widget.html"
-    esm = files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8")
+    esm = str(w._esm)  # the module the widget ships: render/frame.js, then widgets/chart.js
     assert "</" not in esm  # embeddable in a <script> as is
     traits = json_for_script({k: getattr(w, k) for k in names})
     path.write_text(
