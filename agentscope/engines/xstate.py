@@ -61,6 +61,7 @@ from agentscope.engines.base import (
     Graph,
     Snapshot,
     StateNodeInfo,
+    TakenTransition,
     TransitionInfo,
 )
 from agentscope.engines.nodepath import TS_SUFFIXES, node_argv
@@ -694,6 +695,12 @@ class XStateMachine:
     (spec §3), computed from the real ``machine.config`` in Node. ``structural_string`` is that
     string, ``export_name`` the export used, ``xstate_version`` the XState version resolved next
     to the module. ``reseed_every`` is the re-seed interval of folds (0 disables re-seeding).
+
+    ``report_transitions`` (default ``True``): :meth:`initial`, :meth:`transition`, :meth:`fold`
+    and :meth:`fold_iter` (unless sparse) fill :attr:`Snapshot.transitions` with the transitions
+    each step took, as the Python engine does (the runner reads them off XState's own macrostep,
+    runner.mjs "The transitions a step takes"); ``False`` leaves them ``None``. A sparse
+    ``fold_iter`` (a verifying pass) and :meth:`fold_last` (seeks) never ask for them.
     """
 
     machine_id: str
@@ -705,6 +712,8 @@ class XStateMachine:
         self.reseed_every = reseed_every
         self._mirror: tuple[int, int, dict[str, str]] | None = None
         self.part_bytes = DEFAULT_PART_BYTES
+        self.report_transitions = True
+        self._taken_cache: dict[str, tuple[TakenTransition, ...]] = {}
         info = runner.ensure()
         self.machine_id = str(info["machineId"])
         self.structural_string: str = str(info["structural"])
@@ -738,6 +747,8 @@ class XStateMachine:
         req: dict[str, Any] = {"op": "initial"}
         if input is not NO_INPUT:
             req["input"] = input
+        if self.report_transitions:
+            req["taken"] = True
         return self._single(self._runner.request(req))
 
     def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
@@ -810,7 +821,38 @@ class XStateMachine:
     def _single(self, result: Mapping[str, Any]) -> Snapshot:
         h = self._new_handle(int(result["handle"]), dict(result.get("children") or {}))
         sh = result.get("hash")
-        return Snapshot(result["persisted"], h, state_hash=sh if isinstance(sh, str) else None)
+        rows = result.get("taken")
+        return Snapshot(
+            result["persisted"],
+            h,
+            state_hash=sh if isinstance(sh, str) else None,
+            transitions=None if rows is None else self._taken(rows),
+        )
+
+    def _taken(self, rows: Sequence[Sequence[Any]]) -> tuple[TakenTransition, ...]:
+        """The runner's rows ``[microstep, event, edge, targets, reenter]`` of one step as
+        :class:`TakenTransition` records (``source``, ``guard`` and ``kind`` from the drawn edge;
+        the initial entry, ``edge`` null, from the root). Built once per distinct step."""
+        if not rows:
+            return ()
+        key = orjson.dumps(rows).decode()
+        found = self._taken_cache.get(key)
+        if found is not None:
+            return found
+        edges = self._graph.transitions
+        out: list[TakenTransition] = []
+        for step, event, edge, targets, reenter in rows:
+            if edge is None:
+                out.append(TakenTransition(int(step), str(event), self._graph.root, tuple(targets), None,
+                                           kind="initial", reenter=bool(reenter)))
+                continue
+            info = edges[int(edge)]
+            out.append(TakenTransition(int(step), str(event), info.source, tuple(targets), int(edge),
+                                       guard=info.guard, kind=info.kind, reenter=bool(reenter)))
+        found = tuple(out)
+        if len(self._taken_cache) < 4096:
+            self._taken_cache[key] = found
+        return found
 
     def _fold(
         self,
@@ -851,6 +893,8 @@ class XStateMachine:
             "partBytes": self.part_bytes,
             "emit": emit,
         }
+        if self.report_transitions and emit == "all":
+            req["taken"] = True
         cache_sent: dict[str, str] | None
         if sessions is None or not rebind:
             cache_sent = {}
@@ -919,9 +963,10 @@ class XStateMachine:
             children = part["children"]
             n = len(persisted)
             same = part.get("same")
+            taken = part.get("taken")
             if len(hashes) != n or len(children) != n or count + n > n_events or (
                 final and count + n != n_events
-            ) or (same is not None and len(same) != n):
+            ) or (same is not None and len(same) != n) or (taken is not None and len(taken) != n):
                 self._runner.close()
                 raise EngineError(
                     f"Malformed output from the Node runner for {self._runner.label}: "
@@ -938,7 +983,8 @@ class XStateMachine:
                     if kids is None:
                         kids = last_kids
                     last_kids = kids
-                    yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i])
+                    yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i],
+                                   transitions=None if taken is None else self._taken(taken[i]))
             else:
                 for i in range(stop):
                     p = persisted[i]
@@ -956,7 +1002,8 @@ class XStateMachine:
                     sessions.update(part.get("sessions") or {})
                     self._mirror = (h.generation, int(part["handle"]), dict(sessions))
                 yield Snapshot(p, h, state_hash=hashes[-1],
-                               unchanged=None if same is None else _unchanged(same[-1]))
+                               unchanged=None if same is None else _unchanged(same[-1]),
+                               transitions=None if taken is None else self._taken(taken[-1]))
 
     def fold_last(
         self,
@@ -1015,7 +1062,9 @@ class XStateMachine:
 
         def sparse(lo: int, hi: int) -> dict[str, Any]:
             """The request fields that make the fold of ``evs[lo:hi]`` sparse (none without ``expected``)."""
-            return {} if expected is None else {"emit": "sparse", "expect": list(expected[lo:hi])}
+            if expected is None:
+                return {"taken": True} if self.report_transitions else {}
+            return {"emit": "sparse", "expect": list(expected[lo:hi]), "taken": False}
 
         first = evs[:chunk]
         req = {**self._seed_request(seed, first, cache, rebind=True), **sparse(0, len(first))}
