@@ -829,19 +829,19 @@ class XStateMachine:
             transitions=None if rows is None else self._taken(rows),
         )
 
-    def _taken(self, rows: Sequence[Sequence[Any]]) -> tuple[TakenTransition, ...]:
-        """The runner's rows ``[microstep, event, edge, targets, reenter]`` of one step as
-        :class:`TakenTransition` records (``source``, ``guard`` and ``kind`` from the drawn edge;
-        the initial entry, ``edge`` null, from the root). Built once per distinct step."""
-        if not rows:
+    def _taken(self, text: str) -> tuple[TakenTransition, ...]:
+        """The runner's rows ``[microstep, event, edge, targets, reenter]`` of one step (a JSON
+        string, ``""`` for none) as :class:`TakenTransition` records (``source``, ``guard`` and
+        ``kind`` from the drawn edge; the initial entry, ``edge`` null, from the root). Built
+        once per distinct step (cached by the text)."""
+        if not text:
             return ()
-        key = orjson.dumps(rows).decode()
-        found = self._taken_cache.get(key)
+        found = self._taken_cache.get(text)
         if found is not None:
             return found
         edges = self._graph.transitions
         out: list[TakenTransition] = []
-        for step, event, edge, targets, reenter in rows:
+        for step, event, edge, targets, reenter in orjson.loads(text):
             if edge is None:
                 out.append(TakenTransition(int(step), str(event), self._graph.root, tuple(targets), None,
                                            kind="initial", reenter=bool(reenter)))
@@ -851,7 +851,7 @@ class XStateMachine:
                                        guard=info.guard, kind=info.kind, reenter=bool(reenter)))
         found = tuple(out)
         if len(self._taken_cache) < 4096:
-            self._taken_cache[key] = found
+            self._taken_cache[text] = found
         return found
 
     def _fold(

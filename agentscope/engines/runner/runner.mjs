@@ -18,9 +18,9 @@
 //   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, expect?, taken?, release?}
 //                                         -> part lines {persisted: [...], hashes: [...], children: [...], same?: [...], taken?: [...]}
 //                                            then {handle, persisted, hashes, children, same?, taken?, sessions: {delta}}
-// `taken` (asked with taken: true) holds, per step, the transitions it took as rows
-// [microstep, eventType, edge (index into graph.transitions, null for the initial entry),
-//  [target ids as resolved], reenter] (see "The transitions a step takes" below).
+// `taken` (asked with taken: true) holds, per step, the transitions it took as a JSON string of
+// rows [microstep, eventType, edge (index into graph.transitions, null for the initial entry),
+// [target ids as resolved], reenter] ("" when none; see "The transitions a step takes" below).
 //   release   {handles}                  -> null
 //   ping      {}                         -> {pid}
 //   hash      {value}                    -> {hash, reference, json} (spec §2 in JS, for tests)
@@ -291,8 +291,11 @@ const edgeOf = new Map(); // drawn transition object -> its index in the graph's
 let hooked = false;
 let rec = null; // the recording of the step in progress, or null
 
+const toResults = new Map(); // function transition -> its `to`'s last return value in this step
+
 function newRecording(eventType) {
-  return { rows: [], step: -1, open: false, last: null, eventType, fast: false, to: new Map() };
+  toResults.clear();
+  return { rows: [], step: -1, open: false, last: null, eventType, fast: false };
 }
 
 function noteSelection(eventType) {
@@ -339,7 +342,7 @@ function noteTaken(t) {
   let targets;
   let reenter = !!t.reenter;
   if (typeof t.to === "function") {
-    const r = rec.to.get(t);
+    const r = toResults.get(t);
     targets = r && r.target !== undefined ? resolveTargetIds(t.source, r.target) : [];
     if (r && r.reenter !== undefined) reenter = !!r.reenter;
   } else {
@@ -368,7 +371,7 @@ function installHooks(m) {
       const to = t.to;
       t.to = function (...args) {
         const r = to.apply(this, args);
-        if (rec !== null) rec.to.set(t, r);
+        if (rec !== null) toResults.set(t, r);
         return r;
       };
     }
@@ -800,7 +803,7 @@ function finishSingle(snap, taken) {
   return {
     raw:
       `{"handle":${handle},"persisted":${persisted},"hash":"${hash}","children":${JSON.stringify(children)}` +
-      (taken === undefined ? "}" : `,"taken":${JSON.stringify(taken)}}`),
+      (taken === undefined ? "}" : `,"taken":${JSON.stringify(JSON.stringify(taken))}}`),
   };
 }
 
@@ -981,7 +984,8 @@ async function opFold(req, id) {
           xs.transition(m, snap, e),
         );
         next = after;
-        taken.push(rows.length ? JSON.stringify(rows) : "[]");
+        // each step's rows as one JSON string: Python keys its cache of records by it
+        taken.push(rows.length ? JSON.stringify(JSON.stringify(rows)) : '""');
       } else {
         [next] = xs.transition(m, snap, e);
       }
