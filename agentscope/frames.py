@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscope.log.entry import event_of
+
+if TYPE_CHECKING:  # frames sit below the engines (docs/pipeline.md); the records are plain values
+    from agentscope.engines.base import TakenTransition
 
 __all__ = ["Frame", "Verdict", "set_html_view"]
 
@@ -61,6 +64,11 @@ class Frame:
         changed since the previous frame, e.g. ``("/context/queue", "/value")``.
     ignored : bool
         The machine did not react to the event: the persisted snapshot equals the previous one.
+    transitions : tuple[TakenTransition, ...] | None
+        The transitions the engine took for this entry, in order (microsteps numbered from 0,
+        each naming its drawn edge ``machine.graph.transitions[t.edge]``); ``()`` when none fired,
+        ``None`` when the engine reported none (a restored snapshot, no machine, an engine that
+        cannot: views then infer the move from the state change).
 
     Examples
     --------
@@ -86,6 +94,7 @@ class Frame:
     explanation: str | None = None
     changed_paths: tuple[str, ...] = field(default=())
     ignored: bool = False
+    transitions: tuple[TakenTransition, ...] | None = field(default=None, repr=False)
 
     @property
     def event(self) -> Mapping[str, Any]:

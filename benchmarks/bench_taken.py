@@ -20,6 +20,15 @@ In each of ``--repeat`` rounds (default 5), each phase runs off then on, back to
 Printed per phase: the median over rounds of the paired ratio on / off of the busier process's
 CPU (runner or Python: they overlap; the robust figure on a shared machine) and of wall time, and the peak RSS of Python and of both
 runners. No assertion: numbers only.
+
+Measured (2026-12-04, shared 2-core box, ``python -m benchmarks.bench_taken --repeat 5``, 20,000
+entries), on/off CPU (wall): timeline 1.036 (1.040), verify 1.049 (0.889), seek 1.075 (1.213);
+paired-run CPU ratios spread 0.86-1.24 from the box's load. A same-runner check (one runner,
+``fold_iter`` of the 20k events alternating ``report_transitions`` off/on, 6 rounds) gave a
+median runner-CPU ratio of 0.96: recording costs less than the noise. Hence the engine reports
+them always wherever a fold keeps snapshots (views), and never in a sparse (verifying) fold or
+``fold_last``; the Timeline keeps what its one pass got (``LogIndex.taken``), so a frame never
+refolds to learn them.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from agentscope.engines.xstate import XStateMachine, load_machine
 from tests.conftest import node_ready
 
 EDGES_JS = Path(__file__).resolve().parent / "xstate_machines" / "edges.mjs"
+TRIAGE_JS = Path(__file__).resolve().parent / "fixtures" / "real" / "machines" / "triage.mjs"
 needs_node = pytest.mark.skipif(not node_ready(), reason="needs node and node_modules/xstate")
 
 
@@ -204,3 +205,48 @@ def test_node_engine_reports_nothing_when_not_asked(edges_js: XStateMachine) -> 
         assert edges_js.fold(s, EDGE_EVENTS[:2])[1].transitions is None
     finally:
         edges_js.report_transitions = True
+
+
+@needs_node
+@pytest.mark.parametrize("engine", ["node", "python"])
+def test_the_chart_lights_exactly_the_edges_the_engine_took(engine: str) -> None:
+    """On the triage log: the kb retry self-loop (entry 3) and the eventless chain after the kb
+    answer (entry 4: onDone of the kb, onDone of the parallel state, ``always`` to escalating),
+    each edge by its index, for both engines (no inference from the state change)."""
+    import re
+
+    import agentscope as asc
+    from agentscope.examples import example_path
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.render.chart import ObservedEdge, frame_svg, layout
+    from agentscope.widgets._source import iter_frames, step_info
+
+    log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    m = load_machine(TRIAGE_JS) if engine == "node" else triage_machine()
+    try:
+        frames = list(iter_frames(asc.Timeline(m, log)))
+        g = m.graph
+    finally:
+        m.close()
+    infos = [step_info(g, frames[k - 1] if k else None, f) for k, f in enumerate(frames)]
+    lay = layout(g, observed_edges=[mv for i in infos for mv in i.moves])
+
+    def lit(k: int) -> set[str]:
+        svg = frame_svg(lay, infos[k].active, taken_edge=infos[k].moves)
+        return set(re.findall(r'<g id="([^"]+)" class="[^"]*as-taken', svg))
+
+    def drawn(*edges: int) -> set[str]:
+        return {eid for i in edges for eid in lay.edge_elements(i)}
+
+    retry = next(i for i, t in enumerate(g.transitions) if t.kind == "invoke.onError" and t.reenter)
+    assert [t.edge for t in frames[3].transitions or ()] == [retry]
+    assert frames[3].value == frames[2].value  # re-entered: the value alone cannot tell
+    assert lit(3) == drawn(retry)
+    chain = [t.edge for t in frames[4].transitions or () if t.edge is not None]
+    assert [g.transitions[i].kind for i in chain] == ["invoke.onDone", "onDone", "always"]
+    # the two static edges by index; the kb's onDone is a function transition (drawn "→ ?"):
+    # its resolved move (searching → complete) is lit as the observed edge drawn for it
+    resolved = lay.edge_elements(ObservedEdge(g.transitions[chain[0]].source, frames[4].transitions[0].targets[0],
+                                              g.transitions[chain[0]].event))
+    assert len(resolved) == 1 and resolved[0] not in drawn(chain[0])
+    assert lit(4) == drawn(chain[1], chain[2]) | set(resolved)

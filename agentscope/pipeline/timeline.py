@@ -16,7 +16,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import pandas as pd
 
-from agentscope.engines.base import Machine, Snapshot
+from agentscope.engines.base import Machine, Snapshot, TakenTransition
 from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
@@ -55,6 +55,9 @@ class Step:
         The pass's verdict for the entry (recorded vs recomputed hash).
     ignored : bool
         The state did not react: ``after`` equals ``before``.
+    transitions : tuple[TakenTransition, ...] or None
+        What the engine reported the step took (:attr:`Frame.transitions`); ``None`` where it
+        reported nothing (not replayed, restored, an engine that cannot).
 
     The derived views are properties: :attr:`value` and :attr:`context` (of ``after``),
     :attr:`event` and :attr:`event_type` (of the entry, through :mod:`agentscope.log.entry`) and
@@ -69,6 +72,7 @@ class Step:
     after: Mapping[str, Any] | None
     verdict: Verdict
     ignored: bool
+    transitions: tuple[TakenTransition, ...] | None = None
 
     @property
     def replayed(self) -> bool:
@@ -413,7 +417,7 @@ class Timeline:
                 for i, p in self._persisted_from(seg_no, m, first, r_hi):
                     if i >= lo:
                         yield Step(i, seg_no, entries[i], m, prev, p, idx.verdict_of(i),
-                                   bool(idx.ignored[i]))
+                                   bool(idx.ignored[i]), idx.taken[i] if i < len(idx.taken) else None)
                     prev = p
             for i in range(max(lo, r_hi), hi):
                 yield Step(i, seg_no, entries[i], None, None, None, idx.verdict_of(i),
@@ -744,6 +748,7 @@ class Timeline:
             explanation=self._explanation(n),
             changed_paths=changed_paths(prev_p, p),
             ignored=bool(idx.ignored[n]),
+            transitions=idx.taken[n] if n < len(idx.taken) else None,
         )
 
     def _states(
