@@ -101,3 +101,47 @@ def test_the_changed_ticket_machine_takes_the_same_transitions_on_both_engines(
     entries = load_json("e_bridge.v1.log.json")
     a, b = taken_per_entry(node, entries), taken_per_entry(py, entries)
     assert a == b and all(a)
+
+
+def test_a_delayed_transition_into_a_history_state_and_a_wildcard_on_both_engines(
+    node_machines: dict[tuple[Path, str], XStateMachine],
+) -> None:
+    """``tests/xstate_machines/timers.mjs`` and its Python twin: a ``*`` self-target, the ``after``
+    timer firing (``xstate.timer``: the raised ``xstate.after`` event) into a deep history state
+    (reported as the history node, the edge drawn), then an event nothing takes."""
+    node = js(node_machines, REPO / "tests" / "xstate_machines" / "timers.mjs", "timersMachine")
+    py = StatechartMachine(
+        {
+            "id": "timers",
+            "initial": "wait",
+            "states": {
+                "wait": {
+                    "after": {1000: {"target": "deep.hist"}},
+                    "on": {"GO": {"target": "deep", "guard": "isReady", "actions": ["noteGo"]},
+                           "*": {"target": "wait"}},
+                },
+                "deep": {
+                    "initial": "x",
+                    "tags": ["busy"],
+                    "states": {"x": {"on": {"NEXT": "y"}}, "y": {},
+                               "hist": {"type": "history", "history": "deep", "target": "y"}},
+                },
+            },
+        },
+        guards={"isReady": lambda c, e: True},
+        actions={"noteGo": lambda c, e: None},
+    )
+    assert node.graph.transitions == py.graph.transitions
+
+    def run(m: Machine) -> list[tuple[TakenTransition, ...] | None]:
+        s = m.transition(m.initial(), {"type": "FOO"})
+        out = [s.transitions]
+        s = m.transition(s, {"type": "xstate.timer", "id": next(iter(s.persisted["timers"]))})
+        out.append(s.transitions)
+        out.append(m.transition(s, {"type": "NEXT"}).transitions)
+        return out
+
+    got = run(node)
+    assert got == run(py)
+    assert [t.kind for step in got for t in step or ()] == ["on", "after"]
+    assert got[1] is not None and got[1][0].targets == ("timers.deep.hist",) and got[2] == ()
