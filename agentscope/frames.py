@@ -112,6 +112,20 @@ class Frame:
         return str(self.entry.get("id", ""))
 
     @property
+    def microsteps(self) -> tuple[tuple[TakenTransition, ...], ...]:
+        """:attr:`transitions` grouped by microstep, in order: the event's own step, then each
+        step of the eventless chain and of the raised events after it (parallel regions' moves
+        of one microstep together). ``()`` when nothing fired or nothing was reported; the
+        initial entry of an init step is its microstep 0."""
+        groups: list[list[TakenTransition]] = []
+        for t in self.transitions or ():
+            if not groups or groups[-1][0].microstep != t.microstep:
+                groups.append([t])
+            else:
+                groups[-1].append(t)
+        return tuple(tuple(g) for g in groups)
+
+    @property
     def value(self) -> Any:
         """The state value after this entry (string or nested dict), ``None`` without replay."""
         return None if self.persisted is None else self.persisted.get("value")

@@ -240,6 +240,8 @@ def test_the_chart_lights_exactly_the_edges_the_engine_took(engine: str) -> None
 
     retry = next(i for i, t in enumerate(g.transitions) if t.kind == "invoke.onError" and t.reenter)
     assert [t.edge for t in frames[3].transitions or ()] == [retry]
+    assert [[t.kind for t in step] for step in frames[4].microsteps] == [["invoke.onDone"], ["onDone"], ["always"]]
+    assert [len(step) for step in frames[0].microsteps] == [1]  # the initial entry
     assert frames[3].value == frames[2].value  # re-entered: the value alone cannot tell
     assert lit(3) == drawn(retry)
     chain = [t.edge for t in frames[4].transitions or () if t.edge is not None]
