@@ -252,3 +252,15 @@ def test_the_chart_lights_exactly_the_edges_the_engine_took(engine: str) -> None
                                               g.transitions[chain[0]].event))
     assert len(resolved) == 1 and resolved[0] not in drawn(chain[0])
     assert lit(4) == drawn(chain[1], chain[2]) | set(resolved)
+
+
+@needs_node
+def test_a_frozen_machine_reports_no_transitions_and_still_folds() -> None:
+    """The one case the Node engine cannot report: hooks cannot go on a frozen machine. Its
+    steps fold as before with ``transitions`` None (views then infer the move)."""
+    with load_machine(Path(__file__).resolve().parent / "xstate_machines" / "frozen.mjs") as m:
+        s = m.initial()
+        (after,) = m.fold(s, [{"type": "GO"}])
+        assert s.transitions is None and after.transitions is None
+        assert after.value == "a" and after.state_hash == s.state_hash  # GO, then always back
+        assert "frozen" in m._runner.stderr_text()

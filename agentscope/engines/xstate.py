@@ -700,7 +700,8 @@ class XStateMachine:
     and :meth:`fold_iter` (unless sparse) fill :attr:`Snapshot.transitions` with the transitions
     each step took, as the Python engine does (the runner reads them off XState's own macrostep,
     runner.mjs "The transitions a step takes"); ``False`` leaves them ``None``. A sparse
-    ``fold_iter`` (a verifying pass) and :meth:`fold_last` (seeks) never ask for them.
+    ``fold_iter`` (a verifying pass) and :meth:`fold_last` (seeks) never ask for them. A machine
+    the runner cannot hook (a frozen machine object) reports ``None`` too, and says so on stderr.
     """
 
     machine_id: str

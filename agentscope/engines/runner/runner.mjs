@@ -289,6 +289,7 @@ function extractGraph(m) {
 // and cost one null check per read otherwise.
 const edgeOf = new Map(); // drawn transition object -> its index in the graph's transitions
 let hooked = false;
+let hooksOk = false;
 let rec = null; // the recording of the step in progress, or null
 
 const toResults = new Map(); // function transition -> its `to`'s last return value in this step
@@ -351,9 +352,36 @@ function noteTaken(t) {
   rec.rows.push([rec.step, rec.eventType, edgeOf.get(t) ?? null, targets, reenter]);
 }
 
+// Whether every object the hooks go on can take them (a frozen machine or transition cannot:
+// the step then reports no transitions, and the views infer the move from the state change).
+function hookable(m) {
+  const own = (o, k) => {
+    const d = Object.getOwnPropertyDescriptor(o, k);
+    return d === undefined ? Object.isExtensible(o) : d.configurable || d.writable;
+  };
+  if (!own(m, "getTransitionData") || !own(m, "_transitionFast")) return false;
+  for (const t of edgeOf.keys()) {
+    const d = Object.getOwnPropertyDescriptor(t, "actions");
+    if (d !== undefined ? !d.configurable : !Object.isExtensible(t)) return false;
+    if (typeof t.to === "function" && !own(t, "to")) return false;
+  }
+  const ok = (sn) => {
+    const d = Object.getOwnPropertyDescriptor(sn, "always");
+    if (d !== undefined && !d.configurable) return false;
+    return Object.values(sn.states ?? {}).every(ok);
+  };
+  return ok(m.root);
+}
+
+// Install the hooks once; false when the machine cannot take them (nothing is then installed).
 function installHooks(m) {
-  if (hooked) return;
+  if (hooked) return hooksOk;
   hooked = true;
+  hooksOk = hookable(m);
+  if (!hooksOk) {
+    process.stderr.write("agentscope runner: the machine is frozen; steps report no transitions\n");
+    return false;
+  }
   for (const t of edgeOf.keys()) {
     let actions = t.actions;
     Object.defineProperty(t, "actions", {
@@ -420,6 +448,7 @@ function installHooks(m) {
       return out;
     };
   }
+  return true;
 }
 
 // The initial entry as XState's initialMicrostep builds it: from the root to the deepest initial
@@ -777,8 +806,7 @@ function machineCall(what, fn) {
 function opInitial(req) {
   const m = requireMachine();
   const init = () => ("input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m));
-  if (req.taken) {
-    installHooks(m);
+  if (req.taken && installHooks(m)) {
     const [[snap], rows] = machineCall("initialTransition", () => recording("@xstate.init", init, initialRow(m)));
     return finishSingle(snap, rows);
   }
@@ -891,8 +919,7 @@ async function opFold(req, id) {
   const lastOnly = req.emit === "last";
   const sparse = req.emit === "sparse";
   const expect = sparse && req.expect != null ? req.expect : null;
-  const wantTaken = req.taken === true;
-  if (wantTaken) installHooks(m);
+  const wantTaken = req.taken === true && installHooks(m);
   if (expect !== null && (!Array.isArray(expect) || expect.length !== events.length)) {
     throw new RunnerError("protocol", "fold: 'expect' must hold one hash (or null) per event");
   }
