@@ -145,3 +145,23 @@ def test_a_delayed_transition_into_a_history_state_and_a_wildcard_on_both_engine
     assert got == run(py)
     assert [t.kind for step in got for t in step or ()] == ["on", "after"]
     assert got[1] is not None and got[1][0].targets == ("timers.deep.hist",) and got[2] == ()
+
+
+def test_a_choice_state_routes_the_same_on_both_engines(
+    node_machines: dict[tuple[Path, str], XStateMachine],
+) -> None:
+    """A ``type: "choice"`` state: its routing is one eventless function transition (kind
+    ``"choice"`` on both engines' graphs), reported with the target it resolved to."""
+    node = js(node_machines, REPO / "tests" / "xstate_machines" / "choice.mjs", "choiceMachine")
+    py = StatechartMachine({"id": "ch", "initial": "idle", "context": {"n": 0}, "states": {
+        "idle": {"on": {"GO": {"target": "route", "context": lambda c, e: {"n": c["n"] + 1}}}},
+        "route": {"type": "choice",
+                  "choice": lambda c, e: {"target": "big"} if c["n"] > 1 else {"target": "small"}},
+        "small": {"on": {"GO": {"target": "route", "context": lambda c, e: {"n": c["n"] + 1}}}},
+        "big": {}}})
+    assert node.graph.transitions == py.graph.transitions
+    go = [{"type": "GO"}] * 3
+    a = [s.transitions for s in node.fold(node.initial(), go)]
+    assert a == [s.transitions for s in py.fold(py.initial(), go)]
+    assert [(t.kind, t.targets) for t in a[0] or ()] == [("on", ("ch.route",)), ("choice", ("ch.small",))]
+    assert [(t.kind, t.targets) for t in a[1] or ()] == [("on", ("ch.route",)), ("choice", ("ch.big",))]

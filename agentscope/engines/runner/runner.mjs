@@ -208,7 +208,7 @@ function transitionInfo(t, source) {
     event = `xstate.after.${m.delay}.${m.stateId ?? source}`;
     kind = "after";
   } else if (event === "") {
-    kind = "always";
+    kind = t.source && t.source.type === "choice" ? "choice" : "always"; // a choice state's routing
   }
   const dynamic = typeof t.to === "function";
   const targets = !dynamic && Array.isArray(t.target) ? t.target.map(stripHash) : [];
