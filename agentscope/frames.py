@@ -69,6 +69,10 @@ class Frame:
         each naming its drawn edge ``machine.graph.transitions[t.edge]``); ``()`` when none fired,
         ``None`` when the engine reported none (a restored snapshot, no machine, an engine that
         cannot: views then infer the move from the state change).
+    microstep_values : tuple | None
+        The state value after each microstep (index = ``microstep``; the last is :attr:`value`):
+        an eventless chain's states left within the step; ``()`` when nothing fired, ``None``
+        with no reported transitions.
 
     Examples
     --------
@@ -95,6 +99,7 @@ class Frame:
     changed_paths: tuple[str, ...] = field(default=())
     ignored: bool = False
     transitions: tuple[TakenTransition, ...] | None = field(default=None, repr=False)
+    microstep_values: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @property
     def event(self) -> Mapping[str, Any]:

@@ -39,6 +39,10 @@ def taken_per_entry(m: Machine, entries: list[dict[str, Any]]) -> list[tuple[Tak
     return [s.transitions for _, s in fold_segment(m, entries, 0, len(entries))]
 
 
+def values_per_entry(m: Machine, entries: list[dict[str, Any]]) -> list[tuple[Any, ...] | None]:
+    return [s.microstep_values for _, s in fold_segment(m, entries, 0, len(entries))]
+
+
 @pytest.fixture(scope="module")
 def node_machines() -> Iterator[dict[tuple[Path, str], XStateMachine]]:
     loaded: dict[tuple[Path, str], XStateMachine] = {}
@@ -73,6 +77,11 @@ def test_both_engines_take_the_same_transitions_on_every_entry(
             assert x == y, f"{name} entry {i} ({entries[i]['event']['type']})"
         # every entry but a bridge init (restored: it took nothing) says what it took
         assert all(t is not None for t in a[1:])
+        # and the state after each of its microsteps (an eventless chain's passing states)
+        va, vb = values_per_entry(node, entries), values_per_entry(py, entries)
+        assert va == vb, name
+        for step, values in zip(a, va, strict=True):
+            assert values is None or len(values) == len({t.microstep for t in step or ()})
 
 
 def test_the_triage_logs_cover_eventless_chains_internal_events_and_the_kb_self_loop(

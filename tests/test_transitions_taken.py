@@ -192,6 +192,9 @@ def test_both_engines_take_the_same_transitions_and_run_no_effect(edges_js: XSta
     b += py.fold(b[0], EDGE_EVENTS)
     assert [s.persisted for s in a] == [s.persisted for s in b]
     assert [s.transitions for s in a] == [s.transitions for s in b]
+    assert [s.microstep_values for s in a] == [s.microstep_values for s in b]
+    go = a[4]  # GO: to check, eventless to busy, the raised POKE (busy again)
+    assert go.microstep_values == ({"a": "check", "b": "on"}, {"a": "busy", "b": "on"}, {"a": "busy", "b": "on"})
     assert all(s.transitions for s in a if s is not a[6])  # only NOPE took nothing
     assert not probe.exists()  # the enqueued effects (entry, SELF's actions, GO's) never ran
 
@@ -241,6 +244,9 @@ def test_the_chart_lights_exactly_the_edges_the_engine_took(engine: str) -> None
     retry = next(i for i, t in enumerate(g.transitions) if t.kind == "invoke.onError" and t.reenter)
     assert [t.edge for t in frames[3].transitions or ()] == [retry]
     assert [[t.kind for t in step] for step in frames[4].microsteps] == [["invoke.onDone"], ["onDone"], ["always"]]
+    w = {"classification": "complete", "knowledge": "complete"}
+    assert frames[4].microstep_values == ({"working": {"analyzing": w}}, {"working": "routing"},
+                                          {"working": "escalating"})
     assert [len(step) for step in frames[0].microsteps] == [1]  # the initial entry
     assert frames[3].value == frames[2].value  # re-entered: the value alone cannot tell
     assert lit(3) == drawn(retry)

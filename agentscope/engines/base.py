@@ -209,6 +209,10 @@ class Snapshot:
     (as parsed JSON values, what ``==`` says of the two), when it made one; else ``None``. The Node
     engine's sparse fold (``fold_iter(..., expected=...)``) sets it for every step but the first
     of each request."""
+    microstep_values: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
+    """The state value after each microstep of :attr:`transitions` (index = ``microstep``; the
+    last is :attr:`value`), when they were reported; else ``None``. An eventless chain's
+    intermediate states (left within the step) show here and nowhere else."""
 
     @property
     def value(self) -> Any:

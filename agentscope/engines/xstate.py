@@ -714,7 +714,7 @@ class XStateMachine:
         self._mirror: tuple[int, int, dict[str, str]] | None = None
         self.part_bytes = DEFAULT_PART_BYTES
         self.report_transitions = True
-        self._taken_cache: dict[str, tuple[TakenTransition, ...]] = {}
+        self._taken_cache: dict[str, tuple[tuple[TakenTransition, ...], tuple[Any, ...]]] = {}
         info = runner.ensure()
         self.machine_id = str(info["machineId"])
         self.structural_string: str = str(info["structural"])
@@ -822,27 +822,31 @@ class XStateMachine:
     def _single(self, result: Mapping[str, Any]) -> Snapshot:
         h = self._new_handle(int(result["handle"]), dict(result.get("children") or {}))
         sh = result.get("hash")
-        rows = result.get("taken")
+        text = result.get("taken")
+        taken, values = (None, None) if text is None else self._taken(text)
         return Snapshot(
             result["persisted"],
             h,
             state_hash=sh if isinstance(sh, str) else None,
-            transitions=None if rows is None else self._taken(rows),
+            transitions=taken,
+            microstep_values=values,
         )
 
-    def _taken(self, text: str) -> tuple[TakenTransition, ...]:
-        """The runner's rows ``[microstep, event, edge, targets, reenter]`` of one step (a JSON
-        string, ``""`` for none) as :class:`TakenTransition` records (``source``, ``guard`` and
-        ``kind`` from the drawn edge; the initial entry, ``edge`` null, from the root). Built
-        once per distinct step (cached by the text)."""
+    def _taken(self, text: str) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
+        """The runner's ``[rows, values]`` of one step (a JSON string, ``""`` for none): rows
+        ``[microstep, event, edge, targets, reenter]`` as :class:`TakenTransition` records
+        (``source``, ``guard`` and ``kind`` from the drawn edge; the initial entry, ``edge`` null,
+        from the root), and the state value after each microstep. Built once per distinct step
+        (cached by the text)."""
         if not text:
-            return ()
+            return (), ()
         found = self._taken_cache.get(text)
         if found is not None:
             return found
         edges = self._graph.transitions
         out: list[TakenTransition] = []
-        for step, event, edge, targets, reenter in orjson.loads(text):
+        rows, values = orjson.loads(text)
+        for step, event, edge, targets, reenter in rows:
             if edge is None:
                 out.append(TakenTransition(int(step), str(event), self._graph.root, tuple(targets), None,
                                            kind="initial", reenter=bool(reenter)))
@@ -850,7 +854,7 @@ class XStateMachine:
             info = edges[int(edge)]
             out.append(TakenTransition(int(step), str(event), info.source, tuple(targets), int(edge),
                                        guard=info.guard, kind=info.kind, reenter=bool(reenter)))
-        found = tuple(out)
+        found = (tuple(out), tuple(values))
         if len(self._taken_cache) < 4096:
             self._taken_cache[text] = found
         return found
@@ -984,8 +988,9 @@ class XStateMachine:
                     if kids is None:
                         kids = last_kids
                     last_kids = kids
+                    tv = (None, None) if taken is None else self._taken(taken[i])
                     yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i],
-                                   transitions=None if taken is None else self._taken(taken[i]))
+                                   transitions=tv[0], microstep_values=tv[1])
             else:
                 for i in range(stop):
                     p = persisted[i]
@@ -1002,9 +1007,10 @@ class XStateMachine:
                 if sessions is not None:
                     sessions.update(part.get("sessions") or {})
                     self._mirror = (h.generation, int(part["handle"]), dict(sessions))
+                tv = (None, None) if taken is None else self._taken(taken[-1])
                 yield Snapshot(p, h, state_hash=hashes[-1],
                                unchanged=None if same is None else _unchanged(same[-1]),
-                               transitions=None if taken is None else self._taken(taken[-1]))
+                               transitions=tv[0], microstep_values=tv[1])
 
     def fold_last(
         self,

@@ -113,6 +113,9 @@ class LogIndex:
     (:attr:`Snapshot.transitions`; the records are shared, one tuple per distinct step), ``None``
     where it reported none (a restored snapshot, an engine that cannot) or the pass kept no
     snapshots (a verifying pass: nothing there draws an edge)."""
+    chains: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """Per entry whose step took several microsteps: the state value after each
+    (:attr:`Snapshot.microstep_values`; a one-microstep step's is the entry's own value)."""
 
     @classmethod
     def empty(cls, *, strict: bool = False, source: str | None = None) -> LogIndex:
@@ -142,7 +145,7 @@ class LogIndex:
             checkpoint_sessions=dict(self.checkpoint_sessions),
             replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
             stores={k: v.copy() for k, v in self.stores.items()}, rows=list(self.rows),
-            taken=list(self.taken),
+            taken=list(self.taken), chains=dict(self.chains),
         )
         return out
 
@@ -164,7 +167,7 @@ class LogIndex:
         out.segments[-1] = dataclasses.replace(last, stop=n)
         out.replayed_upto[-1] = min(out.replayed_upto[-1], n)
         for name in ("odd_recorded", "problems", "failures", "explanations", "checkpoints",
-                     "checkpoint_sessions"):
+                     "checkpoint_sessions", "chains"):
             setattr(out, name, {i: v for i, v in getattr(out, name).items() if i < n})
         out.rows = [r for r in out.rows if r[0] < n]
         out.log_problems = [p for p in out.log_problems if not p[0].startswith("cache-")]
@@ -593,6 +596,10 @@ class _SegmentPass:
         idx.has_computed[first:end] = True
         if snaps is not None:
             idx.taken[first:end] = [sn.transitions for sn in snaps]
+            for j, sn in enumerate(snaps):
+                v = sn.microstep_values
+                if v is not None and len(v) > 1:
+                    idx.chains[first + j] = v
         idx.ignored[first:end] |= same_arr
         rec_ok = idx.has_recorded[first:end]
         match = rec_ok & (idx.recorded[first:end] == hashes)

@@ -738,6 +738,7 @@ class Timeline:
 
     def _frame(self, n: int, p: Mapping[str, Any], prev_p: Mapping[str, Any] | None) -> Frame:
         idx = self._index
+        taken = idx.taken[n] if n < len(idx.taken) else None
         return Frame(
             index=n,
             entry=self._entries[n],
@@ -748,7 +749,8 @@ class Timeline:
             explanation=self._explanation(n),
             changed_paths=changed_paths(prev_p, p),
             ignored=bool(idx.ignored[n]),
-            transitions=idx.taken[n] if n < len(idx.taken) else None,
+            transitions=taken,
+            microstep_values=None if taken is None else idx.chains.get(n, (p.get("value"),) if taken else ()),
         )
 
     def _states(

@@ -18,9 +18,10 @@
 //   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, expect?, taken?, release?}
 //                                         -> part lines {persisted: [...], hashes: [...], children: [...], same?: [...], taken?: [...]}
 //                                            then {handle, persisted, hashes, children, same?, taken?, sessions: {delta}}
-// `taken` (asked with taken: true) holds, per step, the transitions it took as a JSON string of
-// rows [microstep, eventType, edge (index into graph.transitions, null for the initial entry),
-// [target ids as resolved], reenter] ("" when none; see "The transitions a step takes" below).
+// `taken` (asked with taken: true) holds, per step, a JSON string of [rows, values] ("" when the
+// step took nothing): rows [microstep, eventType, edge (index into graph.transitions, null for
+// the initial entry), [target ids as resolved], reenter], values the state value after each
+// microstep (see "The transitions a step takes" below).
 //   release   {handles}                  -> null
 //   ping      {}                         -> {pid}
 //   hash      {value}                    -> {hash, reference, json} (spec §2 in JS, for tests)
@@ -296,10 +297,53 @@ const toResults = new Map(); // function transition -> its `to`'s last return va
 
 function newRecording(eventType) {
   toResults.clear();
-  return { rows: [], step: -1, open: false, last: null, eventType, fast: false };
+  return { rows: [], step: -1, open: false, last: null, eventType, fast: false, values: [], atoms: null };
 }
 
-function noteSelection(eventType) {
+// The state value after each microstep that took transitions: the first time the step looks at
+// the state again after it. An event selection gets that snapshot (its value); an eventless
+// selection reads `always` of every active atomic state node (its configuration, whose value is
+// XState's getStateValue of it); the last microstep's is the step's result.
+function observe(value) {
+  if (rec.step >= 0 && rec.values[rec.step] === undefined) rec.values[rec.step] = value;
+}
+
+function isAtomic(sn) {
+  return sn.type === "atomic" || sn.type === "final" || sn.type === "choice";
+}
+
+function valueOfAtoms(atoms) {
+  const active = new Set();
+  let root = null;
+  for (const a of atoms) {
+    for (let n = a; n; n = n.parent) {
+      active.add(n);
+      if (!n.parent) root = n;
+    }
+  }
+  const val = (n) => {
+    const kids = Object.values(n.states ?? {}).filter((c) => active.has(c));
+    if (n.type === "compound") {
+      if (!kids.length) return {};
+      if (isAtomic(kids[0])) return kids[0].key;
+    }
+    const out = {};
+    for (const c of kids) out[c.key] = val(c);
+    return out;
+  };
+  return root === null ? undefined : val(root);
+}
+
+function flushAtoms() {
+  if (rec.atoms !== null) {
+    observe(valueOfAtoms(rec.atoms));
+    rec.atoms = null;
+  }
+}
+
+function noteSelection(eventType, snapshot) {
+  flushAtoms();
+  if (snapshot !== undefined) observe(snapshot.value);
   rec.open = false;
   if (eventType !== undefined) rec.eventType = eventType;
 }
@@ -333,6 +377,7 @@ function resolveTargetIds(source, targets) {
 }
 
 function noteTaken(t) {
+  flushAtoms();
   if (!rec.open) {
     rec.step += 1;
     rec.open = true;
@@ -405,13 +450,17 @@ function installHooks(m) {
     }
   }
   const visit = (sn) => {
-    if (sn.always !== undefined) {
+    const atomic = isAtomic(sn);
+    if (sn.always !== undefined || atomic) {
       let always = sn.always;
       Object.defineProperty(sn, "always", {
         configurable: true,
         enumerable: true,
         get() {
-          if (rec !== null && !rec.fast) noteSelection(undefined);
+          if (rec !== null && !rec.fast) {
+            if (rec.atoms === null) noteSelection(undefined);
+            if (atomic) (rec.atoms ??= new Set()).add(sn);
+          }
           return always;
         },
         set(v) {
@@ -425,7 +474,7 @@ function installHooks(m) {
   const proto = Object.getPrototypeOf(m);
   const getTransitionData = proto.getTransitionData;
   m.getTransitionData = function (snapshot, event, ...rest) {
-    if (rec !== null) noteSelection(event && typeof event === "object" ? String(event.type) : undefined);
+    if (rec !== null) noteSelection(event && typeof event === "object" ? String(event.type) : undefined, snapshot);
     return getTransitionData.call(this, snapshot, event, ...rest);
   };
   const transitionFast = proto._transitionFast;
@@ -472,6 +521,8 @@ function initialRow(m) {
 }
 
 // Run `fn` (one pure step) while recording the transitions it takes; returns [result, rows].
+// Run `fn` (one pure step: returns [snapshot, effects]) while recording the transitions it
+// takes; returns [its result, rows, the value after each microstep].
 function recording(eventType, fn, first) {
   rec = newRecording(eventType);
   if (first) {
@@ -479,7 +530,12 @@ function recording(eventType, fn, first) {
     rec.step = 0;
   }
   try {
-    return [fn(), rec.rows];
+    const out = fn();
+    flushAtoms();
+    const values = rec.values;
+    values.length = rec.step + 1;
+    for (let k = 0; k < values.length; k++) if (values[k] === undefined) values[k] = out[0].value;
+    return [out, rec.rows, values];
   } finally {
     rec = null;
   }
@@ -807,8 +863,10 @@ function opInitial(req) {
   const m = requireMachine();
   const init = () => ("input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m));
   if (req.taken && installHooks(m)) {
-    const [[snap], rows] = machineCall("initialTransition", () => recording("@xstate.init", init, initialRow(m)));
-    return finishSingle(snap, rows);
+    const [[snap], rows, values] = machineCall("initialTransition", () =>
+      recording("@xstate.init", init, initialRow(m)),
+    );
+    return finishSingle(snap, [rows, values]);
   }
   const [snap] = machineCall("initialTransition", init);
   return finishSingle(snap);
@@ -1007,12 +1065,12 @@ async function opFold(req, id) {
     try {
       const e = rebindOn ? rebind(ev, snap, cache, delta) : ev;
       if (wantTaken) {
-        const [[after], rows] = recording(e && typeof e === "object" ? String(e.type) : undefined, () =>
+        const [[after], rows, values] = recording(e && typeof e === "object" ? String(e.type) : undefined, () =>
           xs.transition(m, snap, e),
         );
         next = after;
-        // each step's rows as one JSON string: Python keys its cache of records by it
-        taken.push(rows.length ? JSON.stringify(JSON.stringify(rows)) : '""');
+        // each step's [rows, values] as one JSON string: Python keys its cache of records by it
+        taken.push(rows.length ? JSON.stringify(JSON.stringify([rows, values])) : '""');
       } else {
         [next] = xs.transition(m, snap, e);
       }
