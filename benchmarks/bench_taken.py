@@ -22,8 +22,11 @@ CPU (runner or Python: they overlap; the robust figure on a shared machine) and 
 runners. No assertion: numbers only.
 
 Measured (2026-12-04, shared 2-core box, ``python -m benchmarks.bench_taken --repeat 5``, 20,000
-entries), on/off CPU (wall): timeline 1.036 (1.040), verify 1.049 (0.889), seek 1.075 (1.213);
-paired-run CPU ratios spread 0.86-1.24 from the box's load. A same-runner check (one runner,
+entries), on/off CPU (wall): transitions only, timeline 1.036 (1.040), verify 1.049 (0.889), seek
+1.075 (1.213); with the microstep values too, timeline 1.194 (0.913), verify 1.035 (1.035), seek
+1.062 (1.151). Paired-run CPU ratios spread 0.86-1.24 from the box's load: the same Timeline
+builds timed alone (10,000 entries, 5 rounds each) took a median 1.45 (off) and 1.41 (on)
+runner CPU-s, Python 0.21-0.27 s either way. A same-runner check (one runner,
 ``fold_iter`` of the 20k events alternating ``report_transitions`` off/on, 6 rounds) gave a
 median runner-CPU ratio of 0.96: recording costs less than the noise. Hence the engine reports
 them always wherever a fold keeps snapshots (views), and never in a sparse (verifying) fold or
