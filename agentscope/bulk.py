@@ -10,7 +10,15 @@ crosses the process boundary.
 
 Machines are live objects (the Node engine holds a subprocess), so they are never shipped.
 What is shipped is a :class:`MachineSpec`: *where* to load the machine from. Each worker thread
-loads it once, on first use, and keeps it for every later chunk.
+loads it once, on first use, and keeps it for every later chunk. A task carries the store's
+address and thread ids (never entries); the worker opens the store itself
+(:func:`agentscope.stores.open_store`).
+
+Work follows the store's fork tree (spec §5.1): the content key of every stored entry (a digest
+of its bytes, :meth:`agentscope.stores.RowStore.digests`) links each fork to the thread it
+shares its longest prefix with (:func:`fold_links`); a fork's worker reads only its own records
+and continues its parent's fold. With ``cache=`` the rows of unchanged threads come from a
+verdict cache keyed by the same content keys (:mod:`agentscope.verify_cache`).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import itertools
 import math
 import multiprocessing
 import os
@@ -26,10 +35,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import ne
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agentscope.errors import AgentscopeError, EngineError, LogFormatError, MachineLoadError
+from agentscope.errors import AgentscopeError, EngineError, MachineLoadError
 from agentscope.log.problems import ProblemKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -309,12 +320,13 @@ def _empty_row(thread: str) -> dict[str, Any]:
 def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
     """Verify each thread of ``chunk`` on this worker; returns one row per thread.
 
-    Errors about one thread (unreadable entries, a thread of another machine) become that row's
-    ``error``. Errors that would hit every thread (the machine cannot load) come back as a
-    :class:`_Failure` so the caller can stop. Exceptions never cross the process boundary, since
-    some of ours do not survive pickling.
+    The worker opens the store itself (:func:`agentscope.stores.open_store` on ``chunk.store``,
+    a path or a URL) unless the chunk carries the entries. Errors about one thread (unreadable
+    entries, a thread of another machine) become that row's ``error``. Errors that would hit
+    every thread (the machine cannot load) come back as a :class:`_Failure` so the caller can
+    stop. Exceptions never cross the process boundary, since some of ours do not survive
+    pickling.
     """
-    from agentscope.log import read_log
     from agentscope.pipeline import verify
 
     try:
@@ -322,90 +334,141 @@ def _verify_chunk(chunk: _Chunk) -> list[dict[str, Any]] | _Failure:
         machines = {v: _machine_for(s) for v, s in chunk.machines} or None
     except AgentscopeError as exc:
         return _Failure(type(exc).__name__, str(exc))
-
-    if chunk.parents is not None:
-        return _verify_forest(chunk, machine, machines)
-    rows: list[dict[str, Any]] = []
-    for i, thread in enumerate(chunk.threads):
-        row = _empty_row(thread)
-        t0 = time.perf_counter()
-        try:
-            log: Any
-            if chunk.entries is not None:
-                log = list(chunk.entries[i])
-            else:
-                log = read_log(chunk.store, thread=thread)
-            row["length"] = len(log)
-            report = verify(machine, log, machines=machines, strict=chunk.strict)
-            row.update(_summarize(report))
-            row["folded"] = len(log)
-        except EngineError as exc:
-            return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
-        except AgentscopeError as exc:
-            row["error"] = f"{type(exc).__name__}: {exc}"
-        row["seconds"] = time.perf_counter() - t0
-        rows.append(row)
-    return rows
+    with _open_source(chunk) as store:
+        if chunk.parents is not None:
+            return _verify_forest(chunk, store, machine, machines)
+        rows: list[dict[str, Any]] = []
+        for i, thread in enumerate(chunk.threads):
+            row = _empty_row(thread)
+            t0 = time.perf_counter()
+            try:
+                log = _whole_log(chunk, store, i)
+                row["length"] = len(log)
+                report = verify(machine, log, machines=machines, strict=chunk.strict)
+                row.update(_summarize(report))
+                row["folded"] = len(log)
+            except EngineError as exc:
+                return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
+            except AgentscopeError as exc:
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            row["seconds"] = time.perf_counter() - t0
+            rows.append(row)
+        return rows
 
 
-def _shared_prefix(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], k: int) -> int:
-    """How many of the first ``k`` positions hold byte-identical entries (orjson bytes: ``True``
-    is not ``1``); the prefix a fork may take from its parent's fold. 0 when they cannot be
-    serialized."""
-    import orjson
+@contextlib.contextmanager
+def _open_source(chunk: _Chunk) -> Iterator[Any]:
+    """The chunk's store, opened once for all its threads (``None`` when the chunk carries its
+    entries or the store cannot be opened: each thread then reports why)."""
+    from agentscope.stores import open_store
 
-    n = min(k, len(a), len(b))
+    store: Any = None
+    if chunk.entries is None:
+        with contextlib.suppress(AgentscopeError):
+            store = open_store(chunk.store)
     try:
-        return next((i for i in range(n) if a[i] is not b[i]
-                     and orjson.dumps(a[i]) != orjson.dumps(b[i])), n)
-    except TypeError:  # orjson.JSONEncodeError: not plain JSON, let the fork fold alone
-        return 0
+        yield store
+    finally:
+        if store is not None:
+            store.close()
 
 
-def _verify_forest(chunk: _Chunk, machine: Machine,
+def _whole_log(chunk: _Chunk, store: Any, i: int) -> Any:
+    """Thread ``i`` of the chunk read whole and validated (the store's one read path)."""
+    if chunk.entries is not None:
+        return list(chunk.entries[i])
+    if store is None:
+        from agentscope.stores import open_store
+
+        open_store(chunk.store).close()  # raises why the store cannot be opened
+    return store.log(chunk.threads[i])
+
+
+def _suffix_entries(store: Any, thread: str, prefix: list[Mapping[str, Any]],
+                    era: Any) -> list[Mapping[str, Any]] | None:
+    """``prefix`` (a parent's entries ``[:k]``, equal in content to this thread's: the content
+    keys) extended with ``thread``'s records from ``k`` on, read raw from the store and parsed
+    (``idx``/``entry_id`` columns against the entry, §1.2 per entry); ``None`` when any of them
+    is not plainly right, so the caller reads the thread whole and reports it as a refold
+    does. The §1.3 log rules across the fork point (contiguity, unique ids, one init) are the
+    resumed pass's :class:`~agentscope.log.validate.SegmentChecker`'s."""
+    from agentscope.log.validate import entry_problem, loads
+
+    out = prefix
+    try:
+        for batch in store.read(thread, len(prefix)):
+            for rec in batch:
+                if isinstance(rec.text, bytes) or rec.idx != len(out):
+                    return None
+                value = loads(rec.text)
+                if (type(value) is not dict or value.get("index") != rec.idx
+                        or (rec.entry_id is not None and value.get("id") != rec.entry_id)
+                        or entry_problem(value, index=rec.idx, era=era) is not None):
+                    return None
+                out.append(value)
+    except (AgentscopeError, ValueError, TypeError):
+        return None
+    return out
+
+
+def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
                    machines: Mapping[str, Machine] | None) -> list[dict[str, Any]] | _Failure:
-    """Verify the threads of ``chunk`` (whole subtrees of the fork tree) folding each shared
+    """Verify the threads of ``chunk`` (whole subtrees of the fold tree) folding each shared
     prefix once (spec §5.1: a fork copies its parent's entries verbatim, and the fold is pure).
 
-    A parent's one :class:`~agentscope.pipeline.onepass.Pass` is fed up to each child's fork
-    point and copied there (:meth:`Pass.copy`, an exact continuation: the same engine snapshot
-    and rebinding cache), and the child feeds only its own entries. The fork point used is the
-    number of leading entries byte-identical to the parent's (at most the tree's
-    ``fork_index``): a copy that differs earlier (tampered, re-recorded) resumes from that
-    entry, and one that differs at the init entry folds alone. Each row is the row
+    A root is read whole (:meth:`~agentscope.stores.Store.log`). A fork shares its first ``k``
+    entries with its parent (``chunk.parents``, from the content keys of every entry): only its
+    records from ``k`` on are read and parsed, its entries are the parent's ``[:k]`` plus those,
+    and its fold is a copy of the parent's :class:`~agentscope.pipeline.onepass.Pass` at ``k``
+    (:meth:`Pass.copy`, an exact continuation) fed its own entries only. A fork whose own
+    records or rows are not plainly right (a row error, a problem the verdict table names) is
+    read whole and verified alone, so its row is the refold's. Each row is the row
     :func:`agentscope.pipeline.verify` of the thread gives, plus ``folded`` (entries fed).
     """
-    from agentscope.log import read_log
-    from agentscope.log.entry import entries_of, event_types, source_of
+    from agentscope.log.entry import entries_of, source_of
     from agentscope.log.validate import is_validated
     from agentscope.pipeline.onepass import Pass, check_cache
-    from agentscope.pipeline.report import report_from_index, verify
+    from agentscope.pipeline.report import verify
 
     assert chunk.parents is not None
+    position = {t: i for i, t in enumerate(chunk.threads)}
     rows: dict[str, dict[str, Any]] = {t: _empty_row(t) for t in chunk.threads}
-    logs: dict[str, Any] = {}
-    for i, thread in enumerate(chunk.threads):
-        try:
-            logs[thread] = (list(chunk.entries[i]) if chunk.entries is not None
-                            else read_log(chunk.store, thread=thread))
-        except AgentscopeError as exc:
-            rows[thread]["error"] = f"{type(exc).__name__}: {exc}"
-    children: dict[str, list[tuple[str, int]]] = {}
+    children: dict[str, list[tuple[int, str]]] = {}
     roots: list[str] = []
     for thread, (parent, k) in zip(chunk.threads, chunk.parents, strict=True):
-        if thread not in logs:
-            continue
-        if parent and parent in logs and k > 0:
-            children.setdefault(parent, []).append((thread, k))
+        if parent and parent in position and k > 0:
+            children.setdefault(parent, []).append((k, thread))
         else:
             roots.append(thread)
 
-    todo: list[tuple[str, Pass | None, int]] = [(r, None, 0) for r in reversed(roots)]
+    def alone(thread: str) -> None:
+        row = rows[thread]
+        row.update(_empty_row(thread))  # nothing of a fast attempt stays
+        log = _whole_log(chunk, store, position[thread])
+        row["length"] = len(log)
+        row.update(_summarize(verify(machine, log, machines=machines, strict=chunk.strict)))
+        row["folded"] = len(log)
+
+    # (thread, the parent's pass copied at the fork point, the parent's entries, the fork point)
+    todo: list[tuple[str, Pass | None, Any, int]] = [(r, None, None, 0) for r in reversed(roots)]
     while todo:
-        thread, p, start = todo.pop()
-        row, log = rows[thread], logs[thread]
+        thread, p, parent_log, start = todo.pop()
+        row = rows[thread]
         t0 = time.perf_counter()
         try:
+            if p is None:
+                log = _whole_log(chunk, store, position[thread])
+            else:
+                parent_ents = entries_of(parent_log)
+                log = None
+                if store is not None:
+                    log = _suffix_entries(store, thread, list(parent_ents[:start]),
+                                          getattr(parent_log, "era", "C"))
+                if log is None:  # not plainly right: verified alone, as a refold does
+                    for _k, child in children.get(thread, []):
+                        todo.append((child, None, None, 0))
+                    alone(thread)
+                    continue
             ents = entries_of(log)
             row["length"] = len(ents)
             if not ents:
@@ -414,20 +477,23 @@ def _verify_forest(chunk: _Chunk, machine: Machine,
             if p is None:
                 p = Pass(machine=machine, machines=machines, strict=chunk.strict,
                          source=source_of(log), validated=is_validated(log))
-            kids = sorted(
-                (_shared_prefix(ents, entries_of(logs[c]), k), c) for c, k in children.get(thread, [])
-            )
-            for at, child in kids:
+            for at, child in sorted(children.get(thread, [])):
+                at = min(at, len(ents))
+                if at < p.index.n:
+                    todo.append((child, None, None, 0))  # this fold resumed past the fork point
+                    continue
                 if at > p.index.n:
                     p.feed(ents[:at])
-                todo.append((child, p.copy() if at > 0 else None, at))
-            types = event_types(ents)
+                todo.append((child, p.copy(), log, at))
             p.feed(ents)
-            cached = getattr(log, "cached_snapshot", None)
+            cached = (getattr(log, "cached_snapshot", None) if start == 0
+                      else _stored_snapshot(store, thread, ents))
             if isinstance(cached, Mapping):
                 check_cache(p.index, ents, cached)
-            row.update(_summarize(report_from_index(p.index, ents, types=types)))
+            row.update(_summarize_index(p.index, ents))
             row["folded"] = len(ents) - start
+            if start and row["error"] is not None:  # name it exactly as a refold does
+                alone(thread)
         except EngineError as exc:
             return _Failure(type(exc).__name__, f"thread {thread!r}: {exc}")
         except AgentscopeError as exc:
@@ -437,7 +503,50 @@ def _verify_forest(chunk: _Chunk, machine: Machine,
     return [rows[t] for t in chunk.threads]
 
 
+def _stored_snapshot(store: Any, thread: str, ents: Sequence[Mapping[str, Any]]) -> Any:
+    """The persisted snapshot the store keeps for ``thread`` (§5.2 ``agent_snapshots``), as
+    :meth:`~agentscope.stores.Store.log` attaches it to a whole read."""
+    from agentscope.log.entry import AGENT_INIT, event_type, execution_id
+
+    getter = getattr(store, "cached_snapshot", None)
+    init = next((e for e in ents if event_type(e) == AGENT_INIT), None)
+    if getter is None:
+        return None
+    lineage = execution_id(init) if init is not None else None
+    try:
+        return getter(thread, lineage if isinstance(lineage, str) else None)
+    except AgentscopeError:
+        return None
+
+
 _HASH_REASONS = (ProblemKind.STATE_MISMATCH, ProblemKind.MISSING_VERIFICATION, ProblemKind.EXPLAINED_MISMATCH)
+
+
+def _summarize_index(index: Any, ents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`_summarize` of ``report_from_index(index, ents)`` without building the report when
+    no entry failed and the log has no problem as a whole (then nothing but the verdict counts
+    is read from it: a numpy count of the verdict codes, O(n) in C rather than a DataFrame)."""
+    if index.failures or index.log_problems or index.log_failures:
+        from agentscope.pipeline.report import report_from_index
+
+        return _summarize(report_from_index(index, ents))
+    import numpy as np
+
+    from agentscope.frames import Verdict
+    from agentscope.pipeline.onepass import VERDICTS
+
+    counts = np.bincount(index.verdict[: index.n].astype(np.int64), minlength=len(VERDICTS))
+    by = {v: int(c) for v, c in zip(VERDICTS, counts.tolist(), strict=False)}
+    unexplained, explained = by[Verdict.MISMATCH], by[Verdict.EXPLAINED]
+    return {
+        "mismatches": unexplained + explained,
+        "unexplained": unexplained,
+        "explained": explained,
+        "missing": by[Verdict.MISSING],
+        "first_mismatch": None,
+        "verified": True,
+        "error": None,
+    }
 
 
 def _summarize(report: Any) -> dict[str, Any]:
@@ -489,10 +598,17 @@ default_workers = _default_workers
 
 
 def _list_threads(store: str) -> list[str]:
-    from agentscope.log import read_threads
+    """The store's thread ids, from the key column where the store can
+    (:meth:`agentscope.stores.RowStore.thread_ids`), else :meth:`~agentscope.stores.Store.threads`."""
+    from agentscope.stores import RowStore, open_store
 
-    df = read_threads(store)
-    return [str(t) for t in df["thread_id"]]
+    src = open_store(store)
+    try:
+        if isinstance(src, RowStore):
+            return src.thread_ids()
+        return [info.thread_id for info in src.threads()]
+    finally:
+        src.close()
 
 
 def verify_store(
@@ -508,6 +624,7 @@ def verify_store(
     ship_entries: bool = False,
     progress: Callable[[int, int], None] | None = None,
     tree: bool = True,
+    cache: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
     """Verify every thread of a store against a machine, in parallel (spec §4.1, §5.2).
 
@@ -518,11 +635,12 @@ def verify_store(
 
     Parameters
     ----------
-    store : path
-        A SQLite event-log store (table ``agent_event_log``, spec §5.2) or anything else
-        :func:`agentscope.log.read_threads` lists threads of. Workers open it by this path
-        (read-only), so on a remote cluster it must sit on storage the workers share, or pass
-        ``ship_entries=True``.
+    store : path or URL
+        Anything :func:`agentscope.stores.open_store` opens: a SQLite event-log store (table
+        ``agent_event_log``, spec §5.2), a directory of logs, a ``postgresql://`` URL. Each task
+        carries this address and its thread ids, never entries: workers open the store
+        themselves (read-only), so on a remote cluster it must be reachable from the workers
+        (shared storage, the database's address), or pass ``ship_entries=True``.
     machine : MachineSpec | str
         The machine to replay with, as a :class:`MachineSpec` or its text form, e.g.
         ``"path/to/triage.mjs:triageMachine"`` or
@@ -552,6 +670,16 @@ def verify_store(
         subtrees, and a fork's fold resumes from its parent's state at the fork point (the
         entries the two hold byte-identical). The table is the one ``tree=False`` (every thread
         folded from its init entry) gives, but for ``folded`` and ``seconds``.
+    cache : path, optional
+        A verdict cache file (SQLite, :mod:`agentscope.verify_cache`; created when missing,
+        never inside the store). A thread whose stored entries (a digest of each entry's
+        bytes), machine module and mode are those of a cached row takes that row without being
+        read further or folded (``folded`` 0, ``seconds`` 0.0); every other thread is verified
+        and its row stored. The table is the one without the cache, but for ``folded`` and
+        ``seconds``; ``df.attrs["cache"]`` says ``reused`` (threads), ``grown`` (thread:
+        cached length) and ``rewritten`` (thread: first changed entry, also a
+        :class:`~agentscope.errors.CacheWarning`). A file that is not a verdict cache is
+        ignored with a ``CacheWarning`` and left as it is.
 
     Returns
     -------
@@ -577,6 +705,8 @@ def verify_store(
         The engine failed on a worker.
     ThreadNotFoundError, LogFormatError
         The store cannot be read, or a requested thread is not in it.
+    StoreError
+        ``cache`` is the store, one of its side files, or inside a directory store.
 
     Examples
     --------
@@ -599,72 +729,223 @@ def verify_store(
     spec = as_spec(machine)
     extra = tuple((str(v), as_spec(s)) for v, s in (machines or {}).items())
     wanted = store_threads(store_path, threads)
+    cache_path = None
+    if cache is not None:
+        from agentscope.verify_cache import check_cache_path
+
+        cache_path = check_cache_path(cache, store_path)
     if not wanted:
         return _frame([])
+    keys = _entry_keys(store_path, wanted) if tree or cache_path is not None else None
     rows_by_thread: dict[str, dict[str, Any]] = {}
-    if tree:
-        chunks = _tree_chunks(store_path, wanted, spec, extra, strict, max_workers, chunk_size,
-                              ship_entries)
-        for _chunk, result in run_chunks(
-            _verify_chunk, chunks, executor=executor, max_workers=max_workers, progress=progress,
-            sizes=lambda c: len(c.threads),
-        ):
-            for row in result:
-                rows_by_thread[row["thread"]] = row
-        return _frame([rows_by_thread[t] for t in wanted])
-    for result in map_chunks(
-        _verify_chunk, store_path, wanted, spec, extra, strict=strict, executor=executor,
-        max_workers=max_workers, chunk_size=chunk_size, ship_entries=ship_entries,
-        progress=progress,
-    ):
-        for row in result:
-            rows_by_thread[row["thread"]] = row
-    return _frame([rows_by_thread[t] for t in wanted])
+    status: dict[str, Any] = {}
+    todo = list(wanted)
+    vc: Any = None
+    mkey = address = ""
+    if cache_path is not None:
+        from agentscope.stores import display_address
+        from agentscope.verify_cache import VerdictCache, machine_key
+
+        vc = VerdictCache.open(cache_path)
+        mkey, address = machine_key(spec, extra, strict), display_address(store_path)
+        if keys is not None:
+            rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
+            todo = [t for t in wanted if t not in rows_by_thread]
+    try:
+        with _progress_of(progress, len(wanted), executor) as report:
+            done = len(wanted) - len(todo)
+            if done:
+                report(done, len(wanted))
+
+            def step(n: int, _total: int) -> None:
+                report(done + n, len(wanted))
+
+            if todo and tree:
+                chunks = _tree_chunks(store_path, todo, spec, extra, strict, max_workers,
+                                      chunk_size, ship_entries, keys)
+                for _chunk, result in run_chunks(
+                    _verify_chunk, chunks, executor=executor, max_workers=max_workers,
+                    progress=step, sizes=lambda c: len(c.threads), lost=_lost_rows,
+                ):
+                    for row in result:
+                        rows_by_thread[row["thread"]] = row
+            elif todo:
+                for result in map_chunks(
+                    _verify_chunk, store_path, todo, spec, extra, strict=strict,
+                    executor=executor, max_workers=max_workers, chunk_size=chunk_size,
+                    ship_entries=ship_entries, progress=step, lost=_lost_rows,
+                ):
+                    for row in result:
+                        rows_by_thread[row["thread"]] = row
+        if vc is not None and keys is not None:
+            from agentscope.verify_cache import CachedRow
+
+            vc.put(mkey, address, {  # a row of what the keys were read from (no race, no death)
+                t: CachedRow(b"".join(keys[t]), rows_by_thread[t]) for t in todo
+                if t in keys and rows_by_thread[t]["length"] == len(keys[t])
+                and not str(rows_by_thread[t]["error"]).startswith(_LOST)
+            })
+    finally:
+        if vc is not None:
+            vc.close()
+    df = _frame([rows_by_thread[t] for t in wanted])
+    if cache_path is not None:
+        df.attrs["cache"] = status
+    return df
+
+
+_LOST = "WorkerLost"
+
+
+def _lost_rows(chunk: _Chunk, why: str) -> list[dict[str, Any]]:
+    """The rows of a chunk whose worker died twice: each thread's ``error`` says so."""
+    return [{**_empty_row(t), "error": f"{_LOST}: {why}"} for t in chunk.threads]
+
+
+@contextlib.contextmanager
+def _progress_of(progress: Callable[[int, int], None] | None, total: int,
+                 executor: Executor | None) -> Iterator[Callable[[int, int], None]]:
+    """``progress``, or by default: a transient rich progress bar on stderr when it is a
+    terminal; in a notebook with a Dask executor, the Dask dashboard's address is printed
+    (its task stream is the progress view); otherwise nothing."""
+    import sys
+
+    if progress is not None:
+        yield progress
+        return
+    if type(executor).__module__.startswith("distributed") and "ipykernel" in sys.modules:
+        with contextlib.suppress(Exception):
+            from distributed import default_client
+
+            client = default_client()  # type: ignore[no-untyped-call]
+            print(f"verify_store: {total} threads; Dask dashboard: {client.dashboard_link}")
+    if not sys.stderr.isatty():
+        yield lambda _done, _total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("verifying threads"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("verify", total=total)
+        yield lambda done, _total: bar.update(task, completed=done)
+
+
+def _cached_rows(cached: Mapping[str, Any], keys: Mapping[str, Sequence[bytes]]
+                 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The rows a verdict cache gives (every entry digest equal to the cached ones) and what it
+    found: ``{"reused": [thread...], "grown": {thread: cached length}, "rewritten": {thread:
+    first changed entry}}``. A rewritten thread (its stored entries differ from the verified
+    ones before their end: rewritten or tampered) is reported with a
+    :class:`~agentscope.errors.CacheWarning` naming the first changed entry."""
+    import warnings
+
+    from agentscope.errors import CacheWarning
+    from agentscope.verify_cache import DIGEST
+
+    rows: dict[str, dict[str, Any]] = {}
+    status: dict[str, Any] = {"reused": [], "grown": {}, "rewritten": {}}
+    for thread, hit in cached.items():
+        now = b"".join(keys[thread])
+        if now == hit.digests:
+            rows[thread] = {**_empty_row(thread), **hit.row, "thread": thread}
+            status["reused"].append(thread)
+            continue
+        old_n = len(hit.digests) // DIGEST
+        new = keys[thread]
+        first = next((i for i in range(min(old_n, len(new)))
+                      if hit.digests[i * DIGEST:(i + 1) * DIGEST] != new[i]), min(old_n, len(new)))
+        if first == old_n:
+            status["grown"][thread] = old_n
+        else:
+            status["rewritten"][thread] = first
+            warnings.warn(
+                f"thread {thread!r}: entry {first} changed since it was verified (the thread was "
+                "rewritten or tampered with); verified again", CacheWarning, stacklevel=3)
+    return rows, status
+
+
+def _entry_keys(store_path: str, wanted: Sequence[str]) -> dict[str, list[bytes]] | None:
+    """Per wanted thread, a digest of each stored entry's text in ``idx`` order (the store's raw
+    records, never parsed: :meth:`agentscope.stores.Store.read`), or ``None`` when the store
+    cannot be read so (the workers then report what is wrong).
+    """
+    from agentscope.stores import RowStore, open_store
+    from agentscope.stores.protocol import entry_digest
+
+    out: dict[str, list[bytes]] = {}
+    try:
+        src = open_store(store_path)
+        try:
+            if isinstance(src, RowStore):
+                out.update(src.digests(wanted))
+            else:
+                for t in wanted:
+                    out[t] = [entry_digest(r.text) for batch in src.read(t) for r in batch]
+        finally:
+            src.close()
+    except (AgentscopeError, TypeError):  # TypeError: an entry cell that is neither text nor bytes
+        return None
+    return out
+
+
+def _common(a: Sequence[Any], b: Sequence[Any]) -> int:
+    n = min(len(a), len(b))
+    return next(compress(count(), map(ne, a, b)), n) if n else 0
+
+
+def fold_links(keys: Mapping[str, Sequence[Any]]) -> dict[str, tuple[str, int]]:
+    """The fork tree the fold follows: ``{thread: (parent, shared)}`` for every thread that
+    shares its first ``shared >= 1`` entries with another (spec §5.1: a fork copies a prefix
+    verbatim), from per-entry content keys (equal keys: the same entry).
+
+    Threads sorted by their key sequences form a chain, each linked to the one before it with
+    their common prefix: every thread shares its longest prefix with a neighbour in that order,
+    and the chain folds exactly the distinct prefixes of the store (the sum over threads of
+    length minus shared). Roots (shared 0: another execution) are not keys of the result.
+    """
+    order = sorted(keys, key=lambda t: (tuple(keys[t]), t))
+    links: dict[str, tuple[str, int]] = {}
+    for prev, t in itertools.pairwise(order):
+        k = _common(keys[prev], keys[t])
+        while prev in links and k < links[prev][1]:
+            prev = links[prev][0]  # prev resumed past k from its parent, whose fold passes k
+        if k >= 1:
+            links[t] = (prev, k)
+    return links
 
 
 def _tree_chunks(
     store_path: str, wanted: Sequence[str], spec: MachineSpec, extra: tuple[tuple[str, MachineSpec], ...],
     strict: bool, max_workers: int | None, chunk_size: int | None, ship_entries: bool,
+    keys: Mapping[str, Sequence[bytes]] | None = None,
 ) -> list[_Chunk]:
-    """Chunks of whole subtrees of the fork tree of ``wanted`` (a parent not wanted makes its
-    child a root), parents before children, packed to about four chunks per worker."""
-    from agentscope.forks import fork_tree
+    """Chunks of whole subtrees of the fold tree (:func:`fold_links`) of ``wanted``, parents
+    before children, about four chunks per worker; a subtree is never cut (so a worker never
+    needs another's state, and each shared prefix is folded once). A source :func:`_entry_keys` cannot
+    read gives one root per thread (the worker reports what is wrong with it)."""
     from agentscope.log import read_log
 
-    logs: dict[str, Any] = {}
-    for t in wanted:
-        with contextlib.suppress(AgentscopeError):  # unreadable: a root, its worker says why
-            logs[t] = read_log(store_path, thread=t)
-    tree = fork_tree(logs)
-    link: dict[str, tuple[str, int]] = {}
-    for t, parent, k in zip(tree["thread"], tree["parent"], tree["fork_index"], strict=True):
-        if isinstance(parent, str) and parent in logs:
-            link[str(t)] = (parent, int(k))
-
-    def root_of(t: str) -> tuple[str, int]:
-        depth = 0
-        while t in link:
-            t, depth = link[t][0], depth + 1
-        return t, depth
-
-    groups: dict[str, list[tuple[int, int, str]]] = {}
-    for pos, t in enumerate(wanted):
-        root, depth = root_of(t)
-        groups.setdefault(root, []).append((depth, pos, t))
+    if keys is None:
+        keys = _entry_keys(store_path, wanted)
+    if keys is not None:
+        keys = {t: keys[t] for t in wanted}
+    links = fold_links(keys) if keys is not None else {}
     workers = max_workers or _default_workers()
     size = chunk_size or max(1, math.ceil(len(wanted) / (4 * workers)))
+    order = sorted(wanted, key=lambda t: (tuple(keys[t]), t)) if keys is not None else list(wanted)
     packed: list[list[str]] = [[]]
-    for members in groups.values():
-        if packed[-1] and len(packed[-1]) + len(members) > size:
+    for t in order:  # a chain: a root starts a subtree, its members follow it
+        if len(packed[-1]) >= size and t not in links:
             packed.append([])
-        packed[-1].extend(t for _d, _p, t in sorted(members))
+        packed[-1].append(t)
     chunks: list[_Chunk] = []
     for group in packed:
-        parents = tuple(link.get(t, ("", 0)) for t in group)
+        members = set(group)
+        parents = tuple(links[t] if t in links and links[t][0] in members else ("", 0) for t in group)
         entries = None
-        if ship_entries:  # an unreadable thread is read again on the worker, which reports it
-            entries = tuple(list(logs[t].entries) if t in logs else read_log(store_path, thread=t).entries
-                            for t in group)
+        if ship_entries:
+            entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
         chunks.append(_Chunk(store_path, tuple(group), spec, extra, strict, entries, parents))
     return chunks
 
@@ -680,9 +961,7 @@ def store_threads(store_path: str, threads: Iterable[str] | None) -> list[str]:
     ThreadNotFoundError
         A requested thread is not in the store.
     """
-    if not Path(store_path).exists():
-        raise LogFormatError("no such file", source=store_path)
-    available = _list_threads(store_path)
+    available = _list_threads(store_path)  # open_store: "no such file", a URL's errors
     if threads is None:
         return available
     wanted = [str(t) for t in threads]
@@ -711,6 +990,7 @@ def map_chunks(
     chunk_size: int | None = None,
     ship_entries: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    lost: Callable[[_Chunk, str], Any] | None = None,
 ) -> Iterator[Any]:
     """Split ``wanted`` threads of a store into chunks and yield ``worker(chunk)`` for each, as
     the chunks finish on ``executor`` (through :func:`run_chunks`, the one scale-out seam).
@@ -732,7 +1012,7 @@ def map_chunks(
         chunks.append(_Chunk(store_path, group, spec, extra, strict, entries))
     for _chunk, result in run_chunks(
         worker, chunks, executor=executor, max_workers=workers, progress=progress,
-        sizes=lambda c: len(c.threads),
+        sizes=lambda c: len(c.threads), lost=lost,
     ):
         yield result
 
@@ -749,6 +1029,7 @@ def run_chunks(
     max_workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     sizes: Callable[[_C], int] = lambda _c: 1,
+    lost: Callable[[_C, str], _R] | None = None,
 ) -> Iterator[tuple[_C, _R]]:
     """Submit ``task(chunk)`` for every chunk to an executor and yield ``(chunk, result)`` as
     they finish: the one scale-out seam of bulk work over a store (``verify_store``, ``whatif``,
@@ -761,30 +1042,74 @@ def run_chunks(
     ``spawn`` start method), shut down on return; a passed executor is left running.
     ``progress(done, total)`` is called after each chunk with the summed ``sizes`` (default:
     one per chunk).
+
+    With ``lost``, a worker that dies (a broken process pool, Dask's ``KilledWorker``) loses
+    only the chunks it was running: every chunk that did not finish is retried once, alone (a
+    fresh private pool replaces a broken one), so a second death names its own chunk, whose
+    result is then ``lost(chunk, why)``. Without ``lost`` the death is raised.
     """
     own_pool = executor is None
-    pool: Executor = executor if executor is not None else ProcessPoolExecutor(
-        max_workers=max_workers or _default_workers(), mp_context=multiprocessing.get_context("spawn")
-    )
+
+    def fresh() -> Executor:
+        return ProcessPoolExecutor(max_workers=max_workers or _default_workers(),
+                                   mp_context=multiprocessing.get_context("spawn"))
+
+    pool: Executor = executor if executor is not None else fresh()
     total = sum(sizes(c) for c in chunks)
+    done = 0
+
+    def finish(chunk: _C, result: _R | _Failure) -> tuple[_C, _R]:
+        nonlocal done
+        if isinstance(result, _Failure):
+            cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
+            raise cls(result.message)
+        done += sizes(chunk)
+        if progress is not None:
+            progress(done, total)
+        return chunk, result
+
+    retry: list[_C] = []
     try:
         futures: dict[Future[_R | _Failure], _C] = {pool.submit(task, c): c for c in chunks}
-        done = 0
-        for fut in as_completed(futures):
-            result = fut.result()
-            if isinstance(result, _Failure):
-                for other in futures:
-                    other.cancel()
-                cls = MachineLoadError if result.kind == "MachineLoadError" else EngineError
-                raise cls(result.message)
-            chunk = futures[fut]
-            done += sizes(chunk)
-            if progress is not None:
-                progress(done, total)
-            yield chunk, result
+        try:
+            for fut in as_completed(futures):
+                try:
+                    result = fut.result()
+                except Exception as exc:
+                    if lost is None or not _worker_lost(exc):
+                        raise
+                    retry.append(futures[fut])
+                    continue
+                yield finish(futures[fut], result)
+        except BaseException:
+            for other in futures:
+                other.cancel()
+            raise
+        broken = bool(retry)
+        for chunk in retry:  # one at a time: a death now is this chunk's own
+            assert lost is not None
+            if own_pool and broken:  # a process pool is unusable once a worker died
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = fresh()
+            broken = False
+            try:
+                result = pool.submit(task, chunk).result()
+            except Exception as exc:
+                if not _worker_lost(exc):
+                    raise
+                broken = True
+                result = lost(chunk, f"the worker running it died twice ({type(exc).__name__}: {exc})")
+            yield finish(chunk, result)
     finally:
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the worker process died (not that the task raised)."""
+    from concurrent.futures import BrokenExecutor
+
+    return isinstance(exc, BrokenExecutor) or type(exc).__name__ == "KilledWorker"
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

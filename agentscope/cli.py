@@ -575,6 +575,8 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
             raise UsageError("verify needs a machine: --machine M or --machines v1=M1,v2=M2")
         if _is_sqlite(path) and thread is None:
             return _verify_store(path, ms, args, out)
+        if args.cache is not None:
+            raise UsageError("--cache applies to a whole store (a SQLite store, no #THREAD)")
         log = _read(source, thread)
         report = _verify_one(log, ms, args.strict)
         nothing = _nothing_verified(report, log, args.allow_missing)
@@ -603,7 +605,7 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
     with out.progress(f"verifying {len(threads)} threads", len(threads)) as progress:
         df = verify_store(
             path, primary, threads=threads, machines=extra or None, strict=args.strict,
-            max_workers=args.workers, progress=progress,
+            max_workers=args.workers, progress=progress, cache=args.cache,
         )
     rows = _records(df)
     if not args.allow_missing:
@@ -995,53 +997,6 @@ def _cmd_watch(args: argparse.Namespace, out: _Out) -> int:
 _EXPORT_SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "csv": ".csv"}
 
 
-def export_table(log: EventLog) -> Any:
-    """Return the log as a flat table: one row per entry, scalar cells, nested values as JSON text.
-
-    Columns: ``index`` (int), ``id``, ``timestamp`` (the entry's ``recordedAt`` text),
-    ``machine_id``, ``machine_version``, ``type`` (the event type), ``event`` (the whole event,
-    compact JSON), ``causation_id``, ``metadata`` (compact JSON or empty), ``state_hash``
-    (``verification.stateHash`` or empty). JSON cells are lossless (lone surrogates as
-    ``\\udxxx`` escapes, :func:`agentscope.log.writers.js_json` with ``integers="exact"``); a
-    lone surrogate in a plain text cell is written as the six characters ``\\udxxx`` (CSV and
-    Parquet need valid Unicode). The names are the column-mapping keys of
-    :func:`agentscope.log.read_log` for tables, so ``read_log`` reads the file back with no
-    ``columns=``, hashes included: every field written here round-trips.
-    """
-    import pandas as pd
-
-    from agentscope.hashing import escape_lone_surrogates
-    from agentscope.log.entry import recorded_hash
-    from agentscope.log.writers import js_json
-
-    def text(value: Any) -> str | None:
-        if value is None:
-            return None
-        return js_json(value, integers="exact")  # \udxxx escapes, exact integers, deep values
-
-    def cell(value: Any) -> Any:
-        return escape_lone_surrogates(value) if isinstance(value, str) else value
-
-    rows: list[dict[str, Any]] = []
-    for entry in log.entries:
-        event = entry.get("event")
-        rows.append({
-            "index": entry.get("index"),
-            "id": cell(entry.get("id")),
-            "timestamp": cell(entry.get("recordedAt")),
-            "machine_id": cell(entry.get("machineId")),
-            "machine_version": cell(entry.get("machineVersion")),
-            "type": cell(event.get("type")) if isinstance(event, Mapping) else None,
-            "event": text(event),
-            "causation_id": cell(entry.get("causationId")),
-            "metadata": text(entry.get("metadata")),
-            "state_hash": cell(recorded_hash(entry)),
-        })
-    columns = ["index", "id", "timestamp", "machine_id", "machine_version", "type", "event",
-               "causation_id", "metadata", "state_hash"]
-    return pd.DataFrame(rows, columns=columns).astype({"index": "int64"})
-
-
 def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
     source, thread = _split_thread(args.log)
     if args.output == "-":  # standard output: the log's bytes only, the note on stderr
@@ -1077,20 +1032,12 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
 
 
 def _export_bytes(log: Any, to: str) -> bytes:
-    """The bytes of ``log`` exported as ``to`` (``jsonl``: one entry per line, exact integers;
-    ``parquet``/``csv``: :func:`~agentscope.log.export_table`)."""
-    if to == "jsonl":
-        from agentscope.log.writers import js_json
+    """The bytes of ``log`` exported as ``to`` (:func:`agentscope.log.writers.log_bytes`:
+    ``jsonl`` one entry per line, exact integers; ``parquet``/``csv``
+    :func:`agentscope.log.writers.export_table`)."""
+    from agentscope.log.writers import log_bytes
 
-        return "".join(js_json(e, integers="exact") + "\n" for e in log.entries).encode("utf-8")
-    table = export_table(log)
-    if to == "parquet":
-        import io
-
-        buf = io.BytesIO()
-        table.to_parquet(buf, index=False)
-        return buf.getvalue()
-    return str(table.to_csv(index=False)).encode("utf-8")
+    return log_bytes(log.entries, to)
 
 
 def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
@@ -1370,6 +1317,18 @@ _workers = _argument_type(int, lambda v: v >= 1, "a positive integer")  # a proc
 _seconds = _argument_type(float, lambda v: math.isfinite(v) and v >= 0, "a non-negative number of seconds")
 
 
+def _redaction_path(text: str) -> str:
+    """An argparse type: a redaction path (:func:`agentscope.render.redact.parse_path`), kept as
+    text; a path that names no value is refused before any log is read (exit 2)."""
+    from agentscope.render.redact import parse_path
+
+    try:
+        parse_path(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``agentscope`` argument parser."""
     machine_help = (
@@ -1420,7 +1379,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of a store")
     p.add_argument("--machine", metavar="M", help=machine_help)
     p.add_argument("--html", metavar="OUT", help="write the self-contained time-travel player to OUT")
-    p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
+    p.add_argument("--redact", nargs="+", metavar="PATH", type=_redaction_path, help=redact_help)
     p.add_argument("--limit", type=_count, default=10, help="entries to list (default 10; 0: none)")
     p.add_argument("--coverage", action="store_true",
                    help="with --html: add a heat-map toggle (visits per state) to the player")
@@ -1437,6 +1396,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-missing", action="store_true", help=allow_missing_help)
     p.add_argument("--workers", type=_workers, default=None,
                    help="processes for a store (default: CPU count)")
+    p.add_argument("--cache", metavar="PATH", default=None,
+                   help="a store: verdict cache file (SQLite, created when missing, never inside "
+                   "the store); threads unchanged since they were verified are not folded again")
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("diff", parents=[common],
@@ -1447,7 +1409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread of A when it is a store (and of B when B names none)")
     p.add_argument("--thread-b", help="thread of B when it is a store")
     p.add_argument("--html", metavar="OUT", help="write the fork player (both logs on one slider) to OUT")
-    p.add_argument("--redact", nargs="+", metavar="PATH", help=redact_help)
+    p.add_argument("--redact", nargs="+", metavar="PATH", type=_redaction_path, help=redact_help)
     p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("export", parents=[common], help="convert a log to JSON lines, Parquet or CSV")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 __all__ = [
     "AgentscopeError",
+    "CacheWarning",
     "DamagedStoreError",
     "EngineError",
     "EntryValidationError",
@@ -215,6 +216,12 @@ class UnreadableSourceError(LogFormatError):
 class LogReadWarning(UserWarning):
     """A log was read with ``errors="collect"`` but part of it was left out (e.g. a torn final
     JSONL record); the details are in ``EventLog.problems``."""
+
+
+class CacheWarning(UserWarning):
+    """A verdict cache (``verify_store(cache=…)``) was not used, in whole or in part: the file
+    is not a verdict cache of this version (or not a database), or rows of it are damaged. The
+    rows concerned are verified again; the file is never trusted nor overwritten when foreign."""
 
 
 class ThreadNotFoundError(LogFormatError, KeyError):

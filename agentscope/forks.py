@@ -381,33 +381,11 @@ def _event_type(entry: Any) -> str | None:
 
 
 def _entries_frame(entries: Sequence[Any]) -> pd.DataFrame:
-    """Build the ``EventLog.df`` column layout for raw entries (used when no reader slice)."""
-    import pandas as pd
+    """The ``EventLog.df`` column layout for raw entries (used when no reader slice): the one
+    builder, :func:`agentscope.log.model.build_entries_frame`."""
+    from agentscope.log.model import build_entries_frame
 
-    rows: dict[str, list[Any]] = {c: [] for c in ENTRY_COLUMNS}
-    for e in entries:
-        m: Mapping[str, Any] = e if isinstance(e, Mapping) else {}
-        rows["index"].append(m.get("index"))
-        rows["id"].append(m.get("id"))
-        rows["recorded_at"].append(m.get("recordedAt"))
-        rows["machine_id"].append(m.get("machineId"))
-        rows["machine_version"].append(m.get("machineVersion"))
-        rows["event_type"].append(_event_type(m))
-        rows["causation_id"].append(m.get("causationId"))
-        rows["state_hash"].append(_state_hash_of(m))
-        rows["event"].append(m.get("event"))
-        rows["metadata"].append(m.get("metadata"))
-    df = pd.DataFrame(rows, columns=list(ENTRY_COLUMNS))
-    idx = pd.to_numeric(df["index"], errors="coerce").astype("Int64")
-    df["index"] = idx.astype("int64") if not idx.isna().any() else idx
-    from agentscope.log.model import recorded_at_series
-
-    df["recorded_at"] = recorded_at_series(rows["recorded_at"])[0]  # EventLog.df's reading (§1.4)
-    for c in ("machine_id", "machine_version", "event_type"):
-        df[c] = df[c].astype("category")
-    for c in ("id", "causation_id", "state_hash"):
-        df[c] = df[c].astype("string")
-    return df
+    return build_entries_frame(entries)
 
 
 def _suffix_frame(side: _Side, start: int) -> pd.DataFrame:

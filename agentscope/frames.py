@@ -147,17 +147,16 @@ class Frame:
 
     @property
     def children(self) -> Mapping[str, Any]:
-        """In-flight invoked actors by id: ``{id: {"src", "snapshot": {"input", …}, …}}``."""
-        if self.persisted is None:
-            return {}
-        return self.persisted.get("children") or {}
+        """In-flight invoked actors by id: ``{id: {"src", "snapshot": {"input", …}, …}}``.
+
+        A ``children`` member that is not an object (a redacted section reads ``"[redacted]"``)
+        is returned as one member keyed by its text, so views list it instead of failing."""
+        return _section(self.persisted, "children")
 
     @property
     def timers(self) -> Mapping[str, Any]:
-        """Pending ``after`` timers by id."""
-        if self.persisted is None:
-            return {}
-        return self.persisted.get("timers") or {}
+        """Pending ``after`` timers by id (a member that is not an object: as for :attr:`children`)."""
+        return _section(self.persisted, "timers")
 
     @property
     def output(self) -> Any:
@@ -196,6 +195,15 @@ class Frame:
             f"Frame(index={self.index}, event={self.event_type!r}, value={self.value!r}, "
             f"verdict={self.verdict.value})"
         )
+
+
+def _section(persisted: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
+    """The snapshot member ``name`` as a mapping (absent/empty: ``{}``; not an object: one
+    member keyed by its text)."""
+    value = None if persisted is None else persisted.get(name)
+    if isinstance(value, Mapping):
+        return value
+    return {str(value): value} if value else {}
 
 
 def set_html_view(view: Callable[[Frame], str] | None) -> None:

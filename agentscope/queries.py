@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agentscope.engines.base import Machine
     from agentscope.frames import Frame
-    from agentscope.pipeline.timeline import Step, Timeline
+    from agentscope.step import Step, StepSource
 
 __all__ = [
     "VIOLATION_COLUMNS",
@@ -119,7 +119,7 @@ def _env(step: Step, views: StateViews, *, active: bool) -> Env:
     return env
 
 
-def _compile(tl: Timeline, source: str) -> Expression:
+def _compile(tl: StepSource, source: str) -> Expression:
     """Compile ``source`` and check its ``in(...)`` states exist in one of ``tl``'s machines."""
     expr = compile_expression(source)
     machines = tl.segment_machines
@@ -141,7 +141,7 @@ def _compile(tl: Timeline, source: str) -> Expression:
 # Paths and predicates
 
 
-def _path_fn(tl: Timeline, path: str) -> tuple[Callable[[Env], Any], bool]:
+def _path_fn(tl: StepSource, path: str) -> tuple[Callable[[Env], Any], bool]:
     """A column getter for ``path``: a JSON Pointer (``/context/queue``) into the persisted
     snapshot, or an expression (``context.queue.length``). Returns (getter, needs active)."""
     if not isinstance(path, str):
@@ -159,7 +159,7 @@ def _path_fn(tl: Timeline, path: str) -> tuple[Callable[[Env], Any], bool]:
     return expr.fn, expr.uses_active
 
 
-def _predicate(tl: Timeline, predicate: Predicate) -> tuple[Callable[[Step], bool], str]:
+def _predicate(tl: StepSource, predicate: Predicate) -> tuple[Callable[[Step], bool], str]:
     """Turn a predicate into a test on a walk step; returns (test, label)."""
     if isinstance(predicate, str):
         expr = _compile(tl, predicate)
@@ -187,7 +187,7 @@ def _predicate(tl: Timeline, predicate: Predicate) -> tuple[Callable[[Step], boo
 # Public functions (Timeline methods delegate here)
 
 
-def states(tl: Timeline, paths: Sequence[str] | str | None = None, *, value: bool = True) -> pd.DataFrame:
+def states(tl: StepSource, paths: Sequence[str] | str | None = None, *, value: bool = True) -> pd.DataFrame:
     """The replayed state after every entry, one row per entry (``Timeline.states``).
 
     Parameters
@@ -334,7 +334,7 @@ def _column(values: list[Any]) -> pd.Series[Any]:
     return pd.Series(values, dtype=object)
 
 
-def find(tl: Timeline, predicate: Predicate, *, start: int = 0) -> int | None:
+def find(tl: StepSource, predicate: Predicate, *, start: int = 0) -> int | None:
     """The first position ``>= start`` where ``predicate`` holds, or ``None`` (``Timeline.find``).
 
     ``predicate`` is an expression string (``"context.retries > 3"``,
@@ -355,7 +355,7 @@ def find(tl: Timeline, predicate: Predicate, *, start: int = 0) -> int | None:
 
 
 def find_all(
-    tl: Timeline, predicate: Predicate, *, start: int = 0, stop: int | None = None
+    tl: StepSource, predicate: Predicate, *, start: int = 0, stop: int | None = None
 ) -> list[int]:
     """Every position in ``start .. stop-1`` where ``predicate`` holds, ascending
     (``Timeline.find_all``); the predicate forms of :func:`find`."""
@@ -363,7 +363,7 @@ def find_all(
     return [step.index for step in tl.steps(start, stop) if test(step)]
 
 
-def _change_getter(tl: Timeline, path: str) -> Callable[[Step, StateViews], Any]:
+def _change_getter(tl: StepSource, path: str) -> Callable[[Step, StateViews], Any]:
     fn, need = _path_fn(tl, path)
 
     def get(step: Step, views: StateViews) -> Any:
@@ -376,7 +376,7 @@ def _changed(before: Any, after: Any) -> bool:
     return not js_equal(before, after)
 
 
-def next_change(tl: Timeline, path: str, *, after: int = -1) -> int | None:
+def next_change(tl: StepSource, path: str, *, after: int = -1) -> int | None:
     """The first position ``i > after`` where the value at ``path`` differs from the one after
     entry ``i - 1`` (``Timeline.next_change``), or ``None``.
 
@@ -399,7 +399,7 @@ def next_change(tl: Timeline, path: str, *, after: int = -1) -> int | None:
     return None
 
 
-def last_change(tl: Timeline, path: str, *, before: int | None = None) -> int | None:
+def last_change(tl: StepSource, path: str, *, before: int | None = None) -> int | None:
     """The last position ``i < before`` (default: the end) where the value at ``path`` changed
     (``Timeline.last_change``), or ``None``; the rules of :func:`next_change`.
 
@@ -438,7 +438,7 @@ def _seconds(d: float | _dt.timedelta) -> float:
 
 
 def check(
-    tl: Timeline,
+    tl: StepSource,
     invariants: Mapping[str, Predicate] | None = None,
     *,
     loop: int | None = None,

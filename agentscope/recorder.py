@@ -17,8 +17,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
-import sqlite3
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -32,13 +30,11 @@ from agentscope.errors import AgentscopeError, EngineError, MachineExecutionErro
 from agentscope.hashing import state_hash
 from agentscope.log.entry import recorded_at_ms
 from agentscope.log.validate import json_safety_problem
-from agentscope.log.writers import js_json  # the one JSON writer: entries as a JS host writes them
+from agentscope.log.writers import SQLiteStoreWriter  # the one writer module
 from agentscope.pipeline.fold import fold_segment  # the host sits above the fold
 
 __all__ = ["ManualClock", "Recorder", "RecorderError"]
 
-_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class ManualClock:
@@ -167,7 +163,7 @@ class Recorder:
         self.machine_version = machine_version or machine.version
         self.execution_id = execution_id or str(uuid.uuid4())
         self.entries: list[dict[str, Any]] = []
-        self._sink: tuple[sqlite3.Connection, Path, str, str] | None = None
+        self._sink: tuple[SQLiteStoreWriter, str] | None = None
         self._completed: set[str] = set()
         self._due: dict[str, int] = {}
         if snapshot is not None:
@@ -363,102 +359,27 @@ class Recorder:
             existing thread), ``table`` is not a plain identifier, or ``path`` is an existing
             file that is not a SQLite database (it is left unchanged).
         """
-        if not _TABLE.match(table):
-            raise RecorderError(f"table name {table!r} must match ^[A-Za-z_][A-Za-z0-9_]*$")
         if not isinstance(thread, str) or not thread:
             raise RecorderError("thread must be a non-empty string")
-        p = Path(path)
-        if p.is_file() and p.stat().st_size:
-            with p.open("rb") as fh:
-                header = fh.read(len(_SQLITE_HEADER))
-            if header != _SQLITE_HEADER:
-                raise RecorderError(f"{p} is not a SQLite store (§5.2); refusing to write to it")
         # a live store may be fed from another thread than the one that attached it
-        con = sqlite3.connect(str(p), isolation_level=None, check_same_thread=not live)
+        store = SQLiteStoreWriter(path, table=table, wal=wal, shared=live)
         try:
-            if wal:
-                con.execute("PRAGMA journal_mode=WAL")
-            self._sqlite_write(con, p, thread, table)
-        except sqlite3.DatabaseError as exc:
-            con.close()
-            raise RecorderError(f"cannot write to the SQLite store {p}: {exc}") from exc
+            store.write_thread(thread, self.entries)
         except BaseException:
-            con.close()
+            store.close()
             raise
         if live:
             self.close()
-            self._sink = (con, p, thread, table)
+            self._sink = (store, thread)
         else:
-            con.close()
-        return p
+            store.close()
+        return store.path
 
     def close(self) -> None:
         """Detach a live SQLite store (``to_sqlite(live=True)``); a no-op otherwise."""
         sink, self._sink = self._sink, None
         if sink is not None:
             sink[0].close()
-
-    def _sink_append(self, entry: Mapping[str, Any]) -> None:
-        """Append one entry to the live store: §5.2 ``append`` with ``expectedIndex = index``."""
-        assert self._sink is not None
-        con, p, thread, table = self._sink
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                (count,) = con.execute(
-                    f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
-                ).fetchone()
-                if count != entry["index"]:
-                    raise RecorderError(
-                        f'AgentEventLogStore.append: index conflict on thread "{thread}": expected '
-                        f"index {entry['index']} but found {count} — a concurrent writer won."
-                    )
-                con.execute(
-                    f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
-                    (thread, entry["index"], entry["id"],
-                     js_json(entry)),
-                )
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            raise RecorderError(f"cannot append to the SQLite store {p}: {exc}") from exc
-
-    def _sqlite_write(self, con: sqlite3.Connection, p: Path, thread: str, table: str) -> None:
-        con.execute(
-            f'CREATE TABLE IF NOT EXISTS "{table}" (thread_id TEXT NOT NULL, idx INTEGER NOT NULL, '
-            "entry_id TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (thread_id, idx))"
-        )
-        con.execute(
-            f'CREATE UNIQUE INDEX IF NOT EXISTS "{table}_thread_entry_id" '
-            f'ON "{table}" (thread_id, entry_id)'
-        )
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            (count,) = con.execute(
-                f'SELECT COUNT(*) FROM "{table}" WHERE thread_id=?', (thread,)
-            ).fetchone()
-            if count:
-                raise RecorderError(
-                    f"thread {thread!r} already exists in {p} ({count} entries); refusing to touch it"
-                )
-            con.executemany(
-                f'INSERT INTO "{table}" (thread_id, idx, entry_id, entry) VALUES (?, ?, ?, ?)',
-                [
-                    (
-                        thread,
-                        e["index"],
-                        e["id"],
-                        js_json(e),
-                    )
-                    for e in self.entries
-                ],
-            )
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
 
     # -- internals --------------------------------------------------------------------
     @staticmethod
@@ -526,7 +447,7 @@ class Recorder:
             entry["metadata"] = metadata
         entry["verification"] = {"stateHash": stamp}
         if self._sink is not None:
-            self._sink_append(entry)  # write-ahead: the store has it before the step returns
+            self._sink[0].append(self._sink[1], entry)  # write-ahead: in the store before the step returns
         self.entries.append(entry)
         return entry
 

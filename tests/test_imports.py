@@ -208,10 +208,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentscope.stores",),
     ("agentscope.frames",),
     ("agentscope.engines",),
-    ("agentscope.render", "agentscope.queries", "agentscope.examples"),
+    ("agentscope.render", "agentscope.queries", "agentscope.examples", "agentscope.step"),
     ("agentscope.pipeline",),
-    ("agentscope.forks", "agentscope.bulk", "agentscope.follow", "agentscope.recorder",
-     "agentscope.coverage_map"),
+    ("agentscope.forks", "agentscope.bulk", "agentscope.verify_cache", "agentscope.follow",
+     "agentscope.recorder", "agentscope.coverage_map"),
 ]
 
 

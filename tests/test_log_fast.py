@@ -18,7 +18,7 @@ from agentscope.errors import (
 )
 from agentscope.log import read_log
 from agentscope.log.fast import FAST_MIN_BYTES, LazyPayload
-from agentscope.log.model import _frame_from_entries
+from agentscope.log.model import build_entries_frame
 from tests.conftest import load_json
 
 N = 6000
@@ -65,7 +65,7 @@ def test_fast_path_equals_exact_reader(tmp_path: Path) -> None:
     assert isinstance(df["event"].iloc[7], LazyPayload)
     assert df["event"].iloc[7] == entries[7]["event"]
     assert dict(df["metadata"].iloc[0]) == entries[0]["metadata"]
-    expected = _frame_from_entries(entries)
+    expected = build_entries_frame(entries)
     for column in ("index", "id", "recorded_at", "machine_id", "machine_version", "event_type", "causation_id", "state_hash"):
         pd.testing.assert_series_equal(df[column], expected[column], check_categorical=False)
     assert list(df["event"]) == list(expected["event"])
@@ -224,7 +224,7 @@ def test_metadata_cells_on_many_rows_match_the_exact_frame(tmp_path: Path) -> No
             e["metadata"] = {"usage": {"tokens": i}}
     log = read_log(write(tmp_path / "big.jsonl", entries))
     assert log._entries is None
-    expected = _frame_from_entries(entries)
+    expected = build_entries_frame(entries)
     assert [None if m is None else dict(m) for m in log.df["metadata"]] == list(expected["metadata"])
     assert isinstance(log.df["metadata"].iloc[5], LazyPayload) and log.df["metadata"].iloc[6] is None
     pd.testing.assert_frame_equal(log.df.drop(columns=["event", "metadata"]), expected.drop(columns=["event", "metadata"]))

@@ -100,7 +100,7 @@ def test_segments_version_bridge() -> None:
     assert v1.execution_id == v2.execution_id  # the bridge inherits the lineage id
     # the v1 log followed by the v2 segment: two segments (validation would reject the second
     # init, so build the EventLog directly)
-    joined = EventLog(v1.entries + v2.entries)
+    joined = EventLog(v1.entries + v2.entries)  # split at each init, as the fold splits it
     assert [(s.start, s.stop, s.machine_version, s.bridge) for s in joined.segments] == [
         (0, 5, "1", False),
         (5, 12, "2", True),

@@ -193,3 +193,22 @@ def test_not_a_store(tmp_path: Path) -> None:
     p.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     with pytest.raises(LogFormatError):
         read_log(p)
+
+
+def test_a_row_that_is_not_utf8_is_named_among_rows_read_by_sqlites_own_decoding(tmp_path: Path) -> None:
+    # rows are decoded by SQLite (fast); a text that is not UTF-8 sends the read back to the
+    # marking text factory, so the bad row is still named and its neighbours still read
+    from agentscope.stores import open_store
+
+    store = tmp_path / "store.sqlite"
+    shutil.copyfile(FIXTURES / "c_fork.sqlite", store)
+    con = sqlite3.connect(store)
+    con.execute("UPDATE agent_event_log SET entry = CAST(x'7b22ff' AS TEXT) "
+                "WHERE thread_id = 'branch' AND idx = 2")
+    con.commit()
+    con.close()
+    with open_store(store) as src:
+        texts = [r.text for batch in src.read("branch") for r in batch]
+    assert texts[2] == b'{"\xff' and all(isinstance(t, str) for i, t in enumerate(texts) if i != 2)
+    with pytest.raises(LogFormatError, match=r"thread 'branch' idx 2\]: entry 2: row's entry text is not UTF-8"):
+        read_log(store, thread="branch")

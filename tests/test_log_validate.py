@@ -392,13 +392,13 @@ def _long_log(n: int = 100) -> list[dict[str, Any]]:
 
 def _one_by_one(entries: list[Any]) -> list[tuple[str, int | None, str | None, str]]:
     """What the checker must report, from ``entry_problem`` entry by entry."""
-    from agentscope.log.validate import entry_problem
+    from agentscope.log.validate import entry_problem, problem_kind
 
     found = []
     for i, e in enumerate(entries):
         p = entry_problem(e, index=i) if isinstance(e, dict) else None
         if p is not None:
-            found.append(("invalid-entry", p.index, p.field, str(p)))
+            found.append((str(problem_kind(p)), p.index, p.field, str(p)))
     return found
 
 
@@ -433,7 +433,8 @@ def test_bulk_checker_reports_what_entry_by_entry_rules_report(changes: dict[str
             else:
                 log[at][k] = copy.deepcopy(v)
     found, _stop = SegmentChecker(0).check(log, 0, len(log))
-    invalid = [(kind, err.index, err.field, str(err)) for kind, err in found if kind == "invalid-entry"]
+    invalid = [(str(kind), err.index, err.field, str(err)) for kind, err in found
+               if kind in ("invalid-entry", "non-serializable-event")]
     assert invalid == _one_by_one(log)
     assert [err.index for _k, err in found] == sorted(err.index for _k, err in found)
 
@@ -496,7 +497,7 @@ def _problems(entries: list[Any], start: int = 0, pieces: tuple[int, ...] = ()) 
         got, stop = checker.check(entries, lo, hi)
         found += [(kind, err.index, err.field, str(err)) for kind, err in got]
         stops.append(stop)
-    return [*found, ("stops", tuple(stops), checker.prev_index, len(checker.seen))]
+    return [*found, ("stops", tuple(stops), checker.base, checker.offset, len(checker.seen))]
 
 
 @pytest.mark.parametrize("case", ["plain", "gap", "dup-across", "dup-within", "bad-late", "negative",

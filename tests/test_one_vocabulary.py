@@ -69,8 +69,6 @@ its recorded hash and ``recordedAt`` (spec §1.1, §1.4)."""
 # fails, and so does one of these disappearing (then delete it here).
 KNOWN_ACCESSOR_COPIES: set[tuple[str, str]] = {
     ("agentscope/_query_lang.py", "event"),
-    ("agentscope/cli.py", "event"),
-    ("agentscope/cli.py", "recordedAt"),
     ("agentscope/counterfactual.py", "event"),
     ("agentscope/forks.py", "event"),
     ("agentscope/forks.py", "recordedAt"),

@@ -663,7 +663,7 @@ def test_verify_reports_structure_problems_once_each() -> None:
     log[3]["id"] = log[1]["id"]
     rep = verify(SpecCounter(), log)
     reasons = {i: "; ".join(rep.problems_of(i)) for i in rep.mismatches["index"]}
-    assert reasons[2].startswith("non-contiguous") and "expected 2" in reasons[2]
+    assert reasons[2].startswith("non-contiguous") and "found entry.index 3 at position 2" in reasons[2]
     assert "duplicate-id" in reasons[3] and "non-contiguous" not in reasons[3]
     assert not rep.ok
     with pytest.raises(LogFormatError):

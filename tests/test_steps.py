@@ -56,3 +56,26 @@ def test_an_entry_the_pass_did_not_replay_is_a_step_without_states() -> None:
     assert all(not s.replayed and s.after is None and s.machine is None for s in steps)
     assert all(s.verdict == Verdict.UNCHECKED and s.changed_paths == () for s in steps)
     assert tl.frame_of(steps[3]) == tl[3]
+
+
+def test_a_step_carries_the_actors_the_log_owes() -> None:
+    """``Step.owed_actors``: the children running after the entry, whose completion
+    (``xstate.done.actor`` / ``xstate.error.actor``) the log still owes; a later entry that
+    completes one no longer lists it (the triage log: classify and kb run after the tickets)."""
+    log = load_json("g_triage.main.log.json")
+    steps = list(Timeline(pm.triage_machine(), log).steps(0, 4))
+    assert [s.owed_actors for s in steps] == [(), ("classify", "kb"), ("kb",), ("kb",)]
+    assert log[2]["event"]["type"] == "xstate.done.actor" and log[2]["event"]["actorId"] == "classify"
+
+
+def test_questions_read_steps_not_the_timeline() -> None:
+    """``agentscope.queries`` needs only what ``StepSource`` names (steps, a step's frame, the
+    segments' machines): the import graph runs one way, Timeline -> queries -> step."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "agentscope" / "queries.py"
+    names = {a.module for a in ast.walk(ast.parse(src.read_text(encoding="utf-8")))
+             if isinstance(a, ast.ImportFrom)}
+    assert "agentscope.pipeline.timeline" not in names and "agentscope.step" in names
+    assert Step.__module__ == "agentscope.step"

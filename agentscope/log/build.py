@@ -108,10 +108,10 @@ def build_log(
     if errors == "raise":
         for problem in log_problems(items, source=source, era=era, positions=pos, lines=line_of):
             raise problem
-        log = EventLog(list(items), source=source, thread=thread, era=era, cached_snapshot=cached_snapshot)
         # every entry passed §1.2 and the log §1.3 (without a machine): replay never re-checks them
-        vars(log)["validated"] = True
-        return log
+        return EventLog(list(items), source=source, thread=thread, era=era,
+                        cached_snapshot=cached_snapshot, validated=True,
+                        positions=None if positions is None or pos == list(range(len(pos))) else pos)
     rows = [_problem_row(p, source) for p in early_problems]
     kept: list[dict[str, Any]] = []
     kept_pos: list[int] = []
@@ -141,6 +141,8 @@ def build_log(
         era=era,
         cached_snapshot=cached_snapshot,
         problems=problems_frame(rows),
+        validated=True,  # every entry kept passed §1.2; what §1.3 found is in ``problems``
+        positions=None if kept_pos == list(range(len(kept))) else kept_pos,
     )
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "recorded_at_text",
     "recorded_hash",
     "recorded_hashes",
+    "segments_of",
     "session_key",
     "source_of",
 ]
@@ -62,8 +63,8 @@ class Segment:
     number : int
         0-based position among the log's segments.
 
-    Two splits produce it: :func:`agentscope.pipeline.segments.segments_of` (the fold: a segment per
-    ``@agent.init``) and :attr:`agentscope.EventLog.segments` (reading: also at an identity change).
+    One split produces it, :func:`segments_of` (a segment per ``@agent.init``): the fold's
+    segments and :attr:`agentscope.EventLog.segments` are the same.
     """
 
     start: int
@@ -286,3 +287,50 @@ def recorded_at_ms(entry_or_text: Any) -> int | None:
     """
     ns = recorded_at_ns(entry_or_text)
     return None if ns is None else ns // 1_000_000
+
+
+def _segment(entries: Sequence[Any], number: int, start: int, stop: int) -> Segment:
+    ref = next(
+        (entries[i] for i in range(start, stop) if not init_has_snapshot(entries[i])),
+        entries[start],
+    )
+    mid = ref.get("machineId") if isinstance(ref, Mapping) else None
+    ver = ref.get("machineVersion") if isinstance(ref, Mapping) else None
+    return Segment(
+        start=start,
+        stop=stop,
+        machine_id=mid if isinstance(mid, str) else None,
+        machine_version=ver if isinstance(ver, str) else None,
+        bridge=init_has_snapshot(entries[start]),
+        migrated_from=migrated_from(entries[start]),
+        number=number,
+    )
+
+
+def segments_of(
+    entries: Sequence[Any], start: int = 0, *, types: Sequence[str] | None = None
+) -> list[Segment]:
+    """Split ``entries[start:]`` at each ``@agent.init`` entry (spec §1.5): the one segment split.
+
+    Position ``start`` always starts a segment, init or not (validation reports a missing init);
+    segments are numbered from 0. O(n) once: :meth:`agentscope.pipeline.Timeline.extend` splits
+    only the new entries (the first of them continues the last segment unless it is an init).
+    ``types``, when the caller has read them, is ``event_types(entries, start)``.
+    """
+    if types is None:
+        types = event_types(entries, start)
+    if not types:
+        return []
+    starts = [start]
+    k = 1
+    while True:  # the next init past the last one found (a C-level search of the list)
+        try:
+            k = types.index(AGENT_INIT, k)
+        except ValueError:
+            break
+        starts.append(start + k)
+        k += 1
+    return [
+        _segment(entries, number, s, starts[number + 1] if number + 1 < len(starts) else len(entries))
+        for number, s in enumerate(starts)
+    ]

@@ -44,7 +44,7 @@ import numpy as np
 
 from agentscope._deep import json_depth_path, short_pointer
 from agentscope.errors import LogFormatError
-from agentscope.log.model import DF_COLUMNS, EventLog, Segment, recorded_at_series
+from agentscope.log.model import EventLog, Segment, build_entries_frame, recorded_at_series
 from agentscope.log.validate import (
     AGENT_INIT_EVENT_TYPE,
     RECORDED_AT_PATTERN,
@@ -453,9 +453,8 @@ def try_fast_jsonl(data: bytes, *, source: str | None) -> EventLog | None:
             if frozen:
                 gc.enable()
 
-    log = EventLog(load_entries, source=source, era="C", length=n, summary=summary)
     # every entry passed §1.2 and the log §1.3 (without a machine), as the exact reader's would
-    vars(log)["validated"] = True
+    log = EventLog(load_entries, source=source, era="C", length=n, summary=summary, validated=True)
     codes = {
         "machine_id": (id_codes, machine_ids),
         "machine_version": (version_codes, machine_versions),
@@ -483,8 +482,8 @@ def _recorded_at(column: Any) -> pd.Series:
 def _frame_from_table(
     table: pa.Table, log: EventLog, lines: _Lines, codes: Mapping[str, tuple[np.ndarray[Any, Any], pa.Array]]
 ) -> pd.DataFrame:
-    """:attr:`EventLog.df` from the envelope columns: the same columns and dtypes as
-    ``model._frame_from_entries``; payload cells are :class:`LazyPayload`."""
+    """:attr:`EventLog.df` from the envelope columns through the one builder
+    (:func:`~agentscope.log.model.build_entries_frame`); payload cells are :class:`LazyPayload`."""
     import pandas as pd
     import pyarrow.compute as pc
 
@@ -517,19 +516,15 @@ def _frame_from_table(
     finally:
         if frozen:
             gc.enable()
-    return pd.DataFrame(
-        {
-            "index": pd.Series(np.arange(n, dtype=np.int64)),
-            "id": pd.Series(text(col("id"))),
-            "recorded_at": _recorded_at(col("recordedAt")),
-            "machine_id": category("machine_id"),
-            "machine_version": category("machine_version"),
-            "event_type": category("event_type"),
-            "causation_id": pd.Series(text(col("causationId"))),
-            "state_hash": pd.Series(text(pc.struct_field(col("verification"), "stateHash"))),
-            "event": pd.Series(events, dtype="object"),
-            "metadata": pd.Series(metas, dtype="object"),
-        },
-        columns=list(DF_COLUMNS),
-        copy=False,  # every column above is new
-    )
+    return build_entries_frame(columns={  # the one builder; every column here is in its dtype
+        "index": pd.Series(np.arange(n, dtype=np.int64)),
+        "id": pd.Series(text(col("id"))),
+        "recorded_at": _recorded_at(col("recordedAt")),
+        "machine_id": category("machine_id"),
+        "machine_version": category("machine_version"),
+        "event_type": category("event_type"),
+        "causation_id": pd.Series(text(col("causationId"))),
+        "state_hash": pd.Series(text(pc.struct_field(col("verification"), "stateHash"))),
+        "event": pd.Series(events, dtype="object"),
+        "metadata": pd.Series(metas, dtype="object"),
+    })

@@ -21,6 +21,7 @@ __all__ = [
     "PROBLEM_COLUMNS",
     "EventLog",
     "Segment",
+    "build_entries_frame",
     "recorded_at_series",
     "recorded_at_to_datetime",
     "recorded_at_to_ns",
@@ -46,9 +47,11 @@ from agentscope.log.entry import (  # noqa: E402  (the one Segment type, the one
     Segment,
     event_of,
     event_type,
+    event_types,
     execution_id,
-    init_has_snapshot,
     recorded_at_ns,
+    recorded_hashes,
+    segments_of,
 )
 
 NS_MIN = -(2**63) + 1
@@ -149,6 +152,10 @@ class EventLog:
     summary : Mapping | None
         Values a fast reader already computed (``machine_id``, ``machine_versions``,
         ``execution_id``, ``segments``), so those properties need not materialise the entries.
+    validated : bool
+        Whether a reader checked the log when it read it (see :attr:`validated`).
+    positions : Sequence[int] | None
+        Each entry's position in the source (see :attr:`positions`); ``None``: ``0 .. n - 1``.
 
     Examples
     --------
@@ -175,6 +182,8 @@ class EventLog:
         length: int | None = None,
         frame_builder: Callable[[], pd.DataFrame] | None = None,
         summary: Mapping[str, Any] | None = None,
+        validated: bool = False,
+        positions: Sequence[int] | None = None,
     ) -> None:
         if callable(entries):
             if length is None:
@@ -190,7 +199,18 @@ class EventLog:
         self.thread = thread
         self.era: Era = era
         self.cached_snapshot = cached_snapshot
-        self._problems = problems
+        self.validated = validated
+        """True when a reader checked the log as it read it: every entry kept passed the §1.2
+        envelope rules and the log the §1.3 structure rules (numbering, unique ids, one
+        ``@agent.init`` first; without a machine). With ``errors="raise"`` nothing was found;
+        with ``"collect"`` what was found is in :attr:`problems` (and :attr:`read_problems`).
+        ``verify``, ``replay`` and ``Timeline`` then check only the machine's identity; a slice
+        of a validated log is validated (its entries keep their source positions)."""
+        if positions is not None and len(positions) != self._length:
+            raise ValueError(f"EventLog: {len(positions)} positions for {self._length} entries")
+        self._positions = positions
+        self._read = problems
+        self._problems: pd.DataFrame | None = None
         self._timestamps_checked = False
         self._frame_builder = frame_builder
         self._df: pd.DataFrame | None = None
@@ -226,30 +246,54 @@ class EventLog:
     def __getitem__(self, key: int | slice) -> dict[str, Any] | EventLog:
         """``log[i]`` is entry ``i`` (a dict); ``log[a:b]`` is an :class:`EventLog` of those entries.
 
-        A slice keeps source, thread and era, drops the cached snapshot (it describes the whole
-        log), and keeps the problems whose index falls in the slice. Steps other than 1 raise
-        ``ValueError`` (a log is contiguous).
+        A slice keeps source, thread, era and :attr:`validated`, drops the cached snapshot (it
+        describes the whole log), and keeps the problems whose index falls in the slice; its
+        entries keep their source :attr:`positions`. Steps other than 1 raise ``ValueError``
+        (a log is contiguous).
         """
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))
             if step != 1:
                 raise ValueError("EventLog slices must be contiguous (step 1)")
             stop = max(start, stop)
+            positions = self.positions[start:stop]
             problems = self.problems
-            if len(problems):
+            if len(problems):  # those of the slice's entries: source positions in its range
                 idx = problems["index"]
-                problems = problems[idx.isna() | ((idx >= start) & (idx < stop))].reset_index(drop=True)
+                lo = positions[0] if len(positions) else start
+                hi = positions[-1] + 1 if len(positions) else start
+                problems = problems[idx.isna() | ((idx >= lo) & (idx < hi))].reset_index(drop=True)
             part = EventLog(
                 self.entries[start:stop],
                 source=self.source,
                 thread=self.thread,
                 era=self.era,
                 problems=problems,
+                validated=self.validated,
+                positions=None if self._positions is None and start == 0 else positions,
             )
-            part._timestamps_checked = True  # the parent's rows are already in ``problems``
+            part._problems = problems  # the parent's timestamp rows are already in ``problems``
+            part._timestamps_checked = True
             part.actors = self.actors
             return part
         return self.entries[key]
+
+    @property
+    def positions(self) -> Sequence[int]:
+        """Each entry's position in the source, in order: ``range(len(log))`` unless the reader
+        set entries aside (``errors="collect"``) or the log is a slice (``log[a:b]`` keeps
+        ``a .. b - 1``). Every problems table's ``index`` is such a position (spec §1.3's
+        ``entry.index`` of a well-formed log)."""
+        return range(self._length) if self._positions is None else self._positions
+
+    @property
+    def read_problems(self) -> pd.DataFrame:
+        """What the reader found (the rows of :attr:`problems` but the ``timestamp-out-of-range``
+        notes, which need :attr:`df`): empty for a log read with ``errors="raise"``. Cheap: it
+        builds nothing."""
+        if self._read is None:
+            self._read = _empty_problems()
+        return self._read
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -272,8 +316,8 @@ class EventLog:
 
     @property
     def segments(self) -> tuple[Segment, ...]:
-        """Version-bridge segments (spec §1.5): a new one at each snapshot-init entry and at
-        each change of ``machineId``/``machineVersion`` between consecutive entries.
+        """Version-bridge segments (spec §1.5): a new one at each ``@agent.init`` entry
+        (:func:`~agentscope.log.entry.segments_of`, the split the fold uses).
 
         A valid Era-C log has one segment; a bridged continuation's segment has ``bridge=True``
         and ``migrated_from`` set. Era-A logs (no identity) have one segment with ``None``s.
@@ -281,30 +325,7 @@ class EventLog:
         cached = self._summary_value("segments")
         if cached is not _SENTINEL:
             return cached  # type: ignore[no-any-return]
-        out: list[Segment] = []
-        entries = self.entries
-        start, ident, bridge = 0, None, False
-        migrated: Mapping[str, Any] | None = None
-        for i, entry in enumerate(entries):
-            if init_has_snapshot(entry):
-                if i > start:
-                    out.append(Segment(start, i, *(ident or (None, None)), bridge, migrated, len(out)))
-                start, ident, bridge = i, None, True
-                meta = entry.get("metadata")
-                found = meta.get("migratedFrom") if isinstance(meta, dict) else None
-                migrated = found if isinstance(found, dict) else None
-                continue
-            current = (entry.get("machineId"), entry.get("machineVersion"))
-            if ident is None:
-                ident = current
-            elif current != ident:
-                out.append(Segment(start, i, *ident, bridge, migrated, len(out)))
-                start, ident, bridge, migrated = i, current, False, None
-        if entries:
-            if ident is None:
-                ident = (entries[start].get("machineId"), entries[start].get("machineVersion"))
-            out.append(Segment(start, len(entries), *ident, bridge, migrated, len(out)))
-        return tuple(out)
+        return tuple(segments_of(self.entries))
 
     @property
     def machine_id(self) -> str | None:
@@ -348,7 +369,7 @@ class EventLog:
         its :attr:`df` ``recorded_at`` is ``NaT``. Those rows are found on first access (this
         builds :attr:`df`)."""
         if self._problems is None:
-            self._problems = _empty_problems()
+            self._problems = self.read_problems
         if not self._timestamps_checked:
             self._timestamps_checked = True
             rows = self._timestamp_problems()
@@ -380,7 +401,7 @@ class EventLog:
             rows.append(
                 {
                     "source": self.source,
-                    "index": int(i),
+                    "index": int(self.positions[int(i)]),
                     "id": entry.get("id"),
                     "field": "recordedAt",
                     "kind": ProblemKind.TIMESTAMP_OUT_OF_RANGE.value,
@@ -409,7 +430,7 @@ class EventLog:
             if self._frame_builder is not None and self._entries is None:
                 self._df = self._frame_builder()
             else:
-                self._df = _frame_from_entries(self.entries)
+                self._df = build_entries_frame(self.entries)
         return self._df
 
     def frame(self, flatten: bool = False) -> pd.DataFrame:
@@ -444,8 +465,9 @@ class EventLog:
         parts.append(f"era {self.era}")
         if self.cached_snapshot is not None:
             parts.append("cached snapshot")
-        if self._problems is not None and len(self._problems):
-            parts.append(f"{len(self._problems)} problems")
+        shown = self._problems if self._problems is not None else self._read
+        if shown is not None and len(shown):
+            parts.append(f"{len(shown)} problems")
         return ", ".join(parts)
 
     def __repr__(self) -> str:
@@ -515,39 +537,74 @@ def text_series(values: Sequence[str | None]) -> pd.Series:
         return pd.Series(values, dtype=pd.StringDtype("python"))
 
 
-def _frame_from_entries(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def build_entries_frame(
+    entries: Sequence[Any] | None = None, *, columns: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """The one builder of the entries frame (:attr:`EventLog.df`'s layout, :data:`DF_COLUMNS`).
+
+    From ``entries`` (entry dicts; anything else is a row of missing values), or from
+    ``columns``, what a columnar reader already holds (:mod:`agentscope.log.fast`): each value a
+    ``pandas.Series`` already in the layout's dtype (used as is) or a list of raw cells
+    (converted as an entry's field is). Columns: ``index`` (int64; ``-1`` where the entry's
+    index is not an integer that fits), ``id``/``causation_id``/``state_hash`` (pandas
+    ``string``, a lone surrogate kept), ``recorded_at`` (``datetime64[ns, UTC]``, V8's reading,
+    §1.4), ``machine_id``/``machine_version``/``event_type`` (category), ``event``/``metadata``
+    (object: the mappings). Rows in the given order, a ``RangeIndex``.
+
+    Raises
+    ------
+    TypeError
+        Neither or both of ``entries`` and ``columns`` given, or a column missing.
+    """
     import pandas as pd
 
+    if (entries is None) == (columns is None):
+        raise TypeError("build_entries_frame takes entries or columns=, not both")
+    if columns is None:
+        assert entries is not None
+        columns = _raw_columns(entries)
+    missing = [c for c in DF_COLUMNS if c not in columns]
+    if missing:
+        raise TypeError(f"build_entries_frame: columns missing {missing}")
+
+    def typed(name: str, values: Any) -> pd.Series:
+        if isinstance(values, pd.Series):
+            return values.reset_index(drop=True)  # a columnar reader's, in the layout's dtype
+        if name == "index":
+            return pd.Series([_index_cell(v) for v in values], dtype="int64")
+        if name == "recorded_at":
+            return recorded_at_series(values)[0]
+        if name in ("event", "metadata"):
+            return pd.Series(values, dtype="object")
+        text = text_series([v if isinstance(v, str) else None for v in values])
+        return text.astype("category") if name in _CATEGORY_COLUMNS else text
+
+    return pd.DataFrame({name: typed(name, columns[name]) for name in DF_COLUMNS},
+                        columns=list(DF_COLUMNS), copy=False)
+
+
+_CATEGORY_COLUMNS = ("machine_id", "machine_version", "event_type")
+
+
+def _raw_columns(entries: Sequence[Any]) -> dict[str, list[Any]]:
+    """The raw cells of each :data:`DF_COLUMNS` column, read through the entry vocabulary."""
+    dicts = [e if isinstance(e, Mapping) else {} for e in entries]
+
     def get(name: str) -> list[Any]:
-        return [e.get(name) if isinstance(e, dict) else None for e in entries]
+        return [e.get(name) for e in dicts]
 
-    def text(values: list[Any]) -> pd.Series:
-        return text_series([v if isinstance(v, str) else None for v in values])
-
-    events = get("event")
-    verifications = get("verification")
-    index = [_index_cell(v) for v in get("index")]
-    recorded, _ = recorded_at_series(get("recordedAt"))
-    frame = pd.DataFrame(
-        {
-            "index": pd.Series(index, dtype="int64"),
-            "id": text(get("id")),
-            "recorded_at": recorded,
-            "machine_id": text(get("machineId")).astype("category"),
-            "machine_version": text(get("machineVersion")).astype("category"),
-            "event_type": text(
-                [ev.get("type") if isinstance(ev, dict) else None for ev in events]
-            ).astype("category"),
-            "causation_id": text(get("causationId")),
-            "state_hash": text(
-                [v.get("stateHash") if isinstance(v, dict) else None for v in verifications]
-            ),
-            "event": pd.Series(events, dtype="object"),
-            "metadata": pd.Series(get("metadata"), dtype="object"),
-        },
-        columns=list(DF_COLUMNS),
-    )
-    return frame
+    return {
+        "index": get("index"),
+        "id": get("id"),
+        "recorded_at": get("recordedAt"),
+        "machine_id": get("machineId"),
+        "machine_version": get("machineVersion"),
+        "event_type": [t or None for t in event_types(dicts)],
+        "causation_id": get("causationId"),
+        "state_hash": recorded_hashes(dicts),
+        "event": get("event"),
+        "metadata": get("metadata"),
+    }
 
 
 ErrorsMode = Literal["raise", "collect"]

@@ -337,7 +337,8 @@ def read_log(
     ----------
     source : str | os.PathLike | bytes | file-like | list[dict] | pandas.DataFrame | EventLog
         A path (``str`` is always a path), raw bytes, a binary or text file object, a list of
-        entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (re-validated).
+        entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (returned as is
+        when :attr:`EventLog.validated`, else validated).
     thread : str, optional
         The thread to read from a SQLite store (§5.2). A store with one thread needs none.
     format : {"json", "jsonl", "sqlite", "csv", "parquet", "dataframe", "records"}, optional
@@ -395,6 +396,9 @@ def read_log(
     if in_memory and not (isinstance(source, EventLog) and source.thread == thread):
         _no_threads(thread, "in-memory", _name_of(source) or type(source).__name__)
     if isinstance(source, EventLog):
+        if source.validated and era in (None, source.era) and (
+                errors == "collect" or (errors == "raise" and not len(source.read_problems))):
+            return source  # checked when it was read: not validated again
         return build_log(
             source.entries,
             source=source.source,

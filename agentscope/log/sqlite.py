@@ -264,11 +264,17 @@ def thread_rows(
     t = quote_ident(table)
     rows: list[tuple[Any, ...]] = []
     low = from_ if from_ > 0 else -(2**63)  # from 0: every row, a (bad) negative idx too
+    bulk = f"SELECT idx, {what} FROM {t} WHERE thread_id = ? AND idx >= ? ORDER BY idx"
+    factory = conn.text_factory
+    conn.text_factory = str  # SQLite's own UTF-8 decoding (in C); a text that is not UTF-8
+    try:  # fails the query, which is then read again with the marking text factory
+        return conn.execute(bulk, (thread, low)).fetchall(), None
+    except DAMAGE:
+        pass
+    finally:
+        conn.text_factory = factory
     try:
-        return [tuple(r) for r in conn.execute(
-            f"SELECT idx, {what} FROM {t} WHERE thread_id = ? AND idx >= ? ORDER BY idx",
-            (thread, low),
-        )], None
+        return [tuple(r) for r in conn.execute(bulk, (thread, low))], None
     except DAMAGE:
         pass
     # damaged: read one row at a time (a cursor steps ahead of the row it returns, so the bulk

@@ -17,13 +17,14 @@ JSON-safety walk reports the marker with the reference library's path and value 
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any, Literal, TypeVar
 
 from agentscope._deep import MAX_DEPTH, DepthLimitError, call_deep, call_deep_checked, short_pointer
@@ -47,8 +48,11 @@ __all__ = [
     "is_recorded_at",
     "is_validated",
     "loads",
+    "no_init_problem",
     "problem_kind",
+    "read_findings",
     "segment_problems",
+    "set_aside",
     "validate_entries",
     "validate_entry",
 ]
@@ -468,20 +472,26 @@ def _plain_envelopes(chunk: list[dict[str, Any]], events: list[dict[str, Any]]) 
     if not _all_plainly_safe(events):
         return False
     for name in ("causationId", "metadata", "verification"):
-        given: list[Any] = [v for v in map(dict.get, chunk, repeat(name), repeat(_ABSENT))
-                            if v is not _ABSENT]
-        if not given:
+        given: list[Any] = list(map(dict.get, chunk, repeat(name), repeat(_ABSENT)))
+        absent = sum(map(is_, given, repeat(_ABSENT)))  # by identity: no value's __eq__ asked
+        if absent == n:
             continue
+        if absent:
+            given = [v for v in given if v is not _ABSENT]
         if name == "causationId":
             if set(map(type, given)) != {str} or not all(given):
                 return False
             continue
-        if set(map(type, given)) != {dict} or not _all_plainly_safe(given):
+        if set(map(type, given)) != {dict}:
             return False
         if name == "verification":
             hashes = _column(given, "stateHash")
             if set(map(type, hashes)) != {str} or not all(hashes):
                 return False
+            if set(map(len, given)) == {1}:  # {"stateHash": <str>} only: nothing else to judge
+                continue
+        if not _all_plainly_safe(given):
+            return False
     return True
 
 
@@ -633,77 +643,45 @@ def log_problems(
     lines: Sequence[int | None] | None = None,
     check_entries: bool = True,
 ) -> Iterator[AgentscopeValidationProblem]:
-    """Yield every §1.2/§1.3 problem of a log, in order, as error objects (not raised).
+    """Yield every §1.2/§1.3 problem of one log, in order, as error objects (not raised).
 
-    ``positions[i]`` is entry ``i``'s position in the source (it differs from ``i`` when invalid
-    entries were dropped before this call) and ``lines[i]`` its line. An entry failing §1.2 is
-    reported and left out of the log-level checks.
+    The rules are :class:`SegmentChecker`'s (the one statement), over the whole log as one
+    segment (``read_log`` reads one log: a later ``@agent.init`` is a second one), then §1.3's
+    identity rule: each entry targets the expected machine (the arguments, else the reference
+    entry's, :func:`reference_entry`; Era B: entry 0's, no bridge exemption). An entry failing
+    §1.2 takes no part in the identity rule. ``positions[i]`` is entry ``i``'s position in the
+    source (it differs from ``i`` when invalid entries were set aside before this call), the
+    ``index`` every problem names; ``lines[i]`` its line. ``check_entries=False``: the entries
+    already passed §1.2.
     """
-    pos = list(range(len(entries))) if positions is None else list(positions)
-    line_of: list[int | None] = [None] * len(entries) if lines is None else list(lines)
-    good: list[int] = []
-    for i, entry in enumerate(entries):
-        if check_entries:
-            problem = entry_problem(entry, index=pos[i], source=source, line=line_of[i], era=era)
-            if problem is not None:
-                yield problem
-                continue
-        good.append(i)
+    checker = SegmentChecker(0, source=source, envelope=check_entries, era=era,
+                             positions=positions, lines=lines)
+    found = [err for _kind, err in checker.check(entries, 0, len(entries))[0]]
+    if era == "A":
+        yield from found
+        return
+    good = [i for i, e in enumerate(entries) if i not in checker.invalid and isinstance(e, Mapping)]
     if not good:
+        yield from found
         return
     kept = [entries[i] for i in good]
-    expected_id: str | None = machine_id
-    expected_version: str | None = machine_version
-    if era != "A":
-        ref = kept[0] if era == "B" else reference_entry(kept)
-        assert ref is not None
-        if expected_id is None:
-            expected_id = ref.get("machineId")
-        if expected_version is None:
-            expected_version = ref.get("machineVersion")
-    seen: set[str] = set()
+    ref = kept[0] if era == "B" else reference_entry(kept)
+    assert ref is not None
+    expected_id = ref.get("machineId") if machine_id is None else machine_id
+    expected_version = ref.get("machineVersion") if machine_version is None else machine_version
+    mismatches: list[AgentscopeValidationProblem] = []
     for i in good:
         entry = entries[i]
-
-        def bad(detail: str, field: str, kind: ProblemKind, i: int = i) -> EntryValidationError:
-            return _kinded(EntryValidationError(
-                detail, source=source, index=pos[i], line=line_of[i], field=field
-            ), kind)
-
-        if entry.get("index") != pos[i]:
-            yield bad(
-                "Event log must be contiguous from index 0; "
-                f"found entry.index {_js_repr(entry.get('index'))} at position {pos[i]}.",
-                "index", ProblemKind.NON_CONTIGUOUS,
-            )
-        if era == "A":
-            continue
-        entry_id = entry["id"]
-        if entry_id in seen:
-            yield bad(f"Event log contains duplicate entry id '{entry_id}'.", "id", ProblemKind.DUPLICATE_ID)
-        seen.add(entry_id)
-        event_type = entry["event"]["type"]
-        if era == "C":
-            if pos[i] == 0 and event_type != AGENT_INIT_EVENT_TYPE:
-                yield bad(
-                    f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
-                    f"found '{event_type}'.",
-                    "event.type", ProblemKind.NO_INIT,
-                )
-            elif pos[i] > 0 and event_type == AGENT_INIT_EVENT_TYPE:
-                yield bad(
-                    f"Event log has a second '{AGENT_INIT_EVENT_TYPE}' entry at index {pos[i]}.",
-                    "event.type", ProblemKind.INVALID_ENTRY,
-                )
-        bridge = era == "C" and _is_snapshot_init(entry)
-        if not targets(entry, expected_id, expected_version, bridge=bridge):
-            yield MachineVersionMismatchError(
-                entry_id,
-                pos[i],
+        if not targets(entry, expected_id, expected_version, bridge=era == "C" and _is_snapshot_init(entry)):
+            mismatches.append(MachineVersionMismatchError(
+                entry.get("id"),
+                checker.position(i),
                 {"machineId": expected_id, "machineVersion": expected_version},
-                {"machineId": entry["machineId"], "machineVersion": entry["machineVersion"]},
+                {"machineId": entry.get("machineId"), "machineVersion": entry.get("machineVersion")},
                 source=source,
-            )
+            ))
+    # in log order; an entry's identity problem after its other ones
+    yield from heapq.merge(found, mismatches, key=lambda err: err.index if err.index is not None else -1)
 
 
 def validate_entries(
@@ -778,49 +756,104 @@ def _is_bridge(entry: Mapping[str, Any]) -> bool:
 
 
 class SegmentChecker:
-    """The §1.2/§1.3 structure rules of one segment, checked incrementally (reported, not raised).
+    """The §1.3 structure rules (and, with ``envelope``, §1.2's per entry), stated once, for one
+    segment, checked incrementally (reported, not raised).
 
-    :meth:`check` takes positions ``lo .. hi - 1`` of the segment starting at ``start`` and keeps
-    what the next call needs (ids seen, the last index), so checking a growing log costs O(new
-    entries). The rules:
+    ``read_log`` checks a log as one segment (:func:`log_problems`); the verifying pass checks
+    each segment of a lineage (split at every ``@agent.init``, §1.5) with its own checker, so a
+    log of one ``@agent.init`` gets the same problems from both. :meth:`check` takes positions
+    ``lo .. hi - 1`` of the segment starting at ``start`` and keeps what the next call needs (ids
+    seen, the numbering), so checking a growing log costs O(new entries). The rules, in this
+    order for each entry:
 
-    - every entry passes :func:`entry_problem` (kind ``invalid-entry``);
-    - numbering (§1.3): one log is ``0..n-1`` across its segments, reported where it breaks, not
-      at every later entry (``non-contiguous``); a version-bridge init (``snapshot`` +
-      ``metadata.migratedFrom``, §1.5, §4.2) may restart it at 0 (the bridged run is a new log);
-    - ids are unique (``duplicate-id``);
-    - the segment starts with ``@agent.init`` (``no-init``).
+    - it passes :func:`entry_problem` (with ``envelope``; ``invalid-entry`` or
+      ``non-serializable-event``); an entry that does not still takes part in the rules below
+      as far as its fields allow;
+    - numbering (§1.3): ``entry.index`` is the entry's position (``positions[i]``, the source
+      position; ``i`` without them), reported where the numbering breaks, not at every later
+      entry (``non-contiguous`` where ``index - position`` changes to a value other than 0: an
+      entry numbered 99 at position 70 is one problem, a gap at 3 is one); a version-bridge init
+      (``snapshot`` + ``metadata.migratedFrom``, §1.5, §4.2) starting a later segment may restart
+      it at 0 (the bridged run is a new log);
+    - ids are unique in the segment (``duplicate-id``; Eras B and C);
+    - Era C: the segment starts with ``@agent.init`` (``no-init``) and holds no other
+      (``invalid-entry``, "a second '@agent.init' entry").
 
-    :attr:`stopped_at` is the first position a fold cannot pass (an entry that is not an object
-    or has no event type, a segment that does not start with ``@agent.init``), or ``None``.
+    Era A checks the envelope and the numbering only (spec §0). :attr:`stopped_at` is the first
+    position a fold cannot pass (an entry that is not an object or has no event type, a segment
+    that does not start with ``@agent.init``), or ``None``; :attr:`invalid` the positions that
+    failed §1.2.
     """
 
-    def __init__(self, start: int, *, source: str | None = None, envelope: bool = True) -> None:
+    def __init__(self, start: int, *, source: str | None = None, envelope: bool = True,
+                 era: Era = "C", positions: Sequence[int] | None = None,
+                 lines: Sequence[int | None] | None = None) -> None:
         self.start = start
         self.source = source
         self.envelope = envelope  # False: the entries already passed §1.2 (a validated EventLog)
+        self.era: Era = era
+        self.positions = positions
+        self.lines = lines
         self.seen: dict[Any, int] = {}
-        self.prev_index: int | None = None
+        self.base = 0
+        """The numbering's origin: 0, or the start of a segment whose bridge init restarts it."""
+        self.offset: int | None = 0
+        """``entry.index - expected`` of the last entry numbered (``None``: not an integer)."""
         self.stopped_at: int | None = None
+        self.invalid: set[int] = set()
+
+    def position(self, i: int) -> int:
+        """Entry ``i``'s position in the source (the ``index`` its problems name)."""
+        return i if self.positions is None else self.positions[i]
+
+    @classmethod
+    def resumed(cls, entries: Sequence[Any], start: int, n: int, *,
+                source: str | None = None) -> SegmentChecker:
+        """A checker in the state it would have after checking ``entries[start:n]`` and finding
+        nothing (entries a validating reader already checked, :func:`is_validated`): their ids
+        seen, the numbering as entry ``n - 1`` left it. O(n - start), once."""
+        out = cls(start, source=source)
+        for i in range(start, n):
+            e = entries[i]
+            eid = e.get("id") if isinstance(e, Mapping) else None
+            if isinstance(eid, str):
+                out.seen.setdefault(eid, i)
+        out._renumber(entries, n)
+        return out
+
+    def _renumber(self, entries: Sequence[Any], n: int) -> None:
+        """Set :attr:`base` and :attr:`offset` as checking ``entries[start:n]`` left them."""
+        first = entries[self.start] if n > self.start else None
+        restarts = (self.era == "C" and self.start > 0 and isinstance(first, Mapping)
+                    and first.get("index") == 0 and _is_bridge(first))
+        self.base = self.start if restarts else 0
+        last = entries[n - 1] if n > self.start else None
+        got = last.get("index") if isinstance(last, Mapping) else None
+        if n <= self.start:
+            self.offset = 0
+        elif isinstance(got, int) and not isinstance(got, bool):
+            self.offset = got - (self.position(n - 1) - self.base)
+        else:
+            self.offset = None
 
     def truncated(self, entries: Sequence[Any], n: int) -> SegmentChecker:
         """A checker in the state it had after checking ``entries[start:n]`` only (``n`` at most
         what was checked; ``entries[:n]`` the entries it checked): ids seen before ``n``, the
-        index of entry ``n - 1``, a stop before ``n``."""
-        out = SegmentChecker(self.start, source=self.source, envelope=self.envelope)
+        numbering as entry ``n - 1`` left it, a stop before ``n``."""
+        out = SegmentChecker(self.start, source=self.source, envelope=self.envelope, era=self.era,
+                             positions=self.positions, lines=self.lines)
         out.seen = {k: i for k, i in self.seen.items() if i < n}
-        last = entries[n - 1] if n > self.start else None
-        got = last.get("index") if isinstance(last, Mapping) else None
-        out.prev_index = got if isinstance(got, int) and not isinstance(got, bool) else None
+        out.invalid = {i for i in self.invalid if i < n}
+        out._renumber(entries, n)
         out.stopped_at = self.stopped_at if self.stopped_at is not None and self.stopped_at < n else None
         return out
 
     def check(
         self, entries: Sequence[Any], lo: int, hi: int
     ) -> tuple[list[tuple[ProblemKind, LogFormatError]], int]:
-        """Check ``entries[lo:hi]``; return ``(problems, fold_stop)`` (``fold_stop`` <= ``hi``)."""
+        """Check ``entries[lo:hi]``; return ``(problems, fold_stop)`` (``fold_stop`` <= ``hi``):
+        ``(kind, error)`` pairs in log order, an entry's own §1.2 problem before the others."""
         out: list[tuple[ProblemKind, LogFormatError]] = []
-        source = self.source
         fold_stop = hi if self.stopped_at is None else min(hi, self.stopped_at)
         # entries plainly right but for the recordedAt pattern wait for one bulk match of it
         times_at: list[int] = []
@@ -833,35 +866,47 @@ class SegmentChecker:
             a = b
         late = _unmatched_recorded_at(times) if times else []
         for j in late:
-            problem = entry_problem(entries[times_at[j]], index=times_at[j], source=source)
+            i = times_at[j]
+            problem = self._entry_problem(entries[i], i)
             if problem is not None:
-                out.append((ProblemKind.INVALID_ENTRY, problem))
-        if late:  # in log order, an entry's own problem before those of the log around it
-            out.sort(key=lambda item: (item[1].index, item[0] != ProblemKind.INVALID_ENTRY))
+                self.invalid.add(i)
+                out.append((problem_kind(problem), problem))
+        if late:  # in log order, an entry's own (§1.2, untagged) problem before the log's
+            out.sort(key=lambda item: (item[1].index, "problem_kind" in vars(item[1])))
         if fold_stop < hi and self.stopped_at is None:
             self.stopped_at = fold_stop
         return [(kind, _kinded(err, kind)) for kind, err in out], fold_stop
+
+    def _entry_problem(self, e: Any, i: int) -> LogFormatError | None:
+        """:func:`entry_problem` of entry ``i``, placed (its source position and line)."""
+        line = self.lines[i] if self.lines is not None else None
+        return entry_problem(e, index=self.position(i), source=self.source, line=line, era=self.era)
 
     def _plain_chunk(self, entries: Sequence[Any], a: int, b: int, times_at: list[int],
                      times: list[str]) -> bool:
         """Check ``entries[a:b]`` column by column when every rule plainly holds for all of them
         (then record their ids and ``recordedAt`` values and return ``True``); ``False`` (nothing
-        recorded) means "check them one by one"."""
+        recorded) means "check them one by one": an accept-only shortcut of :meth:`_check_each`
+        (Era C only)."""
+        if self.era != "C":
+            return False
         chunk = entries[a:b] if isinstance(entries, list) else [entries[i] for i in range(a, b)]
         n = len(chunk)
         if not chunk or set(map(type, chunk)) != {dict}:
             return False
-        ix = _column(chunk, "index")
-        prev = self.prev_index
-        if a == self.start:
-            if a > 0:  # a later segment's init may restart the numbering (a bridge): one by one
-                return False
-            first = a
-        elif prev is None:
+        if a == self.start and a > 0:  # a later segment's init may restart the numbering: one by one
             return False
-        else:
-            first = prev + 1
-        if first < 0 or set(map(type, ix)) != {int} or ix != list(range(first, first + n)):
+        ix = _column(chunk, "index")
+        if set(map(type, ix)) != {int}:
+            return False
+        want0 = self.position(a) - self.base
+        off = ix[0] - want0
+        if off != 0 and off != self.offset:
+            return False
+        if self.positions is None:
+            if ix != list(range(want0 + off, want0 + off + n)):
+                return False
+        elif ix != [p - self.base + off for p in self.positions[a:b]]:
             return False
         ids = _column(chunk, "id")
         seen = self.seen
@@ -874,12 +919,13 @@ class SegmentChecker:
         types = _column(evs, "type")
         if set(map(type, types)) != {str} or not all(types):
             return False
-        if a == self.start and types[0] != AGENT_INIT_EVENT_TYPE:
+        if types.count(AGENT_INIT_EVENT_TYPE) != (1 if a == self.start else 0) or (
+                a == self.start and types[0] != AGENT_INIT_EVENT_TYPE):
             return False
         if self.envelope and not _plain_envelopes(chunk, evs):
             return False
         seen.update(zip(ids, range(a, b), strict=True))
-        self.prev_index = ix[-1]
+        self.offset = off
         if self.envelope:
             times_at.extend(range(a, b))
             times.extend(map(_RECORDED_AT_OF, chunk))
@@ -890,57 +936,81 @@ class SegmentChecker:
                     fold_stop: int) -> int:
         """The rules entry by entry over ``entries[lo:hi]`` (problems into ``out``); return the
         new ``fold_stop``."""
-        source, start = self.source, self.start
-        envelope, seen, prev = self.envelope, self.seen, self.prev_index
+        source, start, era = self.source, self.start, self.era
+        envelope, seen = self.envelope, self.seen
         for i in range(lo, hi):
             e = entries[i]
+            at = self.position(i)
+            line = self.lines[i] if self.lines is not None else None
+
+            def bad(detail: str, field: str, kind: ProblemKind, at: int = at,
+                    line: int | None = line) -> EntryValidationError:
+                return _kinded(EntryValidationError(detail, source=source, index=at, line=line,
+                                                    field=field), kind)
+
             plain = type(e) is dict
             if not plain and not isinstance(e, Mapping):
-                out.append((ProblemKind.INVALID_ENTRY, EntryValidationError(
-                    "Agent event entry must be an object.", source=source, index=i)))
+                problem = self._entry_problem(e, i)
+                assert problem is not None
+                self.invalid.add(i)
+                out.append((problem_kind(problem), problem))
                 fold_stop = min(fold_stop, i)
-                prev = None
+                self.offset = None
                 continue
             if envelope:
-                if plain and _plain_envelope(e):
+                if era == "C" and plain and _plain_envelope(e):
                     times_at.append(i)
                     times.append(e["recordedAt"])
                 else:
-                    problem = entry_problem(e, index=i, source=source)
+                    problem = self._entry_problem(e, i)
                     if problem is not None:
-                        out.append((ProblemKind.INVALID_ENTRY, problem))
-            want = i if i == start else (prev + 1 if prev is not None else i)
+                        self.invalid.add(i)
+                        out.append((problem_kind(problem), problem))
+            # numbering
             got = e.get("index")
-            if i == start and i > 0 and got == 0 and _is_bridge(e):
-                want = 0
-            if got != want:
-                out.append((ProblemKind.NON_CONTIGUOUS, EntryValidationError(
-                    f"Event log must be contiguous from index 0; found entry.index "
-                    f"{got} at position {i} (expected {want}).",
-                    source=source, index=i, field="index",
-                )))
-            prev = got if type(got) is int or (isinstance(got, int) and not isinstance(got, bool)) else None
+            if i == start and i > 0 and era == "C" and got == 0 and _is_bridge(e):
+                self.base = start
+            if isinstance(got, int) and not isinstance(got, bool):
+                off = got - (at - self.base)
+                if off != 0 and off != self.offset:
+                    out.append((ProblemKind.NON_CONTIGUOUS, bad(
+                        "Event log must be contiguous from index 0; "
+                        f"found entry.index {_js_repr(got)} at position {at}.",
+                        "index", ProblemKind.NON_CONTIGUOUS,
+                    )))
+                self.offset = off
+            else:
+                self.offset = None
+            ev = e.get("event")
+            et = ev.get("type") if type(ev) is dict or isinstance(ev, Mapping) else None
+            if era == "A":
+                if not isinstance(et, str) or not et:
+                    fold_stop = min(fold_stop, i)
+                continue
             eid = e.get("id")
             if isinstance(eid, str):
                 if eid in seen:
-                    out.append((ProblemKind.DUPLICATE_ID, EntryValidationError(
-                        f"Event log contains duplicate entry id '{eid}' (first at {seen[eid]}).",
-                        source=source, index=i, field="id",
+                    out.append((ProblemKind.DUPLICATE_ID, bad(
+                        f"Event log contains duplicate entry id '{eid}'.", "id", ProblemKind.DUPLICATE_ID,
                     )))
                 else:
                     seen[eid] = i
-            ev = e.get("event")
-            et = ev.get("type") if type(ev) is dict or isinstance(ev, Mapping) else None
             if not isinstance(et, str) or not et:
                 fold_stop = min(fold_stop, i)
+            elif era != "C":
+                continue
             elif i == start and et != AGENT_INIT_EVENT_TYPE:
-                out.append((ProblemKind.NO_INIT, EntryValidationError(
+                out.append((ProblemKind.NO_INIT, bad(
                     f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; "
                     f"found '{et}'.",
-                    source=source, index=i, field="event.type",
+                    "event.type", ProblemKind.NO_INIT,
                 )))
                 fold_stop = min(fold_stop, i)
-        self.prev_index = prev
+            elif i > start and et == AGENT_INIT_EVENT_TYPE:
+                out.append((ProblemKind.INVALID_ENTRY, bad(
+                    f"Event log has a second '{AGENT_INIT_EVENT_TYPE}' entry at index {at}.",
+                    "event.type", ProblemKind.INVALID_ENTRY,
+                )))
         return fold_stop
 
 
@@ -962,8 +1032,91 @@ def segment_problems(
 
 def is_validated(log: Any) -> bool:
     """Whether ``log`` is an ``EventLog`` whose reader validated every entry (§1.2) and the log
-    (§1.3, without a machine) when it was read, so replay checks only the machine identity."""
+    (§1.3, without a machine) when it was read (:attr:`EventLog.validated`), so replay checks
+    only the machine identity."""
     return getattr(log, "validated", False) is True
+
+
+def read_findings(log: Any) -> dict[int, list[LogFormatError]] | None:
+    """What the reader of a validated log found about its entries, so a pass takes it instead of
+    checking the rules again: ``{position among the log's entries: [error, ...]}`` (each error
+    tagged with its :class:`~agentscope.log.problems.ProblemKind`, ``index`` that position,
+    ``str`` the reader's message), or ``None`` when ``log`` is not validated (the pass checks it).
+
+    Rows about entries the reader set aside, or about the log as a whole, are not listed; nor
+    is a reading of the machine identity against the log's own reference entry (§1.3 without
+    a machine): the pass checks the identity against the machine it is given.
+    """
+    if not is_validated(log):
+        return None
+    table = log.read_problems
+    if not len(table):
+        return {}
+    positions = log.positions
+    at: dict[int, int] = (
+        {p: p for p in positions} if isinstance(positions, range) and positions.start == 0
+        else {p: i for i, p in enumerate(positions)}
+    )
+    out: dict[int, list[LogFormatError]] = {}
+    for index, field_, kind, message, source in zip(
+        table["index"], table["field"], table["kind"], table["message"], table["source"], strict=True
+    ):
+        if _missing(index) or kind == ProblemKind.MACHINE_MISMATCH:  # NA: about the whole log
+            continue
+        i = at.get(int(index))
+        if i is None:
+            continue
+        err = EntryValidationError(str(message), field=field_ if isinstance(field_, str) else None)
+        err.index, err.source = i, source if isinstance(source, str) else None
+        out.setdefault(i, []).append(_kinded(err, ProblemKind(kind)))
+    return out
+
+
+def set_aside(log: Any) -> list[dict[str, Any]]:
+    """The rows of a validated log's :attr:`~agentscope.log.model.EventLog.read_problems` that
+    :func:`read_findings` does not attach to an entry of the log: entries the reader set aside
+    (``errors="collect"``), lines it could not parse, a damaged store. Each a mapping of the
+    problems table's columns (``index`` the source position, or ``None`` for the log as a
+    whole); ``[]`` for a log that is not validated or has none."""
+    if not is_validated(log):
+        return []
+    table = log.read_problems
+    if not len(table):
+        return []
+    kept = set(log.positions)
+    out: list[dict[str, Any]] = []
+    for row in table.to_dict("records"):
+        index = row.get("index")
+        if _missing(index):
+            row["index"] = None
+        elif int(index) in kept:
+            continue
+        row = {k: None if _missing(v) else v for k, v in row.items()}
+        out.append(row)
+    return out
+
+
+def _missing(value: Any) -> bool:
+    """A problems table's missing cell: ``None``, ``NaN`` or pandas' ``NA``."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:  # pandas.NA: its comparisons are NA, ambiguous as a bool
+        return True
+
+
+def no_init_problem(entry: Any, index: int, *, source: str | None = None) -> EntryValidationError | None:
+    """§1.3: a log (and each segment a fold starts, §1.5) begins with ``@agent.init``; the
+    ``no-init`` error for ``entry`` at position ``index`` when it does not, else ``None``."""
+    event = entry.get("event") if isinstance(entry, Mapping) else None
+    found = event.get("type") if isinstance(event, Mapping) else None
+    if found == AGENT_INIT_EVENT_TYPE:
+        return None
+    return _kinded(EntryValidationError(
+        f"Event log must start with the reserved '{AGENT_INIT_EVENT_TYPE}' entry; found '{found}'.",
+        source=source, index=index, field="event.type",
+    ), ProblemKind.NO_INIT)
 
 
 _E = TypeVar("_E", bound=LogFormatError)

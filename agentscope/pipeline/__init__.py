@@ -10,7 +10,9 @@ The package reads top to bottom as the pipeline (each module imports only the on
 - :mod:`~agentscope.pipeline.onepass` — the one pass: recorded vs recomputed hash, verdict,
   ``ignored``, problems, and the byte-budgeted snapshot store, per entry;
 - :mod:`~agentscope.pipeline.report` — :class:`VerifyReport` and :func:`verify`;
-- :mod:`~agentscope.pipeline.timeline` — :class:`Timeline`: random access over the one pass.
+- :mod:`~agentscope.pipeline.timeline` — :class:`Timeline`: random access over the one pass;
+  :meth:`Timeline.steps` yields :class:`Step` values (:mod:`agentscope.step`, below the
+  questions of :mod:`agentscope.queries`, which read steps, not the timeline).
 
 Importing the package is cheap: the names load on first use (pandas only with the report or the
 timeline). The package is named for what it holds, not for one of its functions: ``replay`` is
@@ -32,7 +34,7 @@ _HOME = {
     "VerifyReport": "agentscope.pipeline.report",
     "verify": "agentscope.pipeline.report",
     "Timeline": "agentscope.pipeline.timeline",
-    "Step": "agentscope.pipeline.timeline",
+    "Step": "agentscope.step",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,8 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.pipeline.fold import replay as replay
     from agentscope.pipeline.report import VerifyReport as VerifyReport
     from agentscope.pipeline.report import verify as verify
-    from agentscope.pipeline.timeline import Step as Step
     from agentscope.pipeline.timeline import Timeline as Timeline
+    from agentscope.step import Step as Step
 
 
 def __getattr__(name: str) -> Any:

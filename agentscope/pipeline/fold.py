@@ -40,7 +40,7 @@ from agentscope.log.entry import (
     source_of,
 )
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import is_validated, log_problems
+from agentscope.log.validate import identity_problem, log_problems, no_init_problem, read_findings
 from agentscope.pipeline.segments import as_log
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "apply_entry",
     "batch_for",
     "fold_segment",
+    "json_size",
     "replay",
     "seed_snapshot",
 ]
@@ -62,16 +63,20 @@ a batch shrinks when the snapshots grow, so a log of large states never holds th
 at once (one Node reply per batch)."""
 
 
-def _json_size(value: Any) -> int:
-    """Bytes of ``value`` as compact JSON (an estimate where JSON cannot hold it)."""
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON (an estimate where JSON cannot hold it): the one measure
+    of how large a snapshot is when bounding how many are held at once (fold batches, the pass's
+    chunks, the frame caches of :class:`agentscope.pipeline.snapshots.FrameLRU`)."""
     try:
         import orjson
 
         return len(orjson.dumps(value))
-    except Exception:  # lone surrogates, big integers, non-JSON values: the slow, exact-enough way
+    except Exception:  # lone surrogates, big integers, deep nesting, non-JSON values: the slow way
         import json
 
-        return len(json.dumps(value, default=repr))
+        from agentscope._deep import call_deep
+
+        return len(call_deep(json.dumps, value, default=repr))
 
 
 _FIRST_STEP = 64
@@ -86,7 +91,7 @@ def batch_for(batch: int, snapshot: Snapshot, budget: int = BATCH_BYTES) -> int:
     persisted = getattr(snapshot, "persisted", None)
     if not isinstance(persisted, Mapping) or batch <= 1:
         return max(1, batch)
-    size = max(1, _json_size(persisted))
+    size = max(1, json_size(persisted))
     b = batch
     while b > 1 and b * size > budget:
         b = b // 2 if b % 2 == 0 else max(1, budget // size)
@@ -342,9 +347,24 @@ def replay(
     source = source_of(entries)
     version = machine_version or machine.version
     # validate once: a validated EventLog is checked for the machine's identity only
-    for problem in log_problems(ents, machine_id=machine.machine_id, machine_version=version,
-                                source=source, check_entries=not is_validated(entries)):
-        raise problem
+    found = read_findings(entries)
+    if found is None:
+        for problem in log_problems(ents, machine_id=machine.machine_id, machine_version=version,
+                                    source=source):
+            raise problem
+    elif ents:
+        no_init = no_init_problem(ents[0], 0, source=source)  # e.g. a slice log[a:b], a > 0
+        for i, entry in enumerate(ents):
+            if i in found:
+                raise found[i][0]
+            if i == 0 and no_init is not None:
+                raise no_init
+            if entry.get("machineId") == machine.machine_id and entry.get("machineVersion") == version:
+                continue  # targets this machine (what identity_problem concludes first)
+            bad = identity_problem(entry, i, machine.machine_id, version)
+            if bad is not None:
+                bad.source = source
+                raise bad
     if not ents:
         raise LogFormatError(
             "Cannot replay an empty event log; it must start with a '@agent.init' entry.",

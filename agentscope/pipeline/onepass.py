@@ -47,7 +47,7 @@ from agentscope.log.entry import (
     session_key,
 )
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import SegmentChecker, identity_problem
+from agentscope.log.validate import SegmentChecker, identity_problem, no_init_problem, problem_kind
 from agentscope.pipeline.explain import explain_mismatch
 from agentscope.pipeline.fold import DEFAULT_BATCH, batch_for, fold_segment
 from agentscope.pipeline.segments import Segment, segments_of
@@ -741,9 +741,15 @@ class Pass:
         source: str | None = None,
         store_budget: int | None = None,
         validated: bool = False,
+        findings: Mapping[int, Sequence[LogFormatError]] | None = None,
     ) -> None:
         check_machines(machines)
-        self.validated = validated  # the entries passed §1.2 when read: not checked again
+        self.validated = validated  # a validating reader checked §1.2/§1.3: not checked again
+        self.findings: dict[int, list[LogFormatError]] | None = (
+            None if findings is None else {k: list(v) for k, v in findings.items()})
+        """What that reader found (:func:`~agentscope.log.validate.read_findings`), by position.
+        ``None`` (not given): the pass checks the structure rules itself (the envelope too unless
+        ``validated``)."""
         self.machine, self.machines = machine, machines
         self.machine_version = machine_version
         self.checkpoint_every = checkpoint_every
@@ -763,6 +769,7 @@ class Pass:
         if self._check is not None:
             out._check = copy.copy(self._check)
             out._check.seen = dict(self._check.seen)
+            out._check.invalid = set(self._check.invalid)
         return out
 
     def truncated(self, entries: Sequence[Mapping[str, Any]], n: int,
@@ -880,7 +887,8 @@ class Pass:
             m, seg_version = machine_for_segment(seg, self.machine, self.machines)
             idx.machines.append(m)
             idx.replayed_upto.append(seg.start)
-            self._check = SegmentChecker(seg.start, source=idx.source, envelope=not self.validated)
+            self._check = (None if self._read_checked else
+                           SegmentChecker(seg.start, source=idx.source, envelope=not self.validated))
             self._seg_pass = None
             if m is not None:
                 self._version = seg_version or self.machine_version or m.version
@@ -896,9 +904,14 @@ class Pass:
                     idx.log_problems.append((ProblemKind.NO_MACHINE, detail, True))
                     idx.log_failures.append(EngineError(detail))
         m = idx.machines[seg.number]
-        assert self._check is not None
-        self._check.envelope = not self.validated
-        found, fold_stop = self._check.check(entries, lo, hi)
+        if self._read_checked:  # checked when read: take what the reader found
+            found, fold_stop, stopped = self._read_found(entries, seg, lo, hi)
+        else:
+            if self._check is None:  # entries before ``lo`` were validated when read
+                self._check = SegmentChecker.resumed(entries, seg.start, lo, source=idx.source)
+            self._check.envelope = not self.validated
+            found, fold_stop = self._check.check(entries, lo, hi)
+            stopped = self._check.stopped_at
         for kind, err in found:
             at = err.index if isinstance(err.index, int) else seg.start
             idx.add_problem(at, kind, str(err) if kind == ProblemKind.INVALID_ENTRY else err.detail, err)
@@ -916,7 +929,7 @@ class Pass:
                 bad.index = i
                 bad.source = idx.source
                 idx.add_problem(i, ProblemKind.MACHINE_MISMATCH, str(bad), bad)
-        if self._check.stopped_at is not None and self._check.stopped_at <= lo:
+        if stopped is not None and stopped <= lo:
             return
         if self._seg_pass is None:
             store = (SnapshotStore(seg.start, budget=self.store_budget)
@@ -927,6 +940,29 @@ class Pass:
                                           batch=self.batch, explain=self.explain, store=store)
         self._seg_pass.seg = seg
         self._seg_pass.run(entries, lo, fold_stop, recorded[: fold_stop - lo])
+
+
+    @property
+    def _read_checked(self) -> bool:
+        """Whether the entries being fed were checked by a validating reader whose findings the
+        pass holds (then no rule is checked again)."""
+        return self.validated and self.findings is not None
+
+    def _read_found(self, entries: Sequence[Mapping[str, Any]], seg: Segment, lo: int, hi: int
+                    ) -> tuple[list[tuple[ProblemKind, LogFormatError]], int, int | None]:
+        """For entries a validating reader checked: ``(problems, fold_stop, stopped_at)`` as
+        :meth:`SegmentChecker.check` gives them, from :attr:`findings` (no rule checked again)
+        and the fold's own precondition, a segment that starts with ``@agent.init``."""
+        findings = self.findings or {}
+        found = [(problem_kind(err), err) for i in sorted(k for k in findings if lo <= k < hi)
+                 for err in findings[i]]
+        no_init = no_init_problem(entries[seg.start], seg.start, source=self.index.source)
+        if no_init is None:
+            return found, hi, None
+        read = findings.get(seg.start, ())
+        if lo == seg.start and not any(problem_kind(e) == ProblemKind.NO_INIT for e in read):
+            found.insert(0, (ProblemKind.NO_INIT, no_init))
+        return found, min(hi, seg.start), seg.start
 
 
 def build_index(
@@ -943,6 +979,7 @@ def build_index(
     source: str | None = None,
     store_budget: int | None = None,
     validated: bool = False,
+    findings: Mapping[int, Sequence[LogFormatError]] | None = None,
     types: Sequence[str] | None = None,
 ) -> LogIndex:
     """Run the one :class:`Pass` over a whole log and return its :class:`LogIndex`.
@@ -952,7 +989,7 @@ def build_index(
     """
     p = Pass(machine=machine, machines=machines, machine_version=machine_version, strict=strict,
              checkpoint_every=checkpoint_every, batch=batch, explain=explain, source=source,
-             store_budget=store_budget, validated=validated)
+             store_budget=store_budget, validated=validated, findings=findings)
     idx = p.index
     if not entries:
         idx.log_problems.append(

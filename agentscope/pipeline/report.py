@@ -5,6 +5,7 @@ Private module: the public name is :class:`agentscope.pipeline.VerifyReport`.
 
 from __future__ import annotations
 
+import heapq
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +19,12 @@ from agentscope.errors import AgentscopeError, MachineVersionMismatchError
 from agentscope.frames import Verdict
 from agentscope.log.entry import entries_of, entry_ids, event_types, source_of
 from agentscope.log.problems import FAILS_THE_LOG, problems_frame
-from agentscope.log.validate import is_validated
+from agentscope.log.validate import is_validated, read_findings, set_aside
 from agentscope.pipeline.fold import DEFAULT_BATCH
 from agentscope.pipeline.onepass import VERDICTS, LogIndex, build_index, check_machines
 from agentscope.pipeline.segments import as_log
 
-__all__ = ["COLUMNS", "VerifyReport", "report_from_index", "verify"]
+__all__ = ["COLUMNS", "VerifyReport", "report_from_index", "source_positions", "verify"]
 
 COLUMNS = (
     "index",
@@ -48,7 +49,9 @@ class VerifyReport:
     Attributes
     ----------
     df : pandas.DataFrame
-        One row per entry, in log order, columns ``index`` (position in the given sequence),
+        One row per entry, in log order (the frame's own index: the position in the given
+        sequence), columns ``index`` (the entry's position in the source,
+        :attr:`EventLog.positions`: the same number as in every problems table),
         ``segment`` (0-based ``@agent.init`` segment), ``id``, ``event_type``,
         ``recorded_hash`` / ``computed_hash`` (8 hex digits or ``None``), ``verdict`` (a
         :class:`~agentscope.frames.Verdict` value), ``kind`` (the
@@ -111,7 +114,8 @@ class VerifyReport:
         return p[p["index"].isna() & p["kind"].isin([str(k) for k in FAILS_THE_LOG])]
 
     def problems_of(self, index: int) -> list[str]:
-        """The entry's problems as ``"<kind>: <message>"`` lines, in the order found."""
+        """The problems of the entry at source position ``index`` (the ``index`` column) as
+        ``"<kind>: <message>"`` lines, in the order found."""
         p = self.problems
         rows = p[p["index"] == index]
         return [f"{k}: {str(m).rstrip('.')}" for k, m in zip(rows["kind"], rows["message"], strict=True)]
@@ -268,11 +272,33 @@ def _str_column(values: Sequence[Any]) -> pd.Series:
         return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
 
 
+def source_positions(positions: Sequence[int] | None, n: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The source position of each of ``n`` entries: ``positions`` (an
+    :attr:`~agentscope.log.model.EventLog.positions`), continued one by one past its end
+    (entries a :class:`~agentscope.pipeline.Timeline` appended); ``0 .. n - 1`` without."""
+    if positions is None:
+        return np.arange(n, dtype=np.int64)
+    k = min(len(positions), n)
+    out = np.empty(n, np.int64)
+    if isinstance(positions, range):
+        out[:k] = np.arange(positions.start, positions.start + k, dtype=np.int64)
+    else:
+        out[:k] = np.asarray(positions[:k], dtype=np.int64)
+    last = int(out[k - 1]) if k else -1
+    out[k:] = np.arange(last + 1, last + 1 + n - k, dtype=np.int64)
+    return out
+
+
 def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
-                      types: Sequence[str] | None = None) -> VerifyReport:
+                      types: Sequence[str] | None = None, positions: Sequence[int] | None = None,
+                      set_aside: Sequence[Mapping[str, Any]] = ()) -> VerifyReport:
     """Build the :class:`VerifyReport` of a :class:`LogIndex` (O(n), no replay). ``types``, when
-    the caller has read them, is ``event_types(entries)``."""
+    the caller has read them, is ``event_types(entries)``; ``positions`` the entries' source
+    positions (:attr:`EventLog.positions`: the ``index`` of the report's rows and problems);
+    ``set_aside`` the reader's problem rows about entries not in the log
+    (:func:`~agentscope.log.validate.set_aside`), listed among the entries' in source order."""
     n = idx.n
+    where = source_positions(positions, n)
     seg_col = np.zeros(n, np.int32)
     for s in idx.segments:
         seg_col[s.start : s.stop] = s.number
@@ -291,7 +317,7 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
     ids = entry_ids(entries)
     df = pd.DataFrame(
         {
-            "index": np.arange(n, dtype=np.int64),
+            "index": where,
             "segment": seg_col,
             "id": _str_column(ids),
             "event_type": _str_column(event_types(entries) if types is None else types),
@@ -313,10 +339,14 @@ def report_from_index(idx: LogIndex, entries: Sequence[Mapping[str, Any]], *,
     errors.extend(idx.log_failures)
     src = idx.source or "<memory>"
     rows: list[dict[str, Any]] = [
-        {"index": i, "id": ids[i] if 0 <= i < n else None, "field": fld, "kind": kind,
-         "message": msg, "expected": exp, "actual": act, "source": src}
+        {"index": int(where[i]) if 0 <= i < n else i, "id": ids[i] if 0 <= i < n else None,
+         "field": fld, "kind": kind, "message": msg, "expected": exp, "actual": act, "source": src}
         for i, kind, msg, fld, exp, act in sorted(idx.rows, key=lambda r: r[0])
     ]
+    if set_aside:  # the reader's rows about entries it set aside, in source order among them
+        rows = list(heapq.merge(rows, [dict(r) for r in set_aside if r.get("index") is not None],
+                                key=lambda r: r["index"]))
+        rows += [dict(r) for r in set_aside if r.get("index") is None]
     for kind, detail, _fatal in idx.log_problems:
         exp = act = None
         for err in idx.log_failures:
@@ -431,6 +461,8 @@ def verify(
         cached_snapshot=cached if isinstance(cached, Mapping) else None,
         source=source_of(log),
         validated=is_validated(log),
+        findings=read_findings(log),
         types=types,
     )
-    return report_from_index(idx, ents, types=types)
+    return report_from_index(idx, ents, types=types, positions=getattr(log, "positions", None),
+                             set_aside=set_aside(log))

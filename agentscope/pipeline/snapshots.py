@@ -23,15 +23,83 @@ from __future__ import annotations
 
 import pickle
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from agentscope.frames import Frame
 from agentscope.jsondiff import Op, apply_delta, delta
+from agentscope.pipeline.fold import json_size
 
-__all__ = ["DEFAULT_BUDGET", "SnapshotStore"]
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_CACHE_BYTES", "FrameLRU", "SnapshotStore"]
 
 DEFAULT_BUDGET = 256 * 1024 * 1024
 """Default byte budget of one store (keyframes plus deltas, pickled)."""
+
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+"""Default byte budget of one frame cache (:class:`FrameLRU`): the cached frames' persisted
+snapshots as compact JSON. Decoded into Python objects they take about 1.5-3x as much; a
+``TimeTravel`` over a log of 300 KB states then keeps about 50 of them, not 256."""
+
+
+class FrameLRU:
+    """The most recently used frames by position, bounded by a count and by bytes.
+
+    Parameters
+    ----------
+    max_frames : int
+        Most frames kept (``0``: nothing is cached).
+    max_bytes : int
+        Most bytes kept, each frame counted as its persisted snapshot's compact JSON
+        (:func:`agentscope.pipeline.fold.json_size`, the measure fold batches use); a frame
+        without a snapshot counts 0. The least recently used frames are dropped until both bounds
+        hold; a frame larger than ``max_bytes`` on its own is not kept.
+
+    Notes
+    -----
+    :attr:`nbytes` is the sum of the kept frames' sizes: always ``<= max_bytes``.
+    """
+
+    def __init__(self, max_frames: int = 256, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.max_frames = max(0, max_frames)
+        self.max_bytes = max(0, max_bytes)
+        self.nbytes = 0
+        self._d: OrderedDict[int, tuple[Frame, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __contains__(self, n: object) -> bool:
+        return n in self._d
+
+    def get(self, n: int) -> Frame | None:
+        """The frame at ``n`` (now the most recently used), or ``None``."""
+        got = self._d.get(n)
+        if got is None:
+            return None
+        self._d.move_to_end(n)
+        return got[0]
+
+    def put(self, n: int, frame: Frame) -> None:
+        """Keep ``frame`` as position ``n``'s, then drop the least recently used past the bounds."""
+        old = self._d.pop(n, None)
+        if old is not None:
+            self.nbytes -= old[1]
+        if not self.max_frames:
+            return
+        size = json_size(frame.persisted) if frame.persisted is not None else 0
+        if size > self.max_bytes:
+            return
+        self._d[n] = (frame, size)
+        self.nbytes += size
+        while len(self._d) > self.max_frames or self.nbytes > self.max_bytes:
+            _, (_, dropped) = self._d.popitem(last=False)
+            self.nbytes -= dropped
+
+    def clear(self) -> None:
+        """Forget every frame."""
+        self._d.clear()
+        self.nbytes = 0
 
 _PROTO = pickle.HIGHEST_PROTOCOL
 

@@ -8,104 +8,29 @@ from __future__ import annotations
 import copy
 import time
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
 
-from agentscope.engines.base import Machine, Snapshot, TakenTransition
+from agentscope.engines.base import Machine, Snapshot
 from agentscope.frames import Frame, Verdict
 from agentscope.hashing import canonical_json, state_hash
 from agentscope.jsondiff import ABSENT as _ABSENT
 from agentscope.jsondiff import changed_paths, resolve_pointer
-from agentscope.log.entry import entries_of, event_of, event_type, session_key, source_of
+from agentscope.log.entry import entries_of, event_type, session_key, source_of
 from agentscope.log.problems import ProblemKind
-from agentscope.log.validate import is_validated
+from agentscope.log.validate import is_validated, read_findings, set_aside
 from agentscope.pipeline.fold import DEFAULT_BATCH, fold_segment
 from agentscope.pipeline.onepass import _CODE, LogIndex, Pass, build_index, check_cache, check_machines
 from agentscope.pipeline.report import VerifyReport, report_from_index
 from agentscope.pipeline.segments import as_log
-from agentscope.pipeline.snapshots import DEFAULT_BUDGET, SnapshotStore
+from agentscope.pipeline.snapshots import DEFAULT_BUDGET, DEFAULT_CACHE_BYTES, FrameLRU, SnapshotStore
+from agentscope.step import Step  # re-exported: the pass as a value
 
 __all__ = ["Step", "Timeline", "choose_checkpoint_every", "fork_timelines"]
 
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One step of the one pass, as :meth:`Timeline.steps` yields it: the pass as a value.
-
-    Attributes
-    ----------
-    index : int
-        The entry's position in the log (0-based).
-    segment : int
-        Its ``@agent.init`` segment (0-based, spec §1.5).
-    entry : Mapping
-        The entry exactly as read.
-    machine : Machine or None
-        The machine that replayed its segment; ``None`` when the segment had none.
-    before, after : Mapping or None
-        The persisted snapshots (spec §4.1) after the previous entry and after this one.
-        ``after`` is ``None`` for an entry the pass did not replay (no machine, an engine
-        failure); ``before`` is ``None`` at a segment's first entry too.
-    verdict : Verdict
-        The pass's verdict for the entry (recorded vs recomputed hash).
-    ignored : bool
-        The state did not react: ``after`` equals ``before``.
-    transitions : tuple[TakenTransition, ...] or None
-        What the engine reported the step took (:attr:`Frame.transitions`); ``None`` where it
-        reported nothing (not replayed, restored, an engine that cannot).
-
-    The derived views are properties: :attr:`value` and :attr:`context` (of ``after``),
-    :attr:`event` and :attr:`event_type` (of the entry, through :mod:`agentscope.log.entry`) and
-    :attr:`changed_paths` (RFC 6901 pointers, :func:`agentscope.jsondiff.changed_paths`).
-    """
-
-    index: int
-    segment: int
-    entry: Mapping[str, Any]
-    machine: Machine | None
-    before: Mapping[str, Any] | None
-    after: Mapping[str, Any] | None
-    verdict: Verdict
-    ignored: bool
-    transitions: tuple[TakenTransition, ...] | None = None
-
-    @property
-    def replayed(self) -> bool:
-        """Whether the pass replayed this entry (``after`` is known)."""
-        return self.after is not None
-
-    @property
-    def value(self) -> Any:
-        """The state value after the entry (``None`` when not replayed)."""
-        return None if self.after is None else self.after.get("value")
-
-    @property
-    def context(self) -> Any:
-        """The context after the entry (``None`` when not replayed)."""
-        return None if self.after is None else self.after.get("context")
-
-    @property
-    def event(self) -> Mapping[str, Any]:
-        """The entry's event (spec §1.1)."""
-        return event_of(self.entry)
-
-    @property
-    def event_type(self) -> str:
-        """The entry's ``event.type``."""
-        return event_type(self.entry)
-
-    @property
-    def changed_paths(self) -> tuple[str, ...]:
-        """RFC 6901 pointers of what the entry changed in the persisted snapshot (empty when not
-        replayed)."""
-        if self.after is None:
-            return ()
-        return tuple(changed_paths(self.before, self.after))
 
 def choose_checkpoint_every(
     machine: Machine,
@@ -203,6 +128,10 @@ class Timeline:
         Machines by ``machineVersion`` for version-bridged logs (spec §1.5).
     cache_size : int
         Frames kept in the LRU.
+    cache_bytes : int
+        Bytes the LRU may hold, each frame counted as its persisted snapshot's compact JSON
+        (default 16 MiB, :class:`~agentscope.pipeline.snapshots.FrameLRU`): a log of large states
+        keeps fewer frames.
     strict, machine_version, explain
         As for :func:`agentscope.pipeline.verify`.
     batch_size : int
@@ -234,6 +163,7 @@ class Timeline:
         memory_budget: int = DEFAULT_BUDGET,
         machines: Mapping[str, Machine] | None = None,
         cache_size: int = 256,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
         strict: bool = False,
         machine_version: str | None = None,
         explain: bool = True,
@@ -259,6 +189,7 @@ class Timeline:
         self._machines = dict(machines) if machines else None
         self._k: int | None = checkpoint_every
         self._cache_size = max(0, cache_size)
+        self._cache_bytes = max(0, cache_bytes)
         self._batch = max(batch_size, checkpoint_every or 0)  # seeks fold <= k entries: one call
         cached = getattr(log, "cached_snapshot", None)
         self._pass = Pass(
@@ -272,6 +203,7 @@ class Timeline:
             source=source_of(log),
             store_budget=memory_budget if checkpoint_every is None else None,
             validated=is_validated(log),
+            findings=read_findings(log),
         )
         self._index: LogIndex = self._pass.index
         if self._entries:
@@ -282,7 +214,7 @@ class Timeline:
             self._index = build_index(self._entries, machine=machine, machines=self._machines,
                                       source=source_of(log))
             self._pass.index = self._index
-        self._lru: OrderedDict[int, Frame] = OrderedDict()
+        self._lru = FrameLRU(self._cache_size, self._cache_bytes)
         # (segment, position, snapshot, sessions, persisted, previous persisted)
         self._cursor: tuple[int, int, Snapshot, dict[str, str], Mapping[str, Any],
                             Mapping[str, Any] | None] | None = None
@@ -349,7 +281,7 @@ class Timeline:
         out._own_entries = False
         out._pass = self._pass.copy()
         out._index = out._pass.index
-        out._lru = OrderedDict()
+        out._lru = FrameLRU(self._cache_size, self._cache_bytes)
         out._cursor = None
         out._report = None
         out._ckpts = None
@@ -541,7 +473,8 @@ class Timeline:
         p = self._pass
         return {"machines": self._machines, "checkpoint_every": self._k,
                 "memory_budget": p.store_budget if p.store_budget is not None else DEFAULT_BUDGET,
-                "cache_size": self._cache_size, "machine_version": p.machine_version,
+                "cache_size": self._cache_size, "cache_bytes": self._cache_bytes,
+                "machine_version": p.machine_version,
                 "explain": p.explain, "batch_size": self._batch}
 
     def _resumed(self, fork: list[Mapping[str, Any]], n: int) -> Timeline | None:
@@ -569,7 +502,7 @@ class Timeline:
         out._own_entries = False  # as Timeline(machine, fork): extend copies the list first
         out._pass = p
         out._index = p.index
-        out._lru = OrderedDict()
+        out._lru = FrameLRU(self._cache_size, self._cache_bytes)
         out._cursor = None
         out._report = None
         out._ckpts = None
@@ -658,7 +591,9 @@ class Timeline:
     def report(self) -> VerifyReport:
         """The :class:`VerifyReport` of the indexing pass (no extra replay)."""
         if self._report is None:
-            self._report = report_from_index(self._index, self._entries)
+            self._report = report_from_index(self._index, self._entries,
+                                             positions=getattr(self._log, "positions", None),
+                                             set_aside=set_aside(self._log))
         return self._report
 
     @property
@@ -692,13 +627,9 @@ class Timeline:
             raise IndexError(f"timeline index {asked} out of range for {size} entries")
         hit = self._lru.get(n)
         if hit is not None:
-            self._lru.move_to_end(n)
             return hit
         frame = self._make_frame(n)
-        if self._cache_size:
-            self._lru[n] = frame
-            if len(self._lru) > self._cache_size:
-                self._lru.popitem(last=False)
+        self._lru.put(n, frame)
         return frame
 
     def _explanation(self, n: int) -> str | None:

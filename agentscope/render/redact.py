@@ -1,24 +1,40 @@
-"""Redaction for shared views: replace values at listed paths with a marker before they are written.
+"""Redaction for shared views: one redacted copy of the data, made before any view reads it.
 
 A path is a JSON Pointer (``/event/tickets/*/subject``, RFC 6901 escapes ``~0``/``~1``) or dotted
 (``event.email``); ``*`` stands for any key or index. Paths address either the log entry
-(``/event/…``, ``/id``, ``/causationId``) or the persisted snapshot (``/context/…``,
-``/children/*/snapshot/input/subject``); each path is applied to both, a path that does not match
-changes nothing. Hashes and verdicts are never recomputed from redacted data: a view shows what the
-original verified to.
+(``/event/…``, ``/id``, ``/causationId``, ``/recordedAt``, ``/metadata``) or the persisted snapshot
+(``/context/…``, ``/children/*/snapshot/input/subject``, whole sections such as ``/children``,
+``/timers``, ``/output``, ``/error``); each path is applied to both, and a path that matches
+nothing changes nothing. The value at a matching path is replaced by :data:`REDACTED`, with
+everything under it: the keys of a redacted object are gone with it. A ``*`` selects the members
+of an object without hiding their keys (``/context/byEmail/*`` hides the records but shows the
+addresses they are keyed by; ``/context/byEmail`` hides both).
+
+:class:`Redaction` produces the redacted inputs every view reads, so nothing is redacted twice or
+forgotten once: entries, persisted snapshots, whole :class:`~agentscope.frames.Frame` objects (their
+changed paths cut at the redacted member, their explanation scrubbed of the hidden text) and a
+frame source (:meth:`Redaction.source`) that the static players read instead of the timeline.
+Hashes and verdicts are never recomputed from redacted data: a view shows what the original
+verified to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["REDACTED", "RedactionPath", "parse_path", "redact"]
+if TYPE_CHECKING:
+    from agentscope.frames import Frame
+
+__all__ = ["REDACTED", "Redaction", "RedactionPath", "parse_path", "redact"]
 
 REDACTED = "[redacted]"
 """The marker written in place of a redacted value."""
 
 RedactionPath = tuple[str, ...]
+
+_EVENT: RedactionPath = ("event",)
 
 
 def parse_path(path: str) -> RedactionPath:
@@ -27,8 +43,10 @@ def parse_path(path: str) -> RedactionPath:
     Raises
     ------
     ValueError
-        For an empty path (redacting the whole document is not a path).
+        For an empty path (redacting the whole document is not a path) or one that is not text.
     """
+    if not isinstance(path, str):
+        raise ValueError(f"redaction path {path!r} is not a string (use e.g. /context/customer)")
     if path.startswith("/"):
         parts = [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
     else:
@@ -77,3 +95,158 @@ def redact(doc: Any, paths: Iterable[RedactionPath | str], marker: str = REDACTE
         parts = parse_path(p) if isinstance(p, str) else p
         doc, _ = _apply(doc, parts, marker)
     return doc
+
+
+def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
+    """Add to ``out`` every key and scalar (as text) that redacting ``parts`` removes from ``value``."""
+    if not parts:
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, Mapping):
+                out.update(str(k) for k in v)
+                stack.extend(v.values())
+            elif isinstance(v, list | tuple):
+                stack.extend(v)
+            elif v is not None and not isinstance(v, bool):
+                out.add(str(v))
+        return
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, Mapping):
+        for k in list(value) if head == "*" else ([head] if head in value else []):
+            _hidden(value[k], rest, out)
+    elif isinstance(value, list | tuple):
+        if head == "*":
+            for v in value:
+                _hidden(v, rest, out)
+        elif head.isdigit() and int(head) < len(value):
+            _hidden(value[int(head)], rest, out)
+
+
+def _pointer(parts: Sequence[str]) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+class Redaction:
+    """Compiled redaction paths: makes the redacted copy that every shared view reads.
+
+    Parameters
+    ----------
+    paths : Iterable[str] or str
+        JSON Pointers or dotted paths (module docstring); one string is one path.
+
+    Raises
+    ------
+    ValueError
+        A path that names no value (``""``, ``"/"``) or is not a string; raised here, before
+        any data is read.
+
+    Examples
+    --------
+    >>> r = Redaction(["/event/email", "/context/byEmail"])
+    >>> r.snapshot({"context": {"byEmail": {"a@x.org": 1}, "n": 2}})
+    {'context': {'byEmail': '[redacted]', 'n': 2}}
+    >>> r.pointer("/context/byEmail/a@x.org/name"), r.pointer("/context/n")
+    ('/context/byEmail', '/context/n')
+    """
+
+    def __init__(self, paths: Iterable[str] | str = (), marker: str = REDACTED) -> None:
+        listed = [paths] if isinstance(paths, str) else list(paths)
+        self.paths: tuple[RedactionPath, ...] = tuple(parse_path(p) for p in listed)
+        self.marker = marker
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)
+
+    def entry(self, entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A log entry with every listed path replaced (the entry itself is not changed); a
+        redacted whole ``event`` keeps an event's shape, ``{"type": marker}``."""
+        out: Mapping[str, Any] = redact(entry, self.paths, self.marker)
+        if _EVENT in self.paths and _apply(entry, _EVENT, self.marker)[1]:
+            out = {**out, _EVENT[0]: {"type": self.marker}}
+        return out
+
+    def snapshot(self, persisted: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """A persisted snapshot with every listed path replaced (``None`` stays ``None``)."""
+        if persisted is None:
+            return None
+        out: Mapping[str, Any] = redact(persisted, self.paths, self.marker)
+        return out
+
+    def pointer(self, path: str) -> str:
+        """A JSON Pointer into the entry or snapshot (a changed path, a diff row's path) cut at
+        the first redacted member it passes through, so no key under a redacted value shows."""
+        if not path.startswith("/"):
+            return path
+        segs = [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+        best: int | None = None
+        for parts in self.paths:
+            k = len(parts)
+            if k <= len(segs) and all(p in ("*", s) for p, s in zip(parts, segs, strict=False)):
+                best = k if best is None else min(best, k)
+        return path if best is None else _pointer(segs[:best])
+
+    def hidden(self, *docs: Any) -> set[str]:
+        """Every key and scalar (as text) the listed paths hide in ``docs`` (for free text)."""
+        out: set[str] = set()
+        for doc in docs:
+            for parts in self.paths:
+                _hidden(doc, parts, out)
+        out.discard("")
+        return out
+
+    def text(self, text: str, hidden: Iterable[str]) -> str:
+        """``text`` with every occurrence of the ``hidden`` strings replaced by the marker
+        (longest first)."""
+        for h in sorted(hidden, key=len, reverse=True):
+            text = text.replace(h, self.marker)
+        return text
+
+    def frame(self, frame: Frame) -> Frame:
+        """``frame`` as a shared view may show it: entry and persisted snapshot redacted, changed
+        paths cut at the redacted member (duplicates dropped, order kept), the explanation
+        scrubbed of every hidden key and value; index, hashes and verdict unchanged."""
+        if not self.paths:
+            return frame
+        why = frame.explanation
+        if why:
+            why = self.text(why, self.hidden(frame.entry, frame.persisted))
+        return replace(
+            frame,
+            entry=self.entry(frame.entry),
+            persisted=self.snapshot(frame.persisted),
+            changed_paths=tuple(dict.fromkeys(self.pointer(p) for p in frame.changed_paths)),
+            explanation=why,
+        )
+
+    def frames(self, frames: Iterable[Frame]) -> Iterator[Frame]:
+        """Each frame of ``frames`` redacted (lazily, in order)."""
+        for f in frames:
+            yield self.frame(f)
+
+    def source(self, source: Any) -> Any:
+        """A frame source (``len``, ``at``, ``iter_frames``) reading ``source`` redacted; ``source``
+        itself when there is nothing to redact."""
+        return _RedactedSource(source, self) if self.paths else source
+
+
+class _RedactedSource:
+    """A frame source whose every frame is redacted (:meth:`Redaction.source`)."""
+
+    def __init__(self, source: Any, redaction: Redaction) -> None:
+        self.source = source
+        self.redaction = redaction
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def at(self, n: int) -> Frame:
+        return self.redaction.frame(self.source.at(n))
+
+    def iter_frames(self) -> Iterator[Frame]:
+        it = getattr(self.source, "iter_frames", None)
+        if callable(it):
+            yield from self.redaction.frames(it())
+            return
+        for n in range(len(self.source)):
+            yield self.at(n)

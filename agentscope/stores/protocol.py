@@ -24,8 +24,9 @@ Row-based stores (SQLite, PostgreSQL) implement :meth:`Store.read` and
 from __future__ import annotations
 
 import abc
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from hashlib import blake2b
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
@@ -50,6 +51,7 @@ __all__ = [
     "Store",
     "ThreadInfo",
     "display_address",
+    "entry_digest",
     "log_from_records",
 ]
 
@@ -180,6 +182,14 @@ class Store(Protocol):
     ) -> None: ...
 
 
+def entry_digest(text: str | bytes) -> bytes:
+    """The content key of one stored entry: BLAKE2b-128 (16 bytes) of its text as stored
+    (UTF-8; a row that is not UTF-8 by its bytes). Equal keys mean byte-identical entries (no
+    collision is expected below 2^64 entries)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return blake2b(data, digest_size=16).digest()
+
+
 def display_address(address: str) -> str:
     """``address`` fit to print: a URL's password (and any ``password=`` query value) removed.
 
@@ -233,13 +243,17 @@ class RowStore(abc.ABC):
         return f"{self.address}#{thread}"
 
     def pick_thread(self, thread: str | None) -> str:
-        """``thread``, or the only thread when ``None``; checked against :meth:`threads`.
+        """``thread``, or the only thread when ``None``; a named thread is checked by
+        :meth:`length` (one key lookup), the only thread found by :meth:`threads`.
 
         Raises
         ------
         ThreadNotFoundError
             An unknown thread (the message lists the available ones), or several and none named.
         """
+        if thread is not None:
+            self.length(thread)  # raises ThreadNotFoundError naming the threads held
+            return thread
         names = [t.thread_id for t in self.threads()]
         if thread is None:
             if len(names) != 1:
@@ -253,6 +267,20 @@ class RowStore(abc.ABC):
                 f"no thread {thread!r}; available threads: {names}", source=self.address
             )
         return thread
+
+    def thread_ids(self) -> list[str]:
+        """The thread ids, ordered (:meth:`threads` without counts or ends; a store may list
+        them from its key column alone)."""
+        return [t.thread_id for t in self.threads()]
+
+    def digests(self, threads: Iterable[str]) -> Iterator[tuple[str, list[bytes]]]:
+        """``(thread, keys)`` for each of ``threads`` in order: the content key
+        (:func:`entry_digest`) of each of its records in ``idx`` order, without parsing any (what
+        :func:`agentscope.bulk.verify_store`'s fold tree and verdict cache compare). A store may
+        compute them closer to its rows (one connection for all); by default from :meth:`read`.
+        Raises as :meth:`read`."""
+        for thread in threads:
+            yield thread, [entry_digest(r.text) for batch in self.read(thread) for r in batch]
 
     def cached_snapshot(self, thread: str, execution_id: str | None) -> dict[str, Any] | None:
         """A persisted snapshot with ``agentMeta`` for this thread (§4.2), where the store keeps

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from agentscope.log.sqlite import (
     thread_ids,
     thread_rows,
 )
-from agentscope.stores.protocol import BATCH, Change, Cursor, RowStore, ThreadInfo
+from agentscope.stores.protocol import BATCH, Change, Cursor, RowStore, ThreadInfo, entry_digest
 
 __all__ = ["SqliteStore"]
 
@@ -118,6 +119,12 @@ class SqliteStore(RowStore):
         return out
 
     def _check(self, conn: Any, thread: str) -> None:
+        try:  # one probe of the (thread_id, idx) key, not a listing of every thread
+            probe = f"SELECT 1 FROM {quote_ident(self.table)} WHERE thread_id = ? LIMIT 1"
+            if conn.execute(probe, (thread,)).fetchone() is not None:
+                return
+        except DAMAGE:
+            pass
         if thread not in thread_ids(conn, self.table):
             raise ThreadNotFoundError(
                 f"no thread {thread!r} in table {self.table!r}; available threads: "
@@ -147,6 +154,27 @@ class SqliteStore(RowStore):
             ]
         if damage is not None:
             raise damage
+
+    def thread_ids(self) -> list[str]:
+        """``SELECT DISTINCT thread_id`` (the primary-key index; never an entry)."""
+        with connect(self.path) as conn:
+            return thread_ids(conn, self.table)
+
+    def digests(self, threads: Iterable[str]) -> Iterator[tuple[str, list[bytes]]]:
+        """See :meth:`~agentscope.stores.protocol.RowStore.digests`: one read transaction for
+        every thread, one query of the entry column per thread, no records built."""
+        with connect(self.path) as conn:
+            utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+            # a UTF-8 database's text as stored, never decoded: the bytes entry_digest hashes
+            what = "CAST(entry AS BLOB)" if utf8 else "entry"
+            b2 = blake2b  # entry_digest, inlined for the common row
+            for thread in threads:
+                self._check(conn, thread)
+                rows, damage = thread_rows(conn, self.table, thread, self.address, what=what)
+                if damage is not None:
+                    raise damage
+                yield thread, [b2(data, digest_size=16).digest() if type(data) is bytes
+                               else entry_digest(getattr(data, "raw", data)) for _idx, data in rows]
 
     def close(self) -> None:
         """Nothing held open between calls (each call opens and closes its connection)."""

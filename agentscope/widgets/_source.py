@@ -6,7 +6,6 @@ and the static player.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame, Verdict
 from agentscope.log.entry import AGENT_USAGE, entry_id, event_of, event_type, recorded_hash
+from agentscope.pipeline.snapshots import DEFAULT_CACHE_BYTES, FrameLRU
 from agentscope.render.chart import moves_from_taken, taken_edges
 from agentscope.render.dot import ObservedEdge
 
@@ -88,25 +88,23 @@ class EntriesOnly:
 
 
 class FrameCache:
-    """A small LRU of frames in front of a :class:`FrameSource` (stepping reuses neighbours)."""
+    """A small LRU of frames in front of a :class:`FrameSource` (stepping reuses neighbours),
+    bounded by ``size`` frames and ``max_bytes`` (:class:`~agentscope.pipeline.snapshots.FrameLRU`:
+    a log of large states keeps fewer frames)."""
 
-    def __init__(self, source: FrameSource, size: int = 256) -> None:
+    def __init__(self, source: FrameSource, size: int = 256, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.source = source
         self.size = size
-        self._d: OrderedDict[int, Frame] = OrderedDict()
+        self.lru = FrameLRU(size, max_bytes)
 
     def __len__(self) -> int:
         return len(self.source)
 
     def at(self, n: int) -> Frame:
-        f = self._d.get(n)
+        f = self.lru.get(n)
         if f is None:
             f = self.source.at(n)
-            self._d[n] = f
-            if len(self._d) > self.size:
-                self._d.popitem(last=False)
-        else:
-            self._d.move_to_end(n)
+            self.lru.put(n, f)
         return f
 
 

@@ -13,7 +13,7 @@ and the embedded JSON is escaped with :func:`agentscope.render._escape.json_for_
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,8 @@ from agentscope.render.chart import (
 from agentscope.render.coverage import COVERAGE_CSS, coverage_classes, coverage_legend_html
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import marker_strip_svg, page_css
-from agentscope.widgets._source import FrameSource, iter_frames, step_info
+from agentscope.render.redact import Redaction
+from agentscope.widgets._source import FrameSource, iter_frames, step_info, usage_series
 
 if TYPE_CHECKING:
     from agentscope.coverage_map import Coverage
@@ -137,9 +138,10 @@ def pane_data(
     """Collect one log's per-step data (one pass over ``frames``) and lay its chart out once.
 
     Returns the pane's JSON-ready dict and the :class:`Layout` (with the observed edges) whose
-    SVG the page embeds (``None`` without a graph).
+    SVG the page embeds (``None`` without a graph). ``redact``: paths of
+    :class:`~agentscope.render.redact.Redaction`, applied to the frames before anything reads them.
     """
-    pane, lay, _ = _pane(frames, graph, name, keyframe_every, prefix, engine, redact)
+    pane, lay, _ = _pane(Redaction(redact).frames(frames), graph, name, keyframe_every, prefix, engine)
     return pane, lay
 
 
@@ -150,36 +152,16 @@ def _pane(
     keyframe_every: int,
     prefix: str = "as",
     engine: Any = None,
-    redact: Sequence[str] = (),
 ) -> tuple[dict[str, Any], Layout | None, list[Layout]]:
-    got = _collect(frames, graph, keyframe_every, redact)
+    got = _collect(frames, graph, keyframe_every)
     lay = layout(graph, observed_edges=got.observed(), prefix=prefix, engine=engine) if graph else None
     subs = expansions(lay, [got]) if lay is not None else []
     return _finish(got, lay, name, subs), lay, subs
 
 
-def _redacted(frame: Frame, paths: Sequence[str]) -> Frame:
-    """``frame`` with the listed paths replaced in its entry and persisted snapshot (hashes and
-    verdict kept: they say what the original verified to)."""
-    from dataclasses import replace
-
-    from agentscope.render.redact import redact
-
-    persisted = redact(frame.persisted, paths) if frame.persisted is not None else None
-    return replace(frame, entry=redact(frame.entry, paths), persisted=persisted)
-
-
-def _collect(
-    frames: Iterable[Frame], graph: Graph | None, keyframe_every: int, redact: Sequence[str] = ()
-) -> _Collected:
+def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) -> _Collected:
     if keyframe_every < 1:
         raise ValueError(f"keyframe_every must be >= 1, got {keyframe_every}")
-    if redact:
-        from agentscope.render.redact import parse_path
-
-        for r in redact:
-            parse_path(r)  # a bad path fails before the walk
-        frames = (_redacted(f, redact) for f in frames)
     rows: list[dict[str, Any]] = []
     moves_per: list[tuple[ObservedEdge, ...]] = []
     infos: list[tuple[frozenset[str], frozenset[str], frozenset[str]]] = []
@@ -423,6 +405,14 @@ def _player_js() -> str:
     return files("agentscope.widgets").joinpath("player.js").read_text(encoding="utf-8")
 
 
+def _tap(frames: Iterable[Frame], entries: list[Mapping[str, Any]] | None) -> Iterator[Frame]:
+    """``frames`` as they pass, their entries appended to ``entries`` (when given)."""
+    for f in frames:
+        if entries is not None:
+            entries.append(f.entry)
+        yield f
+
+
 def source_label(log: Any) -> str:
     """The file name and thread of a log's source (never the absolute local path)."""
     from pathlib import PurePath
@@ -488,13 +478,16 @@ def timeline_page(
     """
     n = len(source) if n is None else n
     label = source_label(log)
+    red = Redaction(redact)  # the one redacted copy every part of the page reads
+    entries: list[Mapping[str, Any]] = []
     pane, lay, subs = _pane(
-        iter_frames(source),
+        _tap(iter_frames(red.source(source)), entries if red and usage is not None else None),
         graph,
         str(getattr(log, "thread", None) or "log"),
         keyframe_every,
-        redact=redact,
     )
+    if red and usage is not None:  # the sparkline counts the redacted entries' tokens
+        usage = usage_series(entries)
     marks = dict(marks or {})
     for i, f in enumerate(pane["frames"]):  # the walk saw every verdict: mark them all
         if f["v"] in ("mismatch", "explained") and i not in marks:
@@ -582,15 +575,13 @@ def fork_page(
     """
     from agentscope.render.context import diff_rows
 
-    frames_a = list(iter_frames(timelines[0]))
-    frames_b = list(iter_frames(timelines[1]))
+    red = Redaction(redact)  # the one redacted copy every part of the page reads
+    frames_a = list(iter_frames(red.source(timelines[0])))
+    frames_b = list(iter_frames(red.source(timelines[1])))
     n = max(len(frames_a), len(frames_b))
     overridden = divergence is not None and divergence != diff.divergence
     common = divergence if overridden and divergence is not None else int(diff.common_prefix)
     divergence = diff.divergence if divergence is None else divergence
-    if redact:
-        frames_a = [_redacted(f, redact) for f in frames_a]
-        frames_b = [_redacted(f, redact) for f in frames_b]
     got_a = _collect(frames_a, graph, keyframe_every)
     got_b = _collect(frames_b, graph, keyframe_every)
     # one chart (machine layout, both sides' observed moves drawn over it)

@@ -80,7 +80,7 @@ def _ignored(source: Any) -> set[int]:
     df = getattr(getattr(source, "report", None), "df", None)
     if df is None or "ignored" not in getattr(df, "columns", ()):
         return set()
-    return {int(i) for i, ig in zip(df["index"].tolist(), df["ignored"].tolist(), strict=True) if ig}
+    return {int(i) for i, ig in zip(range(len(df)), df["ignored"].tolist(), strict=True) if ig}
 
 
 def _marks(source: Any, n: int) -> dict[int, str]:
@@ -89,7 +89,7 @@ def _marks(source: Any, n: int) -> dict[int, str]:
     report = getattr(source, "report", None)
     df = getattr(report, "df", None)
     if df is not None and "verdict" in getattr(df, "columns", ()):
-        for i, v in zip(df["index"].tolist(), df["verdict"].tolist(), strict=True):
+        for i, v in zip(range(len(df)), df["verdict"].tolist(), strict=True):
             if v in (Verdict.MISMATCH.value, Verdict.EXPLAINED.value):
                 marks[int(i)] = str(v)
         return marks

@@ -1,0 +1,251 @@
+"""The verdict cache of :func:`agentscope.bulk.verify_store`: a SQLite file the user names.
+
+A thread's row of the verification table depends only on the machine and the thread's stored
+entries (the fold is pure, spec §4.1), so it can be kept and reused while both are unchanged.
+The cache keys every row by content:
+
+- **machine**: a BLAKE2b digest of the machine module's bytes (the ``.mjs``/``.js``/``.ts``
+  file for Node, the Python module's source file), the export, every extra version-bridge
+  machine the same way (so a changed ``machineVersion`` or transition is a new key), and the
+  verification mode (``strict``);
+- **thread**: the store's display address and the thread id (rows name their source);
+- **entries**: one BLAKE2b-128 digest per stored entry text in ``idx`` order (the same content
+  keys the fold tree uses), so a lookup tells an unchanged thread (every digest equal), a grown
+  one (the cached digests are a prefix of the stored ones) and a rewritten one (the first
+  differing position).
+
+The file holds a ``meta`` table (``format`` = :data:`FORMAT`, ``version`` = :data:`VERSION`) and
+a ``verdicts`` table. A file that is not a SQLite database, or one without that ``meta`` (a
+foreign database), or with damaged rows, is never trusted: :class:`~agentscope.errors.CacheWarning`
+is issued, its rows are not used and the file is not written. The cache is never inside the
+store it describes (:func:`check_cache_path`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import sqlite3
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentscope.errors import CacheWarning, StoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentscope.bulk import MachineSpec
+
+__all__ = ["FORMAT", "VERSION", "CachedRow", "VerdictCache", "check_cache_path", "machine_key"]
+
+FORMAT = "agentscope-verdict-cache"
+"""The ``meta.format`` value of a verdict cache file."""
+VERSION = "1"
+"""The ``meta.version`` of the layout written here; another version is ignored (and kept)."""
+
+DIGEST = 16
+"""Bytes per entry digest (BLAKE2b-128)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRow:
+    """One cached verification row: ``digests`` (``DIGEST`` bytes per entry, ``idx`` order) and
+    ``row`` (the table's columns but ``seconds`` and ``folded``)."""
+
+    digests: bytes
+    row: dict[str, Any]
+
+
+def _module_bytes(spec: MachineSpec) -> bytes:
+    if spec.kind == "node":
+        return Path(spec.module).read_bytes()
+    found = importlib.util.find_spec(spec.module)
+    origin = found.origin if found is not None else None
+    if origin is None or not Path(origin).is_file():
+        return f"<no source for {spec.module}>".encode()
+    return Path(origin).read_bytes()
+
+
+def machine_key(spec: MachineSpec, extra: Sequence[tuple[str, MachineSpec]], strict: bool) -> str:
+    """The machine part of the cache key: a hex BLAKE2b digest of the module bytes and export of
+    ``spec`` and of each ``(machineVersion, spec)`` of ``extra``, and ``strict``.
+
+    Raises
+    ------
+    OSError
+        A Node module file cannot be read.
+    """
+    h = hashlib.blake2b(digest_size=20)
+    for version, s in (("", spec), *extra):
+        for part in (version, s.kind, s.export or "", _module_bytes(s)):
+            data = part if isinstance(part, bytes) else part.encode()
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
+    h.update(b"strict" if strict else b"lenient")
+    return h.hexdigest()
+
+
+def check_cache_path(cache: str | os.PathLike[str], store: str) -> Path:
+    """``cache`` as a path, refused when it is (or sits inside) the store ``store``: a SQLite
+    store or its ``-wal``/``-journal``, a log file, a directory store; the cache never writes to
+    a user's store.
+
+    Raises
+    ------
+    StoreError
+        The cache path is the store, one of its side files, or inside a directory store.
+    """
+    path = Path(cache).expanduser()
+    if "://" in store:
+        return path
+    target = path.resolve()
+    base = Path(store).expanduser().resolve()
+    sides = {base, Path(f"{base}-wal"), Path(f"{base}-journal"), Path(f"{base}-shm")}
+    if target in sides or (base.is_dir() and base in target.parents):
+        raise StoreError(
+            f"the verdict cache {path} would be inside the store; name a file outside it",
+            source=str(store),
+        )
+    return path
+
+
+_ROW_FIELDS = ("length", "verified", "mismatches", "first_mismatch", "explained", "unexplained",
+               "missing", "error")
+
+
+def _row_ok(row: Any, thread: str, n_digests: int) -> bool:
+    """Whether a decoded row has the table's fields with their types (a damaged one is not)."""
+    if not isinstance(row, dict) or set(row) != set(_ROW_FIELDS):
+        return False
+    ints = ("length", "mismatches", "explained", "unexplained", "missing")
+    if not all(type(row[k]) is int and row[k] >= 0 for k in ints) or type(row["verified"]) is not bool:
+        return False
+    if row["first_mismatch"] is not None and type(row["first_mismatch"]) is not int:
+        return False
+    return (row["error"] is None or isinstance(row["error"], str)) and row["length"] == n_digests
+
+
+class VerdictCache:
+    """An open verdict cache file (see the module docstring). Use :meth:`open`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection | None) -> None:
+        self.path = path
+        self._conn = conn
+        self._warned = False
+
+    @property
+    def usable(self) -> bool:
+        """Whether the file is a verdict cache this version reads and writes."""
+        return self._conn is not None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> VerdictCache:
+        """Open (or create) the cache at ``path``. A file that is not a verdict cache of this
+        version gives an unusable cache (nothing read, nothing written) and a
+        :class:`~agentscope.errors.CacheWarning` saying why."""
+        p = Path(path)
+        fresh = not p.exists() or p.stat().st_size == 0
+        try:
+            conn = sqlite3.connect(str(p), isolation_level=None)
+        except sqlite3.Error as exc:
+            return cls._ignored(p, f"cannot open it ({exc})")
+        try:
+            if fresh:
+                conn.executescript(
+                    "BEGIN;"
+                    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                    "CREATE TABLE verdicts (machine TEXT NOT NULL, store TEXT NOT NULL, "
+                    "thread TEXT NOT NULL, digests BLOB NOT NULL, row TEXT NOT NULL, "
+                    "PRIMARY KEY (machine, store, thread));"
+                    "COMMIT;"
+                )
+                conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                                 [("format", FORMAT), ("version", VERSION)])
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            conn.execute("SELECT machine, store, thread, digests, row FROM verdicts LIMIT 0")
+        except sqlite3.Error as exc:
+            conn.close()
+            return cls._ignored(p, f"it is not a verdict cache ({exc})")
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            conn.close()
+            return cls._ignored(
+                p, f"it is not a version-{VERSION} verdict cache (format {meta.get('format')!r}, "
+                f"version {meta.get('version')!r})")
+        return cls(p, conn)
+
+    @classmethod
+    def _ignored(cls, path: Path, why: str) -> VerdictCache:
+        warnings.warn(f"verdict cache {path} ignored: {why}; verifying without it and leaving "
+                      "the file as it is", CacheWarning, stacklevel=4)
+        return cls(path, None)
+
+    def get(self, machine: str, store: str, threads: Sequence[str]) -> dict[str, CachedRow]:
+        """The cached rows of ``threads`` under ``machine`` and ``store`` (rows that cannot be
+        decoded are left out, with one :class:`~agentscope.errors.CacheWarning`)."""
+        out: dict[str, CachedRow] = {}
+        if self._conn is None:
+            return out
+        wanted = set(threads)
+        try:
+            rows = self._conn.execute(
+                "SELECT thread, digests, row FROM verdicts WHERE machine = ? AND store = ?",
+                (machine, store),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            self._damaged(str(exc))
+            return out
+        for thread, digests, text in rows:
+            if thread not in wanted:
+                continue
+            try:
+                row = json.loads(text)
+            except (TypeError, ValueError):
+                row = None
+            if not isinstance(digests, bytes) or len(digests) % DIGEST or not _row_ok(
+                row, thread, len(digests) // DIGEST
+            ):
+                self._damaged(f"thread {thread!r} has a damaged row")
+                continue
+            out[thread] = CachedRow(digests, row)
+        return out
+
+    def put(self, machine: str, store: str, rows: Mapping[str, CachedRow]) -> None:
+        """Store ``rows`` (replacing those of the same key), in one transaction."""
+        if self._conn is None or not rows:
+            return
+        try:
+            with _transaction(self._conn):
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?)",
+                    [(machine, store, t, r.digests, json.dumps({k: r.row[k] for k in _ROW_FIELDS}))
+                     for t, r in rows.items()],
+                )
+        except sqlite3.Error as exc:
+            self._damaged(f"cannot write to it ({exc})")
+
+    def _damaged(self, why: str) -> None:
+        if not self._warned:
+            warnings.warn(f"verdict cache {self.path}: {why}; those rows are verified again",
+                          CacheWarning, stacklevel=4)
+            self._warned = True
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

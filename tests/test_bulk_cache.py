@@ -1,0 +1,184 @@
+"""verify_store's verdict cache: the same table as without it, content-keyed reuse, a grown and a
+rewritten thread told apart, a corrupt or foreign file never trusted."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from agentscope.bulk import verify_store
+from agentscope.cli import main
+from agentscope.errors import CacheWarning, StoreError
+from agentscope.examples.python_machines import counter_machine
+from agentscope.recorder import ManualClock, Recorder
+from tests.conftest import FIXTURES
+from tests.test_bulk_tree import COUNTER, TIMING, TRIAGE, _forests, _tamper
+
+STORES = ((FIXTURES / "g_triage.sqlite", TRIAGE), (FIXTURES / "c_fork.sqlite", COUNTER))
+
+
+def _run(store: Path, spec: str, cache: Path | None = None, **kw: Any) -> pd.DataFrame:
+    with ThreadPoolExecutor(1) as pool:
+        return verify_store(store, spec, executor=pool, cache=cache, **kw)
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.drop(columns=TIMING), b.drop(columns=TIMING))
+
+
+def test_fixture_stores_give_the_same_table_with_a_cold_and_a_warm_cache(tmp_path: Path) -> None:
+    for n, (store, spec) in enumerate(STORES):
+        cache = tmp_path / f"verdicts{n}.sqlite"
+        plain = _run(store, spec)
+        cold = _run(store, spec, cache)
+        warm = _run(store, spec, cache)
+        _same(cold, plain)
+        _same(warm, plain)
+        assert cold.attrs["cache"]["reused"] == []
+        assert sorted(warm.attrs["cache"]["reused"]) == sorted(plain["thread"])
+        assert (warm["folded"] == 0).all()  # nothing read past the content keys, nothing folded
+        untreed = _run(store, spec, cache, tree=False)  # a row is a row: the tree does not matter
+        _same(untreed, plain)
+
+
+def test_a_cache_of_another_machine_or_mode_is_not_used(tmp_path: Path) -> None:
+    cache = tmp_path / "verdicts.sqlite"
+    store, spec = STORES[1]
+    _run(store, spec, cache)
+    strict = _run(store, spec, cache, strict=True)
+    assert strict.attrs["cache"]["reused"] == []
+    _same(strict, _run(store, spec, strict=True))
+
+
+def test_a_tampered_prefix_is_reported_at_its_first_changed_entry_and_verified_again(tmp_path: Path) -> None:
+    store, cache = tmp_path / "store.sqlite", tmp_path / "verdicts.sqlite"
+    shutil.copyfile(FIXTURES / "g_triage.sqlite", store)
+    first = _run(store, TRIAGE, cache)
+    assert first["verified"].all()
+    _tamper(store, store, ["main"], 5)
+    with pytest.warns(CacheWarning, match=r"thread 'main': entry 5 changed since it was verified"):
+        again = _run(store, TRIAGE, cache)
+    _same(again, _run(store, TRIAGE))
+    status = again.attrs["cache"]
+    assert status["rewritten"] == {"main": 5}
+    assert sorted(status["reused"]) == ["fork", "second"]  # their bytes did not change
+    rows = again.set_index("thread")
+    assert not rows.loc["main", "verified"] and rows.loc["main", "first_mismatch"] == 5
+
+
+def test_a_grown_thread_is_told_apart_and_verified_with_its_new_entries(tmp_path: Path) -> None:
+    store, cache = tmp_path / "live.sqlite", tmp_path / "verdicts.sqlite"
+    rec = Recorder(counter_machine(), {"count": 0}, clock=ManualClock(), execution_id="exec-live")
+    for _ in range(5):
+        rec.clock.advance(10)
+        rec.send({"type": "INC"})
+    rec.to_sqlite(store, "live", live=True)
+    try:
+        first = _run(store, COUNTER, cache)
+        assert first["length"].tolist() == [6]
+        for _ in range(4):
+            rec.clock.advance(10)
+            rec.send({"type": "TOGGLE"})
+    finally:
+        rec.close()
+    grown = _run(store, COUNTER, cache)
+    assert grown.attrs["cache"]["grown"] == {"live": 6}
+    assert grown["length"].tolist() == [10] and grown["verified"].all()
+    _same(grown, _run(store, COUNTER))
+    assert _run(store, COUNTER, cache).attrs["cache"]["reused"] == ["live"]
+
+
+@pytest.mark.parametrize("content", [b"not a database at all" * 40, b"SQLite format 3\x00" + b"\x07" * 900])
+def test_a_corrupt_cache_file_is_ignored_with_a_warning_and_left_as_it_is(tmp_path: Path, content: bytes) -> None:
+    cache = tmp_path / "verdicts.sqlite"
+    cache.write_bytes(content)
+    store, spec = STORES[0]
+    with pytest.warns(CacheWarning, match="ignored"):
+        df = _run(store, spec, cache)
+    _same(df, _run(store, spec))
+    assert df.attrs["cache"]["reused"] == []
+    assert cache.read_bytes() == content
+
+
+def test_a_foreign_database_as_cache_is_never_trusted_nor_written(tmp_path: Path) -> None:
+    foreign = tmp_path / "other.sqlite"
+    shutil.copyfile(FIXTURES / "c_fork.sqlite", foreign)
+    before = foreign.read_bytes()
+    store, spec = STORES[0]
+    with pytest.warns(CacheWarning, match="not a verdict cache"):
+        df = _run(store, spec, foreign)
+    _same(df, _run(store, spec))
+    assert foreign.read_bytes() == before
+
+
+def test_damaged_rows_of_a_cache_are_verified_again(tmp_path: Path) -> None:
+    cache = tmp_path / "verdicts.sqlite"
+    store, spec = STORES[0]
+    _run(store, spec, cache)
+    con = sqlite3.connect(cache)
+    con.execute("UPDATE verdicts SET row = '{\"verified\": true}' WHERE thread = 'main'")
+    con.execute("UPDATE verdicts SET digests = x'00' WHERE thread = 'fork'")
+    con.commit()
+    con.close()
+    with pytest.warns(CacheWarning, match="damaged row"):
+        df = _run(store, spec, cache)
+    assert df.attrs["cache"]["reused"] == ["second"]
+    _same(df, _run(store, spec))
+
+
+def test_the_cache_is_never_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite"
+    shutil.copyfile(FIXTURES / "c_fork.sqlite", store)
+    for bad in (store, Path(f"{store}-wal")):
+        with pytest.raises(StoreError, match="inside the store"):
+            _run(store, COUNTER, bad)
+    assert store.read_bytes() == (FIXTURES / "c_fork.sqlite").read_bytes()
+
+
+def test_cli_verify_with_a_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, cache = FIXTURES / "g_triage.sqlite", tmp_path / "verdicts.sqlite"
+    for _ in range(2):
+        assert main(["verify", str(store), "--machine", TRIAGE, "--cache", str(cache), "--workers", "1"]) == 0
+        assert "3/3 threads verified" in capsys.readouterr().out
+    assert main(["verify", str(store), "--machine", TRIAGE, "--cache", str(store)]) == 2
+    assert "inside the store" in capsys.readouterr().err
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(forest=_forests())
+def test_generated_forests_give_the_same_table_with_and_without_the_cache(
+    forest: list[tuple[int, int, list[dict[str, Any]]]], tmp_path_factory: Any
+) -> None:
+    tmp = tmp_path_factory.mktemp("forest")
+    store, cache = tmp / "store.sqlite", tmp / "verdicts.sqlite"
+    recs: list[Recorder] = []
+    for i, (parent, at, events) in enumerate(forest):
+        if parent < 0:
+            rec = Recorder(counter_machine(), {"count": 0}, clock=ManualClock(), execution_id=f"exec-{i}")
+        else:
+            rec = recs[parent].fork(min(at, len(recs[parent].entries)))
+        for ev in events:
+            rec.clock.advance(10)
+            rec.send(ev)
+        recs.append(rec)
+    for i, rec in enumerate(recs):
+        rec.to_sqlite(store, f"t{i}")
+    plain = _run(store, COUNTER)
+    _same(_run(store, COUNTER, cache), plain)
+    late = recs[-1].fork(len(recs[-1].entries))
+    late.clock.advance(10)
+    late.send({"type": "TOGGLE"})
+    late.to_sqlite(store, "late")  # a new thread: verified, the rest reused
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        warm = _run(store, COUNTER, cache)
+    _same(warm, _run(store, COUNTER))
+    assert sorted(warm.attrs["cache"]["reused"]) == sorted(plain["thread"])
