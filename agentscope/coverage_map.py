@@ -7,18 +7,17 @@ same ``concurrent.futures.Executor`` seam as :func:`agentscope.verify_store`
 (:func:`agentscope.bulk.map_chunks`): a local process pool by default, or e.g. a Dask client's
 ``get_executor()``.
 
-How a transition is *observed*: the persisted snapshots show states, not the transitions
-between them, so each step's move is inferred from the active states before and after it and
-the entry's event by the one rule the statechart view uses,
-:func:`agentscope.render.chart.taken_edges` (the deepest active source with a transition matching
-the event, ``xstate.done.actor.<id>`` and wildcards included; eventless steps attributed to the
-event). The move counts for the declared transition of its source and event (the one whose
-target is, or is an ancestor of, the state finally entered, else the first in document order);
-a move no declared transition has the source and event of is listed as undeclared, and a step
-whose state value changed with no move inferred is listed as an undeclared ``(value before,
-event, value after)`` row. Eventless (``always``) and state-done (``onDone``)
-transitions run as microsteps between two recorded snapshots, so they are not listed as never
-taken even when no move was attributed to them.
+How a transition is *observed*: both engines report the transitions each step took
+(:attr:`~agentscope.pipeline.Step.transitions`, every microstep: eventless ``always`` and
+state-done ``onDone`` ones included), and each counts for its declared transition (a function
+transition's resolved target is attributed to the declared one of its source and event, see
+:func:`_attribute`). Only for an engine that reports nothing (a third-party
+:class:`~agentscope.engines.base.Machine`, the Node engine with ``report_transitions=False``)
+is a step's move inferred from the active states before and after it and the entry's event, by
+:func:`agentscope.render.chart.taken_edges`; a step whose state value changed with no move
+inferred is then listed as an undeclared ``(value before, event, value after)`` row, and
+eventless and state-done transitions, which such a step cannot show, are not listed as never
+taken (:attr:`Coverage.inferred`).
 """
 
 from __future__ import annotations
@@ -62,6 +61,7 @@ class _Counts:
     # (source, event, target) -> [taken, first_index, last_index, first_log]
     transitions: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
+    inferred: bool = False  # some step's move was inferred (its engine reported none)
 
     def merge(self, other: _Counts) -> None:
         for sid, (v, fi, li, lg, fl) in other.states.items():
@@ -80,6 +80,7 @@ class _Counts:
                 got[0] += t
                 got[2] = li
         self.logs.extend(other.logs)
+        self.inferred = self.inferred or other.inferred
 
 
 def _declared_moves(graph: Graph) -> list[tuple[str, str, str, str]]:
@@ -158,12 +159,23 @@ def _count_timeline(tl: Timeline, label: str) -> _Counts:
                 row[2] = step.index
         if step.segment != seg:
             seg, prev_active, prev_value = step.segment, None, None
-        if prev_active is not None and step.before is not None:
-            ev = step.event
-            moves = taken_edges(m.graph, prev_active, active, ev)
+        keys: list[tuple[str, str, str]] = []
+        if step.transitions is not None:  # what the engine took, microsteps included
+            edges = m.graph.transitions
+            for t in step.transitions:
+                if t.edge is None:
+                    continue
+                d = edges[t.edge]
+                targets = (t.targets if d.dynamic else d.targets) or (d.source,)
+                keys.extend(_attribute(m.graph, handlers, d.source, d.event, x) for x in targets)
+            keys = list(dict.fromkeys(keys))
+        elif prev_active is not None and step.before is not None:
+            out.inferred = True
+            moves = taken_edges(m.graph, prev_active, active, step.event)
             keys = [_attribute(m.graph, handlers, e.source, e.event, e.target) for e in moves]
             if not keys and value != prev_value:
                 keys = [(prev_value or "", step.event_type, value)]
+        if keys:
             for key in keys:
                 got = out.transitions.get(key)
                 if got is None:
@@ -200,11 +212,14 @@ class Coverage:
     transitions : pandas.DataFrame
         Columns :data:`TRANSITION_COLUMNS`: every declared transition (``declared`` True, in
         document order; ``target`` its target ids joined by spaces, ``""`` when targetless) and
-        every undeclared observed change (``declared`` False; source/target are state value
-        strings); ``taken`` (nullable Int64; ``<NA>`` for eventless and state-done transitions,
-        which cannot be attributed), ``first_index``, ``last_index`` (Int64), ``first_log``.
+        every undeclared observed change (``declared`` False: only where a move was inferred;
+        source/target are then state value strings); ``taken`` (int64: steps that took it, each
+        step counting a transition once), ``first_index``, ``last_index`` (Int64), ``first_log``.
     logs : tuple of str
         Labels of the logs counted, in order.
+    inferred : bool
+        Some step's move was inferred from the state change (its engine reported no
+        transitions): eventless and state-done transitions then never count as never taken.
 
     Examples
     --------
@@ -224,6 +239,7 @@ class Coverage:
     states: pd.DataFrame = field(repr=False)
     transitions: pd.DataFrame = field(repr=False)
     logs: tuple[str, ...] = ()
+    inferred: bool = False
 
     @property
     def never_visited(self) -> list[str]:
@@ -233,12 +249,13 @@ class Coverage:
 
     @property
     def never_taken(self) -> pd.DataFrame:
-        """Declared, attributable transitions never observed taken (rows of :attr:`transitions`)."""
+        """Declared transitions never observed taken (rows of :attr:`transitions`; without the
+        eventless and state-done ones when moves were :attr:`inferred`)."""
         df = self.transitions
         import pandas as pd
 
         hidden = {(src, ev, tgt) for src, ev, tgt, kind in _declared_moves(self.graph)
-                  if kind in _UNOBSERVABLE or not ev}
+                  if self.inferred and (kind in _UNOBSERVABLE or not ev)}
         keys = list(zip(df["source"], df["event"], df["target"], strict=True))
         shown = pd.Series([k not in hidden for k in keys], index=df.index, dtype=bool)
         mask = df["declared"] & (df["taken"] == 0) & shown
@@ -338,7 +355,7 @@ def _result(machine_id: str, graph: Graph, counts: _Counts) -> Coverage:
     transitions = pd.DataFrame(trows, columns=list(TRANSITION_COLUMNS)).astype(
         {"source": object, "event": object, "target": object, "declared": bool,
          "taken": "int64", "first_index": "Int64", "last_index": "Int64", "first_log": object})
-    return Coverage(machine_id, graph, states, transitions, tuple(counts.logs))
+    return Coverage(machine_id, graph, states, transitions, tuple(counts.logs), counts.inferred)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +421,7 @@ def coverage(
     >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="fork")
     >>> cov = asc.coverage(asc.Timeline(machine, log), machine)
     >>> cov
-    <Coverage supportTriage: 15/19 states visited, 11/20 declared transitions taken, 1 log(s)>
+    <Coverage supportTriage: 15/19 states visited, 18/20 declared transitions taken, 1 log(s)>
     >>> cov.never_visited[:2]
     ['supportTriage.working.hist', 'supportTriage.working.selecting']
     """

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscope.log.entry import event_of
+
+if TYPE_CHECKING:  # frames sit below the engines (docs/pipeline.md); the records are plain values
+    from agentscope.engines.base import TakenTransition
 
 __all__ = ["Frame", "Verdict", "set_html_view"]
 
@@ -61,6 +64,15 @@ class Frame:
         changed since the previous frame, e.g. ``("/context/queue", "/value")``.
     ignored : bool
         The machine did not react to the event: the persisted snapshot equals the previous one.
+    transitions : tuple[TakenTransition, ...] | None
+        The transitions the engine took for this entry, in order (microsteps numbered from 0,
+        each naming its drawn edge ``machine.graph.transitions[t.edge]``); ``()`` when none fired,
+        ``None`` when the engine reported none (a restored snapshot, no machine, an engine that
+        cannot: views then infer the move from the state change).
+    microstep_values : tuple | None
+        The state value after each microstep (index = ``microstep``; the last is :attr:`value`):
+        an eventless chain's states left within the step; ``()`` when nothing fired, ``None``
+        with no reported transitions.
 
     Examples
     --------
@@ -86,6 +98,8 @@ class Frame:
     explanation: str | None = None
     changed_paths: tuple[str, ...] = field(default=())
     ignored: bool = False
+    transitions: tuple[TakenTransition, ...] | None = field(default=None, repr=False)
+    microstep_values: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @property
     def event(self) -> Mapping[str, Any]:
@@ -101,6 +115,20 @@ class Frame:
     def event_id(self) -> str:
         """The entry's ``id``."""
         return str(self.entry.get("id", ""))
+
+    @property
+    def microsteps(self) -> tuple[tuple[TakenTransition, ...], ...]:
+        """:attr:`transitions` grouped by microstep, in order: the event's own step, then each
+        step of the eventless chain and of the raised events after it (parallel regions' moves
+        of one microstep together). ``()`` when nothing fired or nothing was reported; the
+        initial entry of an init step is its microstep 0."""
+        groups: list[list[TakenTransition]] = []
+        for t in self.transitions or ():
+            if not groups or groups[-1][0].microstep != t.microstep:
+                groups.append([t])
+            else:
+                groups[-1].append(t)
+        return tuple(tuple(g) for g in groups)
 
     @property
     def value(self) -> Any:

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentscope.engines.base import Machine
+from agentscope.engines.base import Machine, TakenTransition
 from agentscope.frames import Frame, Verdict
 from agentscope.jsondiff import changed_paths
 from agentscope.log.entry import event_of, event_type
@@ -41,6 +41,9 @@ class Step:
         The pass's verdict for the entry (recorded vs recomputed hash).
     ignored : bool
         The state did not react: ``after`` equals ``before``.
+    transitions : tuple[TakenTransition, ...] or None
+        What the engine reported the step took (:attr:`Frame.transitions`); ``None`` where it
+        reported nothing (not replayed, restored, an engine that cannot).
 
     The derived views are properties: :attr:`value` and :attr:`context` (of ``after``),
     :attr:`event` and :attr:`event_type` (of the entry, through :mod:`agentscope.log.entry`),
@@ -56,6 +59,7 @@ class Step:
     after: Mapping[str, Any] | None
     verdict: Verdict
     ignored: bool
+    transitions: tuple[TakenTransition, ...] | None = None
 
     @property
     def replayed(self) -> bool:

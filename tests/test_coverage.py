@@ -114,6 +114,69 @@ def test_triage_transitions_against_the_log() -> None:
         cov.never_visited)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_transitions_are_counted_as_the_engine_took_them(engine: str, machines: Any) -> None:
+    """Every microstep counts for its own edge: the eventless chains out of ``selecting`` and
+    ``routing`` and the parallel state's ``onDone`` are taken, counted once per step that took
+    them, and nothing is undeclared (no move is guessed)."""
+    m = machines(engine, "g_triage.main.log.json")
+    log = load_json("g_triage.main.log.json")
+    tl = Timeline(m, log)
+    cov = coverage(tl, m)
+    assert not cov.inferred and cov.transitions["declared"].all()
+    t = cov.transitions.set_index(["source", "event", "target"])
+    expected: Counter[int] = Counter()  # steps that took each edge
+    for step in tl.steps():
+        took = {x.edge for x in step.transitions or () if x.edge is not None}
+        expected.update(took)
+    w = "supportTriage.working."
+    analyzed = t.loc[(w + "analyzing", "xstate.done.state." + w + "analyzing", w + "routing"), "taken"]
+    routed = sum(int(t.loc[(w + "routing", "", w + x), "taken"])
+                 for x in ("escalating", "selecting", "awaitingAgent"))
+    edges = m.graph.transitions
+
+    def edge(source: str, target: str) -> int:
+        return next(i for i, e in enumerate(edges) if e.source == source and target in e.targets)
+
+    assert analyzed == routed == expected[edge(w + "analyzing", w + "routing")] > 0
+    assert int(t.loc[(w + "selecting", "", w + "analyzing"), "taken"]) == expected[
+        edge(w + "selecting", w + "analyzing")] > 0
+
+
+def test_a_machine_that_reports_nothing_falls_back_to_inferred_moves() -> None:
+    """The only place moves are still inferred: an engine that reports no transitions (here the
+    Python engine's snapshots with ``transitions`` dropped, as a third-party engine's are)."""
+    import dataclasses
+
+    from agentscope.engines.base import MachineBase
+
+    class Silent(MachineBase):
+        def __init__(self) -> None:
+            self.inner = pm.triage_machine()
+            self.machine_id, self.version = self.inner.machine_id, self.inner.version
+
+        @property
+        def graph(self) -> Any:
+            return self.inner.graph
+
+        def initial(self, input: Any = None) -> Any:
+            return dataclasses.replace(self.inner.initial(input), transitions=None)
+
+        def restore(self, persisted: Any) -> Any:
+            return self.inner.restore(persisted)
+
+        def transition(self, snapshot: Any, event: Any) -> Any:
+            return dataclasses.replace(self.inner.transition(snapshot, event), transitions=None)
+
+        def child_session(self, snapshot: Any, actor_id: str) -> str | None:
+            return self.inner.child_session(snapshot, actor_id)
+
+    m = Silent()
+    cov = coverage(Timeline(m, load_json("g_triage.main.log.json")), m)
+    assert cov.inferred
+    assert (cov.never_taken["event"] != "").all()  # eventless moves cannot be seen: never listed
+
+
 def test_several_logs_add_up_and_keep_first_seen() -> None:
     m = pm.triage_machine()
     names = ["g_triage.main.log.json", "g_triage.second.log.json"]

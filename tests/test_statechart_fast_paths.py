@@ -244,15 +244,16 @@ def test_snapshots_built_without_init_equal_the_dataclass_built_ones() -> None:
     from agentscope.engines.base import Snapshot
 
     assert [f.name for f in dataclasses.fields(Snapshot)] == [
-        "persisted", "handle", "transitions", "actions", "state_hash", "unchanged",
+        "persisted", "handle", "transitions", "actions", "state_hash", "unchanged", "microstep_values",
     ]  # the fields statechart._snapshot sets
     m = counter_machine()
     s = m.initial({"start": 1})
     inc = m.transition(s, {"type": "INC"})
     assert type(inc) is Snapshot and inc.state_hash is None and inc.handle is not None
-    twin = Snapshot(inc.persisted, inc.handle, inc.transitions, inc.actions)
+    twin = Snapshot(inc.persisted, inc.handle, inc.transitions, inc.actions,
+                    microstep_values=inc.microstep_values)
     fields = [f.name for f in dataclasses.fields(Snapshot)]
     assert [getattr(twin, f) for f in fields] == [getattr(inc, f) for f in fields] and twin == inc
     built = statechart._snapshot(inc.persisted, inc.handle, (), ())
     assert (built.persisted, built.handle, built.transitions, built.actions, built.state_hash,
-            built.unchanged) == (inc.persisted, inc.handle, (), (), None, None)
+            built.unchanged, built.microstep_values) == (inc.persisted, inc.handle, (), (), None, None, ())

@@ -396,8 +396,8 @@ class Ctx:
     """One call's working state (``initial`` or ``transition``): a fresh one per call, so the
     machine object holds no per-call state and is safe to share between threads."""
 
-    __slots__ = ("actions", "explicit_ids", "m", "machine_id", "plain", "root_address", "steps",
-                 "stopped_ids", "taken", "working_children")
+    __slots__ = ("actions", "after", "explicit_ids", "m", "machine_id", "plain", "root_address",
+                 "steps", "stopped_ids", "taken", "working_children")
 
     def __init__(self, m: CompiledMachine, machine_id: str, address: str | None = None) -> None:
         self.m = m
@@ -409,6 +409,8 @@ class Ctx:
         self.steps = 0
         self.taken: list[tuple[int, str, Transition, tuple[Node, ...], bool]] = []
         self.actions: list[Action] = []
+        # the state after each microstep that took transitions, but the last (Snapshot.microstep_values)
+        self.after: list[State] = []
         # set by quick_macrostep: the result differs from the state it started from in its
         # context only (CONTEXT_ONLY: every other member shared), or in its context and
         # configuration only (NODES_AND_CONTEXT: a new node tuple, no value; the rest shared)
@@ -1618,10 +1620,13 @@ def settle(cx: Ctx, nxt: State, next_event: Mapping[str, Any], queue: list[Mappi
     m = cx.m
     should_select = True
     count = 0
+    after = cx.after
     while nxt.status == "active":
         count += 1
         if count > MAX_MICROSTEPS:
             raise EngineError("Microstep count exceeded 1000 (an eventless loop?)")
+        while len(after) < cx.steps:  # the state after the microstep just taken
+            after.append(nxt)
         selection: dict[Transition, Any] = {}
         enabled = select_eventless(cx, nxt, next_event) if should_select else []
         previous = nxt if enabled else None

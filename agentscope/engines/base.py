@@ -196,8 +196,9 @@ class Snapshot:
     handle: Any = field(default=None, compare=False, repr=False)
     transitions: tuple[TakenTransition, ...] | None = field(default=None, compare=False, repr=False)
     """The transitions the call that produced this snapshot took, in order; ``None`` when the
-    engine does not report them (the Node engine: XState's pure API does not expose them) or the
-    snapshot was restored; ``()`` when nothing fired."""
+    engine was not asked for them (the Node engine with ``report_transitions=False``, its sparse
+    and last-only folds) or the snapshot was restored; ``()`` when nothing fired. Both engines
+    report the same records for the same step (tests/test_transitions_taken.py)."""
     actions: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     """The action data that call produced, in XState's order (Python engine):
     :class:`~agentscope.engines.statechart.Raise` (delayed ones with their resolved timer id,
@@ -208,6 +209,10 @@ class Snapshot:
     (as parsed JSON values, what ``==`` says of the two), when it made one; else ``None``. The Node
     engine's sparse fold (``fold_iter(..., expected=...)``) sets it for every step but the first
     of each request."""
+    microstep_values: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
+    """The state value after each microstep of :attr:`transitions` (index = ``microstep``; the
+    last is :attr:`value`), when they were reported; else ``None``. An eventless chain's
+    intermediate states (left within the step) show here and nowhere else."""
 
     @property
     def value(self) -> Any:

@@ -400,7 +400,8 @@ class StatechartMachine(MachineBase):
             if not cx.taken and not cx.actions:
                 return _snapshot(snapshot.persisted, state, (), ())
             taken, actions = self._trace(cx)
-            return _snapshot(snapshot.persisted, state, taken, actions)
+            values = self._values(cx, snapshot.persisted.get("value"))
+            return _snapshot(snapshot.persisted, state, taken, actions, values)
         pf = state.persisted_form
         if cx.plain and pf is not None:
             # what _persisted_of builds when only the context (and the configuration) changed,
@@ -414,7 +415,7 @@ class StatechartMachine(MachineBase):
         else:
             p = self._persisted_of(nxt, state)
         taken, actions = self._trace(cx)
-        return _snapshot(p, nxt, taken, actions)
+        return _snapshot(p, nxt, taken, actions, self._values(cx, p.get("value")))
 
     def persist(self, snapshot: Snapshot) -> dict[str, Any]:
         """Return the persisted snapshot in XState 6's shape (a fresh top-level dict)."""
@@ -504,7 +505,8 @@ class StatechartMachine(MachineBase):
         p = self._persisted_of(state, prev)
         if cx is None:
             return Snapshot(p, state)
-        return Snapshot(p, state, *self._trace(cx))
+        taken, actions = self._trace(cx)
+        return Snapshot(p, state, taken, actions, microstep_values=self._values(cx, p.get("value")))
 
     def _persisted_of(self, s: State, prev: State | None) -> dict[str, Any]:
         """The persisted snapshot of ``s``, kept on it. From ``prev`` (the state ``s`` was computed
@@ -568,6 +570,14 @@ class StatechartMachine(MachineBase):
         if len(self._traces) < _TRACE_CACHE_MAX:
             self._traces[key] = taken
         return taken, tuple(cx.actions)
+
+    def _values(self, cx: Ctx, final: Any) -> tuple[Any, ...]:
+        """The state value after each microstep of the call (``final`` after the last)."""
+        k = cx.steps
+        if k <= 1:
+            return (final,) if k else ()
+        mid = [get_value(self._compiled, s) for s in cx.after[: k - 1]]
+        return (*mid, *[final] * (k - len(mid)))
 
     def _edge_index(self) -> dict[Transition, int]:
         if self._edges is None:
@@ -680,6 +690,7 @@ _set_transitions = Snapshot.__dict__["transitions"].__set__
 _set_actions = Snapshot.__dict__["actions"].__set__
 _set_state_hash = Snapshot.__dict__["state_hash"].__set__
 _set_unchanged = Snapshot.__dict__["unchanged"].__set__
+_set_values = Snapshot.__dict__["microstep_values"].__set__
 
 
 def _snapshot(
@@ -687,10 +698,11 @@ def _snapshot(
     handle: State,
     transitions: tuple[TakenTransition, ...],
     actions: tuple[Any, ...],
+    values: tuple[Any, ...] = (),
 ) -> Snapshot:
-    """``Snapshot(persisted, handle, transitions, actions)`` (no ``state_hash``), built without the
-    frozen dataclass's ``__init__``, which sets each field through ``object.__setattr__``; this
-    is on the path of every transition."""
+    """``Snapshot(persisted, handle, transitions, actions, microstep_values=values)`` (no
+    ``state_hash``), built without the frozen dataclass's ``__init__``, which sets each field
+    through ``object.__setattr__``; this is on the path of every transition."""
     out: Snapshot = _new(Snapshot)
     _set_persisted(out, persisted)
     _set_handle(out, handle)
@@ -698,6 +710,7 @@ def _snapshot(
     _set_actions(out, actions)
     _set_state_hash(out, None)
     _set_unchanged(out, None)
+    _set_values(out, values)
     return out
 
 

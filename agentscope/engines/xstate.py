@@ -61,6 +61,7 @@ from agentscope.engines.base import (
     Graph,
     Snapshot,
     StateNodeInfo,
+    TakenTransition,
     TransitionInfo,
 )
 from agentscope.engines.nodepath import TS_SUFFIXES, node_argv
@@ -694,6 +695,13 @@ class XStateMachine:
     (spec §3), computed from the real ``machine.config`` in Node. ``structural_string`` is that
     string, ``export_name`` the export used, ``xstate_version`` the XState version resolved next
     to the module. ``reseed_every`` is the re-seed interval of folds (0 disables re-seeding).
+
+    ``report_transitions`` (default ``True``): :meth:`initial`, :meth:`transition`, :meth:`fold`
+    and :meth:`fold_iter` (unless sparse) fill :attr:`Snapshot.transitions` with the transitions
+    each step took, as the Python engine does (the runner reads them off XState's own macrostep,
+    runner.mjs "The transitions a step takes"); ``False`` leaves them ``None``. A sparse
+    ``fold_iter`` (a verifying pass) and :meth:`fold_last` (seeks) never ask for them. A machine
+    the runner cannot hook (a frozen machine object) reports ``None`` too, and says so on stderr.
     """
 
     machine_id: str
@@ -705,6 +713,8 @@ class XStateMachine:
         self.reseed_every = reseed_every
         self._mirror: tuple[int, int, dict[str, str]] | None = None
         self.part_bytes = DEFAULT_PART_BYTES
+        self.report_transitions = True
+        self._taken_cache: dict[str, tuple[tuple[TakenTransition, ...], tuple[Any, ...]]] = {}
         info = runner.ensure()
         self.machine_id = str(info["machineId"])
         self.structural_string: str = str(info["structural"])
@@ -738,6 +748,8 @@ class XStateMachine:
         req: dict[str, Any] = {"op": "initial"}
         if input is not NO_INPUT:
             req["input"] = input
+        if self.report_transitions:
+            req["taken"] = True
         return self._single(self._runner.request(req))
 
     def restore(self, persisted: Mapping[str, Any]) -> Snapshot:
@@ -810,7 +822,42 @@ class XStateMachine:
     def _single(self, result: Mapping[str, Any]) -> Snapshot:
         h = self._new_handle(int(result["handle"]), dict(result.get("children") or {}))
         sh = result.get("hash")
-        return Snapshot(result["persisted"], h, state_hash=sh if isinstance(sh, str) else None)
+        text = result.get("taken")
+        taken, values = (None, None) if text is None else self._taken(text)
+        return Snapshot(
+            result["persisted"],
+            h,
+            state_hash=sh if isinstance(sh, str) else None,
+            transitions=taken,
+            microstep_values=values,
+        )
+
+    def _taken(self, text: str) -> tuple[tuple[TakenTransition, ...], tuple[Any, ...]]:
+        """The runner's ``[rows, values]`` of one step (a JSON string, ``""`` for none): rows
+        ``[microstep, event, edge, targets, reenter]`` as :class:`TakenTransition` records
+        (``source``, ``guard`` and ``kind`` from the drawn edge; the initial entry, ``edge`` null,
+        from the root), and the state value after each microstep. Built once per distinct step
+        (cached by the text)."""
+        if not text:
+            return (), ()
+        found = self._taken_cache.get(text)
+        if found is not None:
+            return found
+        edges = self._graph.transitions
+        out: list[TakenTransition] = []
+        rows, values = orjson.loads(text)
+        for step, event, edge, targets, reenter in rows:
+            if edge is None:
+                out.append(TakenTransition(int(step), str(event), self._graph.root, tuple(targets), None,
+                                           kind="initial", reenter=bool(reenter)))
+                continue
+            info = edges[int(edge)]
+            out.append(TakenTransition(int(step), str(event), info.source, tuple(targets), int(edge),
+                                       guard=info.guard, kind=info.kind, reenter=bool(reenter)))
+        found = (tuple(out), tuple(values))
+        if len(self._taken_cache) < 4096:
+            self._taken_cache[text] = found
+        return found
 
     def _fold(
         self,
@@ -851,6 +898,8 @@ class XStateMachine:
             "partBytes": self.part_bytes,
             "emit": emit,
         }
+        if self.report_transitions and emit == "all":
+            req["taken"] = True
         cache_sent: dict[str, str] | None
         if sessions is None or not rebind:
             cache_sent = {}
@@ -919,9 +968,10 @@ class XStateMachine:
             children = part["children"]
             n = len(persisted)
             same = part.get("same")
+            taken = part.get("taken")
             if len(hashes) != n or len(children) != n or count + n > n_events or (
                 final and count + n != n_events
-            ) or (same is not None and len(same) != n):
+            ) or (same is not None and len(same) != n) or (taken is not None and len(taken) != n):
                 self._runner.close()
                 raise EngineError(
                     f"Malformed output from the Node runner for {self._runner.label}: "
@@ -938,7 +988,9 @@ class XStateMachine:
                     if kids is None:
                         kids = last_kids
                     last_kids = kids
-                    yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i])
+                    tv = (None, None) if taken is None else self._taken(taken[i])
+                    yield Snapshot(p, _Handle(gen, None, kids), state_hash=hashes[i],
+                                   transitions=tv[0], microstep_values=tv[1])
             else:
                 for i in range(stop):
                     p = persisted[i]
@@ -955,8 +1007,10 @@ class XStateMachine:
                 if sessions is not None:
                     sessions.update(part.get("sessions") or {})
                     self._mirror = (h.generation, int(part["handle"]), dict(sessions))
+                tv = (None, None) if taken is None else self._taken(taken[-1])
                 yield Snapshot(p, h, state_hash=hashes[-1],
-                               unchanged=None if same is None else _unchanged(same[-1]))
+                               unchanged=None if same is None else _unchanged(same[-1]),
+                               transitions=tv[0], microstep_values=tv[1])
 
     def fold_last(
         self,
@@ -1015,7 +1069,9 @@ class XStateMachine:
 
         def sparse(lo: int, hi: int) -> dict[str, Any]:
             """The request fields that make the fold of ``evs[lo:hi]`` sparse (none without ``expected``)."""
-            return {} if expected is None else {"emit": "sparse", "expect": list(expected[lo:hi])}
+            if expected is None:
+                return {"taken": True} if self.report_transitions else {}
+            return {"emit": "sparse", "expect": list(expected[lo:hi]), "taken": False}
 
         first = evs[:chunk]
         req = {**self._seed_request(seed, first, cache, rebind=True), **sparse(0, len(first))}

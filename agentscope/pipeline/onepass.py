@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from agentscope.engines.base import Machine, Snapshot, snapshot_hash
+from agentscope.engines.base import Machine, Snapshot, TakenTransition, snapshot_hash
 from agentscope.errors import (
     AgentscopeError,
     EngineError,
@@ -108,6 +108,14 @@ class LogIndex:
     """Per segment number: every persisted snapshot of the pass (when it kept them)."""
     rows: list[tuple[int, str, str, str | None, str | None, str | None]] = field(default_factory=list)
     """Every entry problem as ``(index, kind, message, field, expected, actual)``, in the order found."""
+    taken: list[tuple[TakenTransition, ...] | None] = field(default_factory=list)
+    """Per entry (``n`` long): the transitions the engine reported the entry's step took
+    (:attr:`Snapshot.transitions`; the records are shared, one tuple per distinct step), ``None``
+    where it reported none (a restored snapshot, an engine that cannot) or the pass kept no
+    snapshots (a verifying pass: nothing there draws an edge)."""
+    chains: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """Per entry whose step took several microsteps: the state value after each
+    (:attr:`Snapshot.microstep_values`; a one-microstep step's is the entry's own value)."""
 
     @classmethod
     def empty(cls, *, strict: bool = False, source: str | None = None) -> LogIndex:
@@ -137,6 +145,7 @@ class LogIndex:
             checkpoint_sessions=dict(self.checkpoint_sessions),
             replayed_upto=list(self.replayed_upto), strict=self.strict, source=self.source,
             stores={k: v.copy() for k, v in self.stores.items()}, rows=list(self.rows),
+            taken=list(self.taken), chains=dict(self.chains),
         )
         return out
 
@@ -153,11 +162,12 @@ class LogIndex:
         for name in ("computed", "has_computed", "recorded", "has_recorded", "verdict", "ignored"):
             setattr(out, name, getattr(out, name)[:n].copy())
         out.n = n
+        del out.taken[n:]
         last = self.segments[-1]
         out.segments[-1] = dataclasses.replace(last, stop=n)
         out.replayed_upto[-1] = min(out.replayed_upto[-1], n)
         for name in ("odd_recorded", "problems", "failures", "explanations", "checkpoints",
-                     "checkpoint_sessions"):
+                     "checkpoint_sessions", "chains"):
             setattr(out, name, {i: v for i, v in getattr(out, name).items() if i < n})
         out.rows = [r for r in out.rows if r[0] < n]
         out.log_problems = [p for p in out.log_problems if not p[0].startswith("cache-")]
@@ -187,6 +197,7 @@ class LogIndex:
             object.__setattr__(self, "_bufs", bufs)
         for name in names:
             setattr(self, name, bufs[name][:n])
+        self.taken.extend([None] * (n - len(self.taken)))
         self.n = n
 
     def computed_hash(self, i: int) -> str | None:
@@ -583,6 +594,12 @@ class _SegmentPass:
             hashes = np.where(pos < 0, h0, hashes[np.maximum(pos, 0)]).astype(np.uint32)
         idx.computed[first:end] = hashes
         idx.has_computed[first:end] = True
+        if snaps is not None:
+            idx.taken[first:end] = [sn.transitions for sn in snaps]
+            for j, sn in enumerate(snaps):
+                v = sn.microstep_values
+                if v is not None and len(v) > 1:
+                    idx.chains[first + j] = v
         idx.ignored[first:end] |= same_arr
         rec_ok = idx.has_recorded[first:end]
         match = rec_ok & (idx.recorded[first:end] == hashes)

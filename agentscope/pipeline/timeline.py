@@ -349,7 +349,7 @@ class Timeline:
                 for i, p in self._persisted_from(seg_no, m, first, r_hi):
                     if i >= lo:
                         yield Step(i, seg_no, entries[i], m, prev, p, idx.verdict_of(i),
-                                   bool(idx.ignored[i]))
+                                   bool(idx.ignored[i]), idx.taken[i] if i < len(idx.taken) else None)
                     prev = p
             for i in range(max(lo, r_hi), hi):
                 yield Step(i, seg_no, entries[i], None, None, None, idx.verdict_of(i),
@@ -669,6 +669,7 @@ class Timeline:
 
     def _frame(self, n: int, p: Mapping[str, Any], prev_p: Mapping[str, Any] | None) -> Frame:
         idx = self._index
+        taken = idx.taken[n] if n < len(idx.taken) else None
         return Frame(
             index=n,
             entry=self._entries[n],
@@ -679,6 +680,8 @@ class Timeline:
             explanation=self._explanation(n),
             changed_paths=changed_paths(prev_p, p),
             ignored=bool(idx.ignored[n]),
+            transitions=taken,
+            microstep_values=None if taken is None else idx.chains.get(n, (p.get("value"),) if taken else ()),
         )
 
     def _states(

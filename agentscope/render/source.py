@@ -107,12 +107,11 @@ def step_info(graph: Graph, previous: Frame | None, frame: Frame) -> StepInfo:
     if previous is None or previous.persisted is None or frame.event_type == "@agent.init":
         return StepInfo(active, frozenset(), frozenset(), ())
     before = frozenset(graph.active_ids(previous.value))
-    taken = getattr(frame, "transitions", None)  # what the engine reports it took, when it does
-    if frame.ignored:
-        moves: tuple[ObservedEdge, ...] = ()
-    elif taken is not None:
-        moves = moves_from_taken(graph, taken)
-    else:
+    if frame.transitions is not None:  # what the engine took: exactly those edges (both engines)
+        moves: tuple[ObservedEdge, ...] = moves_from_taken(graph, frame.transitions)
+    elif frame.ignored:
+        moves = ()
+    else:  # only an engine that cannot report (a third-party Machine, report_transitions=False)
         moves = tuple(taken_edges(graph, before, active, frame.event))
     return StepInfo(active, active - before, before - active, moves)
 

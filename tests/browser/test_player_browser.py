@@ -293,3 +293,40 @@ def test_malformed_share_link_opens_at_a_valid_step(browser_context: Any, tmp_pa
         assert page.locator(".as-badge").count() >= 1, suffix
     assert errors == []
     page.close()
+
+
+@requires_node
+def test_static_player_lights_the_edges_the_engine_took(browser_context: Any, tmp_path: Path) -> None:
+    """The triage player (real XState through Node) at 900 px: at the kb retry (entry 3) the
+    ``error: kb`` self-loop on ``searching`` is lit, alone; after the kb answer (entry 4) the three
+    edges of the chain (kb done, the parallel state's done, ``always`` to escalating) are lit."""
+    import agentscope as asc
+    from agentscope.engines.xstate import load_machine
+    from agentscope.examples import example_path
+    from agentscope.widgets._source import iter_frames, step_info
+    from tests.conftest import MACHINES
+
+    log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    path = tmp_path / "triage.html"
+    with load_machine(MACHINES / "triage.mjs", "triageMachine") as m:
+        tt = TimeTravel(m, log)
+        tt.to_html(path)
+        frames = list(iter_frames(tt.timeline))
+    g, lay = tt.layout_.graph, tt.layout_
+    retry = next(i for i, t in enumerate(g.transitions) if t.kind == "invoke.onError" and t.reenter)
+
+    def expected(k: int) -> set[str]:
+        info = step_info(g, frames[k - 1], frames[k])
+        return {eid for mv in info.moves for eid in lay.edge_elements(mv)}
+
+    assert expected(3) == set(lay.edge_elements(retry))
+    assert len(expected(4)) == 3
+    page = browser_context.new_page()
+    page.set_viewport_size({"width": 900, "height": 1100})
+    for k in (3, 4):
+        page.goto(path.as_uri() + f"#{k}")
+        page.wait_for_function(f"document.querySelector('#as-slider').value === '{k}'")
+        lit = set(page.eval_on_selector_all("#as-chart .as-taken", "els => els.map(e => e.id)"))
+        page.locator("#as-chart").screenshot(path=str(ARTIFACTS / f"triage_lit_edges_{k}.png"))
+        assert lit == expected(k), k
+    page.close()

@@ -13,11 +13,15 @@
 //
 // Operations (see agentscope/engines/xstate.py for the Python side):
 //   load      {path, export?}            -> {machineId, declaredVersion, structural, exportName, graph, xstatePath, xstateVersion}
-//   initial   {input?}                   -> {handle, persisted, hash, children}
+//   initial   {input?, taken?}           -> {handle, persisted, hash, children, taken?}
 //   restore   {persisted}                -> {handle, persisted, hash, children}
-//   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, expect?, release?}
-//                                         -> part lines {persisted: [...], hashes: [...], children: [...], same?: [...]}
-//                                            then {handle, persisted, hashes, children, same?, sessions: {delta}}
+//   fold      {seed, events, sessions, rebind, reseedEvery, partBytes?, emit?, expect?, taken?, release?}
+//                                         -> part lines {persisted: [...], hashes: [...], children: [...], same?: [...], taken?: [...]}
+//                                            then {handle, persisted, hashes, children, same?, taken?, sessions: {delta}}
+// `taken` (asked with taken: true) holds, per step, a JSON string of [rows, values] ("" when the
+// step took nothing): rows [microstep, eventType, edge (index into graph.transitions, null for
+// the initial entry), [target ids as resolved], reenter], values the state value after each
+// microstep (see "The transitions a step takes" below).
 //   release   {handles}                  -> null
 //   ping      {}                         -> {pid}
 //   hash      {value}                    -> {hash, reference, json} (spec §2 in JS, for tests)
@@ -171,9 +175,9 @@ function stripHash(t) {
 function nameOf(x, fallback) {
   if (x == null) return null;
   if (typeof x === "string") return x;
-  if (typeof x === "function") return x.name && x.name !== fallback ? x.name : "<inline>";
+  if (typeof x === "function") return x.name && x.name !== fallback ? x.name : "(inline)";
   if (typeof x === "object" && typeof x.type === "string") return x.type;
-  return "<inline>";
+  return "(inline)";
 }
 
 function actionNames(a) {
@@ -205,7 +209,7 @@ function transitionInfo(t, source) {
     event = `xstate.after.${m.delay}.${m.stateId ?? source}`;
     kind = "after";
   } else if (event === "") {
-    kind = "always";
+    kind = t.source && t.source.type === "choice" ? "choice" : "always"; // a choice state's routing
   }
   const dynamic = typeof t.to === "function";
   const targets = !dynamic && Array.isArray(t.target) ? t.target.map(stripHash) : [];
@@ -222,6 +226,8 @@ function transitionInfo(t, source) {
 }
 
 function extractGraph(m) {
+  edgeOf.clear();
+  hooked = false;
   const nodes = [];
   const transitions = [];
   const visit = (sn) => {
@@ -253,14 +259,286 @@ function extractGraph(m) {
     });
     if (sn.transitions instanceof Map) {
       for (const list of sn.transitions.values()) {
-        for (const t of list) transitions.push(transitionInfo(t, sn.id));
+        for (const t of list) {
+          edgeOf.set(t, transitions.length);
+          transitions.push(transitionInfo(t, sn.id));
+        }
       }
     }
-    for (const t of sn.always ?? []) transitions.push(transitionInfo(t, sn.id));
+    for (const t of sn.always ?? []) {
+      edgeOf.set(t, transitions.length);
+      transitions.push(transitionInfo(t, sn.id));
+    }
     for (const c of children) visit(c);
   };
   visit(m.root);
   return { machineId: m.id, root: m.root.id, nodes, transitions };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The transitions a step takes (Snapshot.transitions on the Python side), read off XState's own
+// pure macrostep while it runs (no second evaluation, no action executed: the step is still
+// `transition(machine, snapshot, event)` with its inert actor scope). XState 6.0.0-alpha.48 reads
+// a transition's `actions` exactly once per transition a microstep applies (microstep's loop over
+// its filtered transitions; `_transitionFast` reads it while checking its one candidate), so an
+// accessor on `actions` of each drawn transition names the transitions applied, in order (a
+// transition with actions is read twice in a row, counted once). What
+// starts a new microstep: a selection for an event (`machine.getTransitionData`, the external
+// event and each raised one) or an eventless selection (which reads `always` of the active state
+// nodes). A function transition's resolved target is its `to`'s last return value (`to` is
+// wrapped to keep it). The hooks are installed on the first request that asks for transitions
+// and cost one null check per read otherwise.
+const edgeOf = new Map(); // drawn transition object -> its index in the graph's transitions
+let hooked = false;
+let hooksOk = false;
+let rec = null; // the recording of the step in progress, or null
+
+const toResults = new Map(); // function transition -> its `to`'s last return value in this step
+
+function newRecording(eventType) {
+  toResults.clear();
+  return { rows: [], step: -1, open: false, last: null, eventType, fast: false, values: [], atoms: null };
+}
+
+// The state value after each microstep that took transitions: the first time the step looks at
+// the state again after it. An event selection gets that snapshot (its value); an eventless
+// selection reads `always` of every active atomic state node (its configuration, whose value is
+// XState's getStateValue of it); the last microstep's is the step's result.
+function observe(value) {
+  if (rec.step >= 0 && rec.values[rec.step] === undefined) rec.values[rec.step] = value;
+}
+
+function isAtomic(sn) {
+  return sn.type === "atomic" || sn.type === "final" || sn.type === "choice";
+}
+
+function valueOfAtoms(atoms) {
+  const active = new Set();
+  let root = null;
+  for (const a of atoms) {
+    for (let n = a; n; n = n.parent) {
+      active.add(n);
+      if (!n.parent) root = n;
+    }
+  }
+  const val = (n) => {
+    const kids = Object.values(n.states ?? {}).filter((c) => active.has(c));
+    if (n.type === "compound") {
+      if (!kids.length) return {};
+      if (isAtomic(kids[0])) return kids[0].key;
+    }
+    const out = {};
+    for (const c of kids) out[c.key] = val(c);
+    return out;
+  };
+  return root === null ? undefined : val(root);
+}
+
+function flushAtoms() {
+  if (rec.atoms !== null) {
+    observe(valueOfAtoms(rec.atoms));
+    rec.atoms = null;
+  }
+}
+
+function noteSelection(eventType, snapshot) {
+  flushAtoms();
+  if (snapshot !== undefined) observe(snapshot.value);
+  rec.open = false;
+  if (eventType !== undefined) rec.eventType = eventType;
+}
+
+function resolveTargetIds(source, targets) {
+  const out = [];
+  for (const tg of Array.isArray(targets) ? targets : [targets]) {
+    if (tg && typeof tg === "object" && typeof tg.id === "string") {
+      out.push(tg.id);
+      continue;
+    }
+    if (typeof tg !== "string") continue;
+    let node;
+    if (tg.startsWith("#")) {
+      node = source.machine.getStateNodeById(tg);
+    } else {
+      const internal = tg.startsWith(".");
+      let at = internal ? source : source.parent;
+      const path = internal ? tg.slice(1) : tg;
+      if (at == null) at = source;
+      for (const key of path.split(".")) {
+        if (!key.length) break;
+        at = at.states?.[key];
+        if (at == null) break;
+      }
+      node = at;
+    }
+    if (node && typeof node.id === "string") out.push(node.id);
+  }
+  return out;
+}
+
+function noteTaken(t) {
+  flushAtoms();
+  if (!rec.open) {
+    rec.step += 1;
+    rec.open = true;
+  } else if (rec.last === t) {
+    return; // `if (t.actions) push(...t.actions)` reads it twice: one transition, once
+  }
+  rec.last = t;
+  let targets;
+  let reenter = !!t.reenter;
+  if (typeof t.to === "function") {
+    const r = toResults.get(t);
+    targets = r && r.target !== undefined ? resolveTargetIds(t.source, r.target) : [];
+    if (r && r.reenter !== undefined) reenter = !!r.reenter;
+  } else {
+    targets = Array.isArray(t.target) ? t.target.map((n) => n.id) : [];
+  }
+  rec.rows.push([rec.step, rec.eventType, edgeOf.get(t) ?? null, targets, reenter]);
+}
+
+// Whether every object the hooks go on can take them (a frozen machine or transition cannot:
+// the step then reports no transitions, and the views infer the move from the state change).
+function hookable(m) {
+  const own = (o, k) => {
+    const d = Object.getOwnPropertyDescriptor(o, k);
+    return d === undefined ? Object.isExtensible(o) : d.configurable || d.writable;
+  };
+  if (!own(m, "getTransitionData") || !own(m, "_transitionFast")) return false;
+  for (const t of edgeOf.keys()) {
+    const d = Object.getOwnPropertyDescriptor(t, "actions");
+    if (d !== undefined ? !d.configurable : !Object.isExtensible(t)) return false;
+    if (typeof t.to === "function" && !own(t, "to")) return false;
+  }
+  const ok = (sn) => {
+    const d = Object.getOwnPropertyDescriptor(sn, "always");
+    if (d !== undefined && !d.configurable) return false;
+    return Object.values(sn.states ?? {}).every(ok);
+  };
+  return ok(m.root);
+}
+
+// Install the hooks once; false when the machine cannot take them (nothing is then installed).
+function installHooks(m) {
+  if (hooked) return hooksOk;
+  hooked = true;
+  hooksOk = hookable(m);
+  if (!hooksOk) {
+    process.stderr.write("agentscope runner: the machine is frozen; steps report no transitions\n");
+    return false;
+  }
+  for (const t of edgeOf.keys()) {
+    let actions = t.actions;
+    Object.defineProperty(t, "actions", {
+      configurable: true,
+      enumerable: true,
+      get() {
+        if (rec !== null && !rec.fast) noteTaken(t);
+        return actions;
+      },
+      set(v) {
+        actions = v;
+      },
+    });
+    if (typeof t.to === "function") {
+      const to = t.to;
+      t.to = function (...args) {
+        const r = to.apply(this, args);
+        if (rec !== null) toResults.set(t, r);
+        return r;
+      };
+    }
+  }
+  const visit = (sn) => {
+    const atomic = isAtomic(sn);
+    if (sn.always !== undefined || atomic) {
+      let always = sn.always;
+      Object.defineProperty(sn, "always", {
+        configurable: true,
+        enumerable: true,
+        get() {
+          if (rec !== null && !rec.fast) {
+            if (rec.atoms === null) noteSelection(undefined);
+            if (atomic) (rec.atoms ??= new Set()).add(sn);
+          }
+          return always;
+        },
+        set(v) {
+          always = v;
+        },
+      });
+    }
+    for (const c of Object.values(sn.states ?? {})) visit(c);
+  };
+  visit(m.root);
+  const proto = Object.getPrototypeOf(m);
+  const getTransitionData = proto.getTransitionData;
+  m.getTransitionData = function (snapshot, event, ...rest) {
+    if (rec !== null) noteSelection(event && typeof event === "object" ? String(event.type) : undefined, snapshot);
+    return getTransitionData.call(this, snapshot, event, ...rest);
+  };
+  const transitionFast = proto._transitionFast;
+  if (typeof transitionFast === "function") {
+    m._transitionFast = function (snapshot, event, actorScope) {
+      if (rec === null) return transitionFast.call(this, snapshot, event, actorScope);
+      rec.fast = true;
+      let out;
+      try {
+        out = transitionFast.call(this, snapshot, event, actorScope);
+      } finally {
+        rec.fast = false;
+      }
+      if (out) {
+        // the fast path applies the one candidate of the atomic top-level state (no `to`)
+        const t = this.root.states[snapshot.value].transitions.get(event.type)[0];
+        noteSelection(String(event.type));
+        noteTaken(t);
+      }
+      return out;
+    };
+  }
+  return true;
+}
+
+// The initial entry as XState's initialMicrostep builds it: from the root to the deepest initial
+// state nodes (history nodes excepted), re-entering.
+function initialRow(m) {
+  const set = new Set();
+  const iter = (sn) => {
+    if (set.has(sn)) return;
+    set.add(sn);
+    if (sn.type === "compound") for (const t of sn.initial.target ?? []) iter(t);
+    else if (sn.type === "parallel") for (const c of Object.values(sn.states)) if (c.type !== "history") iter(c);
+  };
+  iter(m.root);
+  const all = [...set];
+  const isDesc = (c, p) => {
+    for (let a = c.parent; a; a = a.parent) if (a === p) return true;
+    return false;
+  };
+  const leaves = all.filter((n) => !all.some((o) => o !== n && isDesc(o, n)));
+  return [0, "@xstate.init", null, leaves.map((n) => n.id), true];
+}
+
+// Run `fn` (one pure step) while recording the transitions it takes; returns [result, rows].
+// Run `fn` (one pure step: returns [snapshot, effects]) while recording the transitions it
+// takes; returns [its result, rows, the value after each microstep].
+function recording(eventType, fn, first) {
+  rec = newRecording(eventType);
+  if (first) {
+    rec.rows.push(first);
+    rec.step = 0;
+  }
+  try {
+    const out = fn();
+    flushAtoms();
+    const values = rec.values;
+    values.length = rec.step + 1;
+    for (let k = 0; k < values.length; k++) if (values[k] === undefined) values[k] = out[0].value;
+    return [out, rec.rows, values];
+  } finally {
+    rec = null;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -583,9 +861,14 @@ function machineCall(what, fn) {
 
 function opInitial(req) {
   const m = requireMachine();
-  const [snap] = machineCall("initialTransition", () =>
-    "input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m),
-  );
+  const init = () => ("input" in req ? xs.initialTransition(m, req.input) : xs.initialTransition(m));
+  if (req.taken && installHooks(m)) {
+    const [[snap], rows, values] = machineCall("initialTransition", () =>
+      recording("@xstate.init", init, initialRow(m)),
+    );
+    return finishSingle(snap, [rows, values]);
+  }
+  const [snap] = machineCall("initialTransition", init);
   return finishSingle(snap);
 }
 
@@ -593,7 +876,7 @@ function opRestore(req) {
   return finishSingle(machineCall("restoreSnapshot", () => restoreFrom(req.persisted)));
 }
 
-function finishSingle(snap) {
+function finishSingle(snap, taken) {
   let persisted;
   let hash;
   try {
@@ -604,7 +887,9 @@ function finishSingle(snap) {
   const children = childSessions(snap);
   const handle = newHandle(snap, new SessionCache(), 0);
   return {
-    raw: `{"handle":${handle},"persisted":${persisted},"hash":"${hash}","children":${JSON.stringify(children)}}`,
+    raw:
+      `{"handle":${handle},"persisted":${persisted},"hash":"${hash}","children":${JSON.stringify(children)}` +
+      (taken === undefined ? "}" : `,"taken":${JSON.stringify(JSON.stringify(taken))}}`),
   };
 }
 
@@ -692,6 +977,7 @@ async function opFold(req, id) {
   const lastOnly = req.emit === "last";
   const sparse = req.emit === "sparse";
   const expect = sparse && req.expect != null ? req.expect : null;
+  const wantTaken = req.taken === true && installHooks(m);
   if (expect !== null && (!Array.isArray(expect) || expect.length !== events.length)) {
     throw new RunnerError("protocol", "fold: 'expect' must hold one hash (or null) per event");
   }
@@ -734,17 +1020,19 @@ async function opFold(req, id) {
   let hashes = [];
   let bytes = 0;
   let same = [];
+  let taken = [];
   let prevJson = null;
   let prevKids = null;
   let prevP = null; // sparse: the previous persisted snapshot and its canonical text
   let prevCanon = null;
   const flush = () => {
-    const tail = sparse ? `,"same":${JSON.stringify(same)}` : "";
+    const tail = (sparse ? `,"same":${JSON.stringify(same)}` : "") + (wantTaken ? `,"taken":[${taken.join(",")}]` : "");
     const raw = `{"persisted":[${parts.join(",")}],"hashes":${JSON.stringify(hashes)},"children":[${kids.join(",")}]${tail}}`;
     parts = [];
     kids = [];
     hashes = [];
     same = [];
+    taken = [];
     bytes = 0;
     return raw;
   };
@@ -776,7 +1064,16 @@ async function opFold(req, id) {
     let next;
     try {
       const e = rebindOn ? rebind(ev, snap, cache, delta) : ev;
-      [next] = xs.transition(m, snap, e);
+      if (wantTaken) {
+        const [[after], rows, values] = recording(e && typeof e === "object" ? String(e.type) : undefined, () =>
+          xs.transition(m, snap, e),
+        );
+        next = after;
+        // each step's [rows, values] as one JSON string: Python keys its cache of records by it
+        taken.push(rows.length ? JSON.stringify(JSON.stringify([rows, values])) : '""');
+      } else {
+        [next] = xs.transition(m, snap, e);
+      }
     } catch (err) {
       throw new RunnerError("machine-error", `machine threw on event ${i} of the batch: ${errText(err)}`, {
         index: i,
