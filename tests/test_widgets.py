@@ -292,7 +292,7 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     assert fv._context.value.count("as-changed") >= 2  # the differing paths lit on both sides
     fv._mode.value = "diff"
     assert all(f'data-path="{p}"' in fv._context.value for p in paths)  # the aligned diff table
-    assert 'data-side="1"' in fv._sides[1].value
+    assert fv._sides[1].title == "fork" and fv._sides[1].frame["t"] == fv.frames()[1].event_type
     chart = fv._chart.value  # one full-width chart: a's states and b's states in two colours
     assert (
         chart.count('id="as_graph"') == 1
@@ -525,7 +525,7 @@ def test_forkview_says_when_a_side_has_ended(triage_graph: Graph) -> None:
     fv.go(3)
     assert "short ended at entry 1; long continues" in fv._summary.value
     assert "differing context path" not in fv._summary.value
-    assert "short ended at entry 1" in fv._sides[1].value
+    assert fv._sides[1].frame == {} and fv._sides[1].note == "short ended at entry 1 (2 entries)"
     assert "(ended)" in fv._entries.value
     fv._mode.value = "diff"
     assert "one side has ended" in fv._context.value

@@ -29,10 +29,13 @@ class FrameWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]
     index = traitlets.Int(-1, help="The entry index of the step shown.").tag(sync=True)
     only = traitlets.List(traitlets.Unicode(), [], help="Slots to draw (empty: every panel).").tag(sync=True)
     skip = traitlets.List(traitlets.Unicode(), [], help="Slots drawn elsewhere.").tag(sync=True)
+    title = traitlets.Unicode("", help="A heading above the panels (a fork side's name).").tag(sync=True)
+    note = traitlets.Unicode("", help="Shown when there is no frame (a side that has ended).").tag(sync=True)
 
-    def show(self, frame: Frame | None, index: int) -> None:
-        """Send one step's frame data (``None``: nothing to show)."""
+    def show(self, frame: Frame | None, index: int, *, note: str = "") -> None:
+        """Send one step's frame data (``None``: nothing to show, ``note`` says why)."""
         data: dict[str, Any] = frame_fields(frame, first=index == 0) if frame is not None else {}
         with self.hold_sync():
             self.frame = data
             self.index = index
+            self.note = note if frame is None else ""

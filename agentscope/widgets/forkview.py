@@ -15,6 +15,7 @@ from agentscope.render.context import context_diff_html, context_html, diff_rows
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._chartwidget import ChartWidget
+from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
     FrameCache,
@@ -180,9 +181,14 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             svg=f'<div class="as-chart">{self.layout_.svg}</div>{legend_html(fork=True, names=self.names)}',
             layout=ipywidgets.Layout(width="100%", overflow="auto"),
         )
+        # each side's name, badge and event, drawn by render/frame.js as in the static player
         self._sides = tuple(
-            ipywidgets.HTML(layout=ipywidgets.Layout(flex="1 1 360px", min_width="0", overflow="auto"))
-            for _ in range(2)
+            FrameWidget(
+                skip=["as-actors"],
+                title=str(name),
+                layout=ipywidgets.Layout(flex="1 1 360px", min_width="0", overflow="auto"),
+            ).add_class(f"as-side-{k}")
+            for k, name in enumerate(self.names)
         )
         self._mode = ipywidgets.ToggleButtons(
             options=[("auto", "auto"), ("only differences", "diff"), ("both in full", "all")],
@@ -413,8 +419,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             self._strip.value = self._strip_svg.svg(self.step)
             self._summary.value = self.summary_html(fa, fb)
             self._chart.show(*self.chart_styling(fa, fb), step=self.step)
-            self._sides[0].value = self.side_html(0, fa)
-            self._sides[1].value = self.side_html(1, fb)
+            for k, f in enumerate((fa, fb)):
+                ended = f"{self.names[k]} ended at entry {self.lengths[k] - 1} ({self.lengths[k]} entries)"
+                self._sides[k].show(f, self.step, note=ended)
             self._context.value = self.context_view(fa, fb)
             self._entries.value = self.entries_html()
             if self._play.value != self.step:

@@ -106,3 +106,29 @@ def test_the_actors_input_column_wraps_in_a_narrow_side_column(browser_context: 
     assert sizes[0] <= sizes[2] and sizes[1] <= sizes[2] + 0.5, sizes
     assert "Dashboard down" in table.inner_text()
     page.screenshot(path=str(ARTIFACTS / "widget-actors-260.png"))
+
+
+def test_a_fork_sides_panels_and_its_end_are_drawn_by_the_frame_renderer(
+    browser_context: Any, tmp_path: Path
+) -> None:
+    """ForkView's two sides: each its name, badge and event through ``render/frame.js``; a side
+    that has ended says so instead."""
+    from agentscope.widgets import ForkView
+
+    graph = graph_from_config(load_json("g_triage.machine.json")["serializeMachine"])
+    fa = prefix_frames()
+    entries = [f.entry for f in fa]
+    fv = ForkView(GraphOnly(graph), entries, entries[:2], names=("long", "short"),
+                  timelines=(ListTimeline(fa), ListTimeline(fa[:2])))
+    fv.go(3)
+    names = ("frame", "index", "only", "skip", "title", "note")
+    page = browser_context.new_page()
+    texts = []
+    for k, side in enumerate(fv._sides):
+        url = _widget_page(tmp_path, f"side{k}", str(side._esm), {n: getattr(side, n) for n in names}).as_uri()
+        page.goto(url)
+        page.wait_for_function("() => window.ready === true")
+        texts.append(page.inner_text("#w"))
+    assert texts[0].startswith("long") and page.locator("#w .as-badge").count() == 0
+    assert "#3 " in texts[0] and fa[3].event_type in texts[0]
+    assert texts[1].splitlines() == ["short", "short ended at entry 1 (2 entries)"]
