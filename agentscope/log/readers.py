@@ -478,7 +478,8 @@ def existing_path(source: str | os.PathLike[str], *, directory: bool = False) ->
     name = os.fspath(source)
     if isinstance(name, bytes):  # pragma: no cover - os.PathLike[bytes]
         name = os.fsdecode(name)
-    short = name if len(name) <= 80 else name[:77] + "..."
+    # a long string is cut in its middle: the file name at its end stays readable
+    short = name if len(name) <= 120 else name[:40] + "..." + name[-77:]
     looks_like_json = name.lstrip()[:1] in ("[", "{")
     hint = (
         "; it looks like JSON text: pass it as bytes (read_log(text.encode())) or a file object "

@@ -16,6 +16,7 @@ import anywidget
 import traitlets
 
 from agentscope.frames import Frame
+from agentscope.render._escape import widget_safe
 from agentscope.render.player import frame_fields, frame_js
 
 __all__ = ["FrameWidget"]
@@ -36,6 +37,6 @@ class FrameWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]
         """Send one step's frame data (``None``: nothing to show, ``note`` says why)."""
         data: dict[str, Any] = frame_fields(frame, first=index == 0) if frame is not None else {}
         with self.hold_sync():
-            self.frame = data
+            self.frame = widget_safe(data)  # UTF-8 JSON on the wire: no lone surrogate
             self.index = index
             self.note = note if frame is None else ""
