@@ -14,11 +14,13 @@ The cache keys every row by content:
   one (the cached digests are a prefix of the stored ones) and a rewritten one (the first
   differing position).
 
-The file holds a ``meta`` table (``format`` = :data:`FORMAT`, ``version`` = :data:`VERSION`) and
-a ``verdicts`` table. A file that is not a SQLite database, or one without that ``meta`` (a
-foreign database), or with damaged rows, is never trusted: :class:`~agentscope.errors.CacheWarning`
-is issued, its rows are not used and the file is not written. The cache is never inside the
-store it describes (:func:`check_cache_path`).
+The file holds a ``meta`` table (``format`` = :data:`FORMAT`, ``version`` = :data:`VERSION`), a
+``verdicts`` table and a ``resume`` table: per row, the state of the thread's pass at its end
+(:class:`agentscope.pipeline.onepass.Resume`, JSON and raw arrays, never code), from which a
+grown thread's fold continues with its new entries only. A file that is not a SQLite database,
+or one without that ``meta`` (a foreign database), or with damaged rows, is never trusted:
+:class:`~agentscope.errors.CacheWarning` is issued, its rows are not used and the file is not
+written. The cache is never inside the store it describes (:func:`check_cache_path`).
 """
 
 from __future__ import annotations
@@ -113,6 +115,12 @@ def check_cache_path(cache: str | os.PathLike[str], store: str) -> Path:
     return path
 
 
+_RESUME_TABLE = (
+    "CREATE TABLE IF NOT EXISTS resume (machine TEXT NOT NULL, store TEXT NOT NULL, "
+    "thread TEXT NOT NULL, n INTEGER NOT NULL, state BLOB NOT NULL, "
+    "PRIMARY KEY (machine, store, thread))")
+
+
 _ROW_FIELDS = ("length", "verified", "mismatches", "first_mismatch", "explained", "unexplained",
                "missing", "error")
 
@@ -167,6 +175,8 @@ class VerdictCache:
                                  [("format", FORMAT), ("version", VERSION)])
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             conn.execute("SELECT machine, store, thread, digests, row FROM verdicts LIMIT 0")
+            if meta.get("format") == FORMAT and meta.get("version") == VERSION:
+                conn.execute(_RESUME_TABLE)  # a file written before saved passes: added
         except sqlite3.Error as exc:
             conn.close()
             return cls._ignored(p, f"it is not a verdict cache ({exc})")
@@ -213,10 +223,32 @@ class VerdictCache:
             out[thread] = CachedRow(digests, row)
         return out
 
-    def put(self, machine: str, store: str, rows: Mapping[str, CachedRow]) -> None:
-        """Store ``rows`` (replacing those of the same key), in one transaction."""
+    def saved_passes(self, machine: str, store: str, lengths: Mapping[str, int]) -> dict[str, bytes]:
+        """The saved pass states (:class:`agentscope.pipeline.onepass.Resume`'s stored form) of
+        the threads of ``lengths`` whose state covers exactly that many entries (those of their
+        cached row). Opaque bytes: the reader decodes and checks them."""
+        out: dict[str, bytes] = {}
+        if self._conn is None or not lengths:
+            return out
+        try:
+            rows = self._conn.execute(
+                "SELECT thread, n, state FROM resume WHERE machine = ? AND store = ?",
+                (machine, store)).fetchall()
+        except sqlite3.Error as exc:
+            self._damaged(str(exc))
+            return out
+        for thread, n, state in rows:
+            if lengths.get(thread) == n and isinstance(state, bytes):
+                out[thread] = state
+        return out
+
+    def put(self, machine: str, store: str, rows: Mapping[str, CachedRow],
+            passes: Mapping[str, bytes] | None = None) -> None:
+        """Store ``rows`` (replacing those of the same key) and the saved pass state of each
+        thread of ``passes`` (a row's thread without one loses its old state), in one transaction."""
         if self._conn is None or not rows:
             return
+        passes = passes or {}
         try:
             with _transaction(self._conn):
                 self._conn.executemany(
@@ -224,6 +256,13 @@ class VerdictCache:
                     [(machine, store, t, r.digests, json.dumps({k: r.row[k] for k in _ROW_FIELDS}))
                      for t, r in rows.items()],
                 )
+                self._conn.executemany(
+                    "DELETE FROM resume WHERE machine = ? AND store = ? AND thread = ?",
+                    [(machine, store, t) for t in rows if t not in passes])
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO resume VALUES (?, ?, ?, ?, ?)",
+                    [(machine, store, t, len(rows[t].digests) // DIGEST, passes[t])
+                     for t in rows if t in passes])
         except sqlite3.Error as exc:
             self._damaged(f"cannot write to it ({exc})")
 
