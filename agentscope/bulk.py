@@ -774,7 +774,6 @@ def verify_store(
         cache_path = check_cache_path(cache, store_path)
     if not wanted:
         return _frame([])
-    keys = _entry_keys(store_path, wanted) if tree or cache_path is not None else None
     rows_by_thread: dict[str, dict[str, Any]] = {}
     status: dict[str, Any] = {}
     todo = list(wanted)
@@ -782,17 +781,27 @@ def verify_store(
     mkey = address = ""
     saved: dict[str, bytes] = {}
     passes: dict[str, bytes] = {}
+    whole: bytes | None = None
+    keys: dict[str, list[bytes]] | None = None
     if cache_path is not None:
         from agentscope.stores import display_address
-        from agentscope.verify_cache import VerdictCache, machine_key
+        from agentscope.verify_cache import VerdictCache, file_digest, machine_key
 
         vc = VerdictCache.open(cache_path)
         mkey, address = machine_key(spec, extra, strict), display_address(store_path)
-        if keys is not None:
-            rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
-            todo = [t for t in wanted if t not in rows_by_thread]
-            if tree:
-                saved = vc.saved_passes(mkey, address, status["grown"])
+        whole = file_digest(store_path) if vc.usable else None
+        hit = vc.file_rows(mkey, address, whole, wanted) if whole is not None else None
+        if hit is not None:  # the store's bytes are those every cached row was verified on
+            rows_by_thread = {t: {**_empty_row(t), **hit[t].row, "thread": t} for t in wanted}
+            status = {"reused": list(wanted), "grown": {}, "rewritten": {}}
+            todo = []
+    if todo and (tree or cache_path is not None):
+        keys = _entry_keys(store_path, wanted)
+    if vc is not None and todo and keys is not None:
+        rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
+        todo = [t for t in wanted if t not in rows_by_thread]
+        if tree:
+            saved = vc.saved_passes(mkey, address, status["grown"])
     try:
         with _progress_of(progress, len(wanted), executor) as report:
             done = len(wanted) - len(todo)
@@ -826,11 +835,16 @@ def verify_store(
         if vc is not None and keys is not None:
             from agentscope.verify_cache import CachedRow
 
-            vc.put(mkey, address, {  # a row of what the keys were read from (no race, no death)
+            fresh = {  # a row of what the keys were read from (no race, no death)
                 t: CachedRow(b"".join(keys[t]), rows_by_thread[t]) for t in todo
                 if t in keys and rows_by_thread[t]["length"] == len(keys[t])
                 and not str(rows_by_thread[t]["error"]).startswith(_LOST)
-            }, passes)
+            }
+            # the file's key goes with rows of every thread of the store, read from those bytes
+            # (the same key after the run: no writer in between)
+            every = threads is None and len(fresh) == len(todo)
+            vc.put(mkey, address, fresh, passes,
+                   file=whole if every and whole is not None and file_digest(store_path) == whole else None)
     finally:
         if vc is not None:
             vc.close()

@@ -262,3 +262,37 @@ def test_a_grown_thread_whose_new_entry_has_a_problem_gets_the_row_a_refold_give
         assert "duplicate entry id" in str(row["error"])
     else:
         assert row["first_mismatch"] == 60 and row["folded"] == 61  # folded whole, as a refold
+
+
+def test_an_unchanged_store_file_is_known_by_the_key_of_its_bytes(tmp_path: Path) -> None:
+    import hashlib
+
+    from agentscope.verify_cache import file_digest
+
+    store, cache = tmp_path / "store.sqlite", tmp_path / "verdicts.sqlite"
+    shutil.copyfile(FIXTURES / "g_triage.sqlite", store)
+    plain = _run(store, TRIAGE)
+
+    def recorded() -> list[bytes]:
+        con = sqlite3.connect(cache)
+        try:
+            return [d for (d,) in con.execute("SELECT digest FROM files")]
+        finally:
+            con.close()
+
+    _run(store, TRIAGE, cache)
+    assert file_digest(str(store)) == hashlib.sha256(store.read_bytes()).digest()
+    assert recorded() == [file_digest(str(store))]  # rows of every thread, read from these bytes
+    warm = _run(store, TRIAGE, cache)
+    _same(warm, plain)
+    assert sorted(warm.attrs["cache"]["reused"]) == ["fork", "main", "second"]
+    _same(_run(store, TRIAGE, cache, threads=["main"]), plain.iloc[[1]].reset_index(drop=True))
+    _tamper(store, store, ["second"], 3)
+    with pytest.warns(CacheWarning, match=r"thread 'second': entry 3 changed"):
+        _run(store, TRIAGE, cache, threads=["second"])
+    assert recorded() == []  # rows of some threads only: not the file's
+    again = _run(store, TRIAGE, cache)
+    _same(again, _run(store, TRIAGE))
+    assert sorted(again.attrs["cache"]["reused"]) == ["fork", "main", "second"]
+    assert recorded() == [file_digest(str(store))]
+    assert file_digest(str(tmp_path)) is None and file_digest("postgresql://u@h/db") is None
