@@ -782,13 +782,15 @@ def verify_store(
     saved: dict[str, bytes] = {}
     passes: dict[str, bytes] = {}
     whole: bytes | None = None
+    signature: Any = None
     keys: dict[str, list[bytes]] | None = None
     if cache_path is not None:
         from agentscope.stores import display_address
-        from agentscope.verify_cache import VerdictCache, file_digest, machine_key
+        from agentscope.verify_cache import VerdictCache, file_digest, file_signature, machine_key
 
         vc = VerdictCache.open(cache_path)
         mkey, address = machine_key(spec, extra, strict), display_address(store_path)
+        signature = file_signature(store_path)
         whole = file_digest(store_path) if vc.usable else None
         hit = vc.file_rows(mkey, address, whole, wanted) if whole is not None else None
         if hit is not None:  # the store's bytes are those every cached row was verified on
@@ -841,10 +843,10 @@ def verify_store(
                 and not str(rows_by_thread[t]["error"]).startswith(_LOST)
             }
             # the file's key goes with rows of every thread of the store, read from those bytes
-            # (the same key after the run: no writer in between)
-            every = threads is None and len(fresh) == len(todo)
+            # (the file's size, time and inode the same after the run: no writer in between)
+            every = threads is None and len(fresh) == len(todo) and whole is not None
             vc.put(mkey, address, fresh, passes,
-                   file=whole if every and whole is not None and file_digest(store_path) == whole else None)
+                   file=whole if every and file_signature(store_path) == signature else None)
     finally:
         if vc is not None:
             vc.close()

@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
 
 __all__ = ["FORMAT", "VERSION", "CachedRow", "VerdictCache", "check_cache_path", "file_digest",
-           "machine_key"]
+           "file_signature", "machine_key"]
 
 FORMAT = "agentscope-verdict-cache"
 """The ``meta.format`` value of a verdict cache file."""
@@ -145,6 +145,23 @@ def file_digest(store: str) -> bytes | None:
     except OSError:
         return None
     return h.digest()
+
+
+def file_signature(store: str) -> tuple[tuple[int, int, int] | None, ...] | None:
+    """``(size, mtime_ns, inode)`` of the store file and of its ``-wal`` (``None`` where absent):
+    taken before :func:`file_digest` and again after the run, equal ones tell that no writer
+    changed the file meanwhile (so the digest is that of the bytes the rows were read from)."""
+    if "://" in store:
+        return None
+    out: list[tuple[int, int, int] | None] = []
+    for path in (Path(store).expanduser(), Path(f"{Path(store).expanduser()}-wal")):
+        try:
+            st = path.stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
 
 
 _RESUME_TABLE = (
