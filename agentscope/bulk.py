@@ -291,6 +291,11 @@ class _Chunk:
     parents: tuple[tuple[str, int], ...] | None = None
     """With the fork tree: ``(parent, fork_index)`` per thread of ``threads`` (``("", 0)`` for a
     root); every parent is in the chunk and listed before its children."""
+    resume: tuple[bytes | None, ...] | None = None
+    """With the fork tree and a verdict cache: per thread, the saved state of its pass over the
+    entries verified before (:meth:`agentscope.pipeline.onepass.Resume.to_bytes`), or ``None``."""
+    save: bool = False
+    """Return each thread's pass state where it can be saved (row key ``resume``, bytes)."""
 
 
 @dataclass(slots=True)
@@ -427,7 +432,7 @@ def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
     """
     from agentscope.log.entry import entries_of, source_of
     from agentscope.log.validate import is_validated
-    from agentscope.pipeline.onepass import Pass, check_cache
+    from agentscope.pipeline.onepass import CannotResume, Pass, Resume, check_cache
     from agentscope.pipeline.report import verify
 
     assert chunk.parents is not None
@@ -435,8 +440,9 @@ def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
     rows: dict[str, dict[str, Any]] = {t: _empty_row(t) for t in chunk.threads}
     children: dict[str, list[tuple[int, str]]] = {}
     roots: list[str] = []
+    saved = {t: b for t, b in zip(chunk.threads, chunk.resume or (), strict=False) if b is not None}
     for thread, (parent, k) in zip(chunk.threads, chunk.parents, strict=True):
-        if parent and parent in position and k > 0:
+        if parent and parent in position and k > 0 and thread not in saved and parent not in saved:
             children.setdefault(parent, []).append((k, thread))
         else:
             roots.append(thread)
@@ -449,12 +455,29 @@ def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
         row.update(_summarize(verify(machine, log, machines=machines, strict=chunk.strict)))
         row["folded"] = len(log)
 
+    def resumed(thread: str) -> tuple[str, Pass | None, Any, int]:
+        """A thread verified before resumes from its saved pass (its stand-in entries play the
+        parent's); one whose saved state does not restore is folded whole."""
+        blob = saved.get(thread)
+        if blob is None or store is None:
+            return thread, None, None, 0
+        try:
+            state = Resume.from_bytes(blob)
+            p = Pass.resumed(state, machine=machine, machines=machines, strict=chunk.strict,
+                             validated=True)
+        except (CannotResume, ValueError):
+            return thread, None, None, 0
+        return thread, p, state.stand_in(), state.n
+
     # (thread, the parent's pass copied at the fork point, the parent's entries, the fork point)
     todo: list[tuple[str, Pass | None, Any, int]] = [(r, None, None, 0) for r in reversed(roots)]
     while todo:
         thread, p, parent_log, start = todo.pop()
         row = rows[thread]
         t0 = time.perf_counter()
+        if p is None and thread in saved:
+            thread, p, parent_log, start = resumed(thread)
+        own_state = p is not None and thread in saved  # resumed from its own saved pass
         try:
             if p is None:
                 log = _whole_log(chunk, store, position[thread])
@@ -485,12 +508,24 @@ def _verify_forest(chunk: _Chunk, store: Any, machine: Machine,
                 if at > p.index.n:
                     p.feed(ents[:at])
                 todo.append((child, p.copy(), log, at))
-            p.feed(ents)
+            try:
+                p.feed(ents)
+            except CannotResume:  # an id may repeat one before the resume point: as a refold
+                alone(thread)
+                continue
+            if chunk.save:
+                state = p.resume_state(ents)
+                if state is not None:
+                    row["resume"] = state.to_bytes()
             cached = (getattr(log, "cached_snapshot", None) if start == 0
                       else _stored_snapshot(store, thread, ents))
             if isinstance(cached, Mapping):
                 check_cache(p.index, ents, cached)
-            row.update(_summarize_index(p.index, ents))
+            idx = p.index
+            if own_state and (idx.failures or idx.log_problems or idx.log_failures):
+                alone(thread)  # a problem's row names entries the resumed pass does not hold
+                continue
+            row.update(_summarize_index(idx, ents))
             row["folded"] = len(ents) - start
             if start and row["error"] is not None:  # name it exactly as a refold does
                 alone(thread)
@@ -675,11 +710,14 @@ def verify_store(
         never inside the store). A thread whose stored entries (a digest of each entry's
         bytes), machine module and mode are those of a cached row takes that row without being
         read further or folded (``folded`` 0, ``seconds`` 0.0); every other thread is verified
-        and its row stored. The table is the one without the cache, but for ``folded`` and
-        ``seconds``; ``df.attrs["cache"]`` says ``reused`` (threads), ``grown`` (thread:
-        cached length) and ``rewritten`` (thread: first changed entry, also a
-        :class:`~agentscope.errors.CacheWarning`). A file that is not a verdict cache is
-        ignored with a ``CacheWarning`` and left as it is.
+        and its row stored. A grown thread (its cached entries a prefix of the stored ones)
+        continues the pass saved with its row (:class:`~agentscope.pipeline.onepass.Resume`:
+        one plain segment, no problem, no pending timer or rebinding key; otherwise it is folded
+        whole) and folds its new entries only; a rewritten one is folded whole. The table is
+        the one without the cache, but for ``folded`` and ``seconds``; ``df.attrs["cache"]``
+        says ``reused`` (threads), ``grown`` (thread: cached length) and ``rewritten`` (thread:
+        first changed entry, also a :class:`~agentscope.errors.CacheWarning`). A file that is
+        not a verdict cache is ignored with a ``CacheWarning`` and left as it is.
 
     Returns
     -------
@@ -736,21 +774,36 @@ def verify_store(
         cache_path = check_cache_path(cache, store_path)
     if not wanted:
         return _frame([])
-    keys = _entry_keys(store_path, wanted) if tree or cache_path is not None else None
     rows_by_thread: dict[str, dict[str, Any]] = {}
     status: dict[str, Any] = {}
     todo = list(wanted)
     vc: Any = None
     mkey = address = ""
+    saved: dict[str, bytes] = {}
+    passes: dict[str, bytes] = {}
+    whole: bytes | None = None
+    signature: Any = None
+    keys: dict[str, list[bytes]] | None = None
     if cache_path is not None:
         from agentscope.stores import display_address
-        from agentscope.verify_cache import VerdictCache, machine_key
+        from agentscope.verify_cache import VerdictCache, file_digest, file_signature, machine_key
 
         vc = VerdictCache.open(cache_path)
         mkey, address = machine_key(spec, extra, strict), display_address(store_path)
-        if keys is not None:
-            rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
-            todo = [t for t in wanted if t not in rows_by_thread]
+        signature = file_signature(store_path)
+        whole = file_digest(store_path) if vc.usable else None
+        hit = vc.file_rows(mkey, address, whole, wanted) if whole is not None else None
+        if hit is not None:  # the store's bytes are those every cached row was verified on
+            rows_by_thread = {t: {**_empty_row(t), **hit[t].row, "thread": t} for t in wanted}
+            status = {"reused": list(wanted), "grown": {}, "rewritten": {}}
+            todo = []
+    if todo and (tree or cache_path is not None):
+        keys = _entry_keys(store_path, wanted)
+    if vc is not None and todo and keys is not None:
+        rows_by_thread, status = _cached_rows(vc.get(mkey, address, wanted), keys)
+        todo = [t for t in wanted if t not in rows_by_thread]
+        if tree:
+            saved = vc.saved_passes(mkey, address, status["grown"])
     try:
         with _progress_of(progress, len(wanted), executor) as report:
             done = len(wanted) - len(todo)
@@ -762,12 +815,16 @@ def verify_store(
 
             if todo and tree:
                 chunks = _tree_chunks(store_path, todo, spec, extra, strict, max_workers,
-                                      chunk_size, ship_entries, keys)
+                                      chunk_size, ship_entries, keys, saved=saved,
+                                      save=vc is not None and vc.usable)
                 for _chunk, result in run_chunks(
                     _verify_chunk, chunks, executor=executor, max_workers=max_workers,
                     progress=step, sizes=lambda c: len(c.threads), lost=_lost_rows,
                 ):
                     for row in result:
+                        state = row.pop("resume", None)
+                        if state is not None:
+                            passes[row["thread"]] = state
                         rows_by_thread[row["thread"]] = row
             elif todo:
                 for result in map_chunks(
@@ -780,11 +837,16 @@ def verify_store(
         if vc is not None and keys is not None:
             from agentscope.verify_cache import CachedRow
 
-            vc.put(mkey, address, {  # a row of what the keys were read from (no race, no death)
+            fresh = {  # a row of what the keys were read from (no race, no death)
                 t: CachedRow(b"".join(keys[t]), rows_by_thread[t]) for t in todo
                 if t in keys and rows_by_thread[t]["length"] == len(keys[t])
                 and not str(rows_by_thread[t]["error"]).startswith(_LOST)
-            })
+            }
+            # the file's key goes with rows of every thread of the store, read from those bytes
+            # (the file's size, time and inode the same after the run: no writer in between)
+            every = threads is None and len(fresh) == len(todo) and whole is not None
+            vc.put(mkey, address, fresh, passes,
+                   file=whole if every and file_signature(store_path) == signature else None)
     finally:
         if vc is not None:
             vc.close()
@@ -918,7 +980,8 @@ def fold_links(keys: Mapping[str, Sequence[Any]]) -> dict[str, tuple[str, int]]:
 def _tree_chunks(
     store_path: str, wanted: Sequence[str], spec: MachineSpec, extra: tuple[tuple[str, MachineSpec], ...],
     strict: bool, max_workers: int | None, chunk_size: int | None, ship_entries: bool,
-    keys: Mapping[str, Sequence[bytes]] | None = None,
+    keys: Mapping[str, Sequence[bytes]] | None = None, *, saved: Mapping[str, bytes] | None = None,
+    save: bool = False,
 ) -> list[_Chunk]:
     """Chunks of whole subtrees of the fold tree (:func:`fold_links`) of ``wanted``, parents
     before children, about four chunks per worker; a subtree is never cut (so a worker never
@@ -946,7 +1009,9 @@ def _tree_chunks(
         entries = None
         if ship_entries:
             entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
-        chunks.append(_Chunk(store_path, tuple(group), spec, extra, strict, entries, parents))
+        resume = tuple((saved or {}).get(t) for t in group) if saved else None
+        chunks.append(_Chunk(store_path, tuple(group), spec, extra, strict, entries, parents,
+                             resume, save))
     return chunks
 
 

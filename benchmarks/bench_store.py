@@ -17,7 +17,8 @@ of this process and of the worker processes:
   cache, against the cold tree; the entries folded are printed (those of the grown threads);
 - ``workers``: ``--threads`` small independent threads (default 10^4 of 100 entries, 10^6
   entries; ``--quick`` 500 of 20) with 2 worker processes against 1 (goal >= 1.8x on two idle cores; this machine is shared, so the
-  load average is printed beside it).
+  load average is printed beside it); then the same on a Dask ``LocalCluster`` of 2 worker
+  processes against the 2-process pool (goal <= 1.2x).
 
 Every pool is warmed up first (worker processes started, machine loaded).
 
@@ -204,8 +205,28 @@ def main(argv: list[str] | None = None) -> int:
                 times[workers], _ = timed(pool, smalls, workers)
             print(f"  {workers} worker(s): {times[workers]:7.2f} s  {small / times[workers]:8.0f} threads/s")
         print(f"  2 vs 1 workers: {times[1] / times[2]:.2f}x (goal >= 1.8x on 2 idle cores)")
+        dask_time = _dask_time(smalls)
+        if dask_time is not None:
+            print(f"  Dask LocalCluster, 2 worker processes: {dask_time:7.2f} s  "
+                  f"dask/pool = {dask_time / times[2]:.2f}x (goal <= 1.2x)")
         print(f"  {_rss()}")
     return 0
+
+
+def _dask_time(store: Path) -> float | None:
+    """``verify_store`` of ``store`` on a Dask ``LocalCluster`` of 2 worker processes (1 thread
+    each, the process pool's shape), warmed up as the pools are; ``None`` without ``distributed``."""
+    try:
+        import distributed
+    except ImportError:
+        print("  Dask: distributed is not installed (dask[distributed])")
+        return None
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        executor = client.get_executor()
+        _warm(executor, store, 2)
+        elapsed, _ = timed(executor, store, 2)
+    return elapsed
 
 
 if __name__ == "__main__":

@@ -12,5 +12,5 @@ def test_bench_store_quick_prints_every_ratio(capsys: pytest.CaptureFixture[str]
 
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
-    for needle in ("refold/tree =", "cached/refold =", "grown/tree =", "2 vs 1 workers:", "peak RSS"):
+    for needle in ("refold/tree =", "cached/refold =", "grown/tree =", "2 vs 1 workers:", "dask/pool =", "peak RSS"):
         assert needle in out, out

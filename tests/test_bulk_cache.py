@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentscope.bulk import verify_store
 from agentscope.cli import main
@@ -20,7 +21,7 @@ from agentscope.errors import CacheWarning, StoreError
 from agentscope.examples.python_machines import counter_machine
 from agentscope.recorder import ManualClock, Recorder
 from tests.conftest import FIXTURES
-from tests.test_bulk_tree import COUNTER, TIMING, TRIAGE, _forests, _tamper
+from tests.test_bulk_tree import _EVENTS, COUNTER, TIMING, TRIAGE, _forests, _tamper
 
 STORES = ((FIXTURES / "g_triage.sqlite", TRIAGE), (FIXTURES / "c_fork.sqlite", COUNTER))
 
@@ -92,6 +93,7 @@ def test_a_grown_thread_is_told_apart_and_verified_with_its_new_entries(tmp_path
     grown = _run(store, COUNTER, cache)
     assert grown.attrs["cache"]["grown"] == {"live": 6}
     assert grown["length"].tolist() == [10] and grown["verified"].all()
+    assert grown["folded"].tolist() == [4]  # resumed from its saved pass: the new entries only
     _same(grown, _run(store, COUNTER))
     assert _run(store, COUNTER, cache).attrs["cache"]["reused"] == ["live"]
 
@@ -182,3 +184,115 @@ def test_generated_forests_give_the_same_table_with_and_without_the_cache(
         warm = _run(store, COUNTER, cache)
     _same(warm, _run(store, COUNTER))
     assert sorted(warm.attrs["cache"]["reused"]) == sorted(plain["thread"])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(forest=_forests(), data=st.data())
+def test_grown_threads_resume_from_their_saved_pass_and_fold_their_new_entries_only(
+    forest: list[tuple[int, int, list[dict[str, Any]]]], data: Any, tmp_path_factory: Any
+) -> None:
+    tmp = tmp_path_factory.mktemp("grown")
+    store, cache = tmp / "store.sqlite", tmp / "verdicts.sqlite"
+    recs: list[Recorder] = []
+    for i, (parent, at, events) in enumerate(forest):
+        if parent < 0:
+            rec = Recorder(counter_machine(), {"count": 0}, clock=ManualClock(), execution_id=f"exec-{i}")
+        else:
+            rec = recs[parent].fork(min(at, len(recs[parent].entries)))
+        for ev in events:
+            rec.clock.advance(10)
+            rec.send(ev)
+        recs.append(rec)
+    try:
+        for i, rec in enumerate(recs):
+            rec.to_sqlite(store, f"t{i}", live=True)
+        _run(store, COUNTER, cache)
+        added: dict[str, int] = {}
+        for i, rec in enumerate(recs):
+            events = data.draw(st.lists(_EVENTS, max_size=5), label=f"t{i} grows by")
+            for ev in events:
+                rec.clock.advance(10)
+                rec.send(ev)
+            if events:
+                added[f"t{i}"] = len(events)
+    finally:
+        for rec in recs:
+            rec.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        warm = _run(store, COUNTER, cache)
+    _same(warm, _run(store, COUNTER))
+    assert set(warm.attrs["cache"]["grown"]) == set(added)
+    folded = dict(zip(warm["thread"], warm["folded"], strict=True))
+    assert {t: folded[t] for t in added} == added  # each grown thread: its new entries only
+    assert all(folded[t] == 0 for t in folded if t not in added)
+    _same(_run(store, COUNTER, cache), warm)  # and its new saved pass resumes again
+
+
+@pytest.mark.parametrize("change", ["duplicate-id", "mismatch"])
+def test_a_grown_thread_whose_new_entry_has_a_problem_gets_the_row_a_refold_gives(
+    tmp_path: Path, change: str
+) -> None:
+    from agentscope.log.writers import write_jsonl
+
+    store, cache = tmp_path / "logs", tmp_path / "verdicts.sqlite"
+    store.mkdir()
+    rec = Recorder(counter_machine(), {"count": 0}, clock=ManualClock(), execution_id="exec-grown")
+    for i in range(60):
+        rec.clock.advance(10)
+        rec.send([{"type": "INC"}, {"type": "TOGGLE"}, {"type": "DEC"}][i % 3])
+    main = [dict(e) for e in rec.entries]
+    write_jsonl(main[:60], store / "main.jsonl")
+    _run(store, COUNTER, cache)
+    con = sqlite3.connect(cache)
+    assert con.execute("SELECT thread, n FROM resume").fetchall() == [("main", 60)]  # a saved pass
+    con.close()
+    grown = main[:61]
+    if change == "duplicate-id":  # the id of an entry before the resume point: only its key is saved
+        grown[60] = {**grown[60], "id": grown[3]["id"]}
+    else:
+        grown[60] = {**grown[60], "verification": {**grown[60]["verification"], "stateHash": "00000000"}}
+    write_jsonl(grown, store / "main.jsonl", overwrite=True)
+    again = _run(store, COUNTER, cache)
+    assert again.attrs["cache"]["grown"] == {"main": 60}
+    _same(again, _run(store, COUNTER))
+    row = again.set_index("thread").loc["main"]
+    assert not row["verified"]
+    if change == "duplicate-id":
+        assert "duplicate entry id" in str(row["error"])
+    else:
+        assert row["first_mismatch"] == 60 and row["folded"] == 61  # folded whole, as a refold
+
+
+def test_an_unchanged_store_file_is_known_by_the_key_of_its_bytes(tmp_path: Path) -> None:
+    import hashlib
+
+    from agentscope.verify_cache import file_digest
+
+    store, cache = tmp_path / "store.sqlite", tmp_path / "verdicts.sqlite"
+    shutil.copyfile(FIXTURES / "g_triage.sqlite", store)
+    plain = _run(store, TRIAGE)
+
+    def recorded() -> list[bytes]:
+        con = sqlite3.connect(cache)
+        try:
+            return [d for (d,) in con.execute("SELECT digest FROM files")]
+        finally:
+            con.close()
+
+    _run(store, TRIAGE, cache)
+    assert file_digest(str(store)) == hashlib.sha256(store.read_bytes()).digest()
+    assert recorded() == [file_digest(str(store))]  # rows of every thread, read from these bytes
+    warm = _run(store, TRIAGE, cache)
+    _same(warm, plain)
+    assert sorted(warm.attrs["cache"]["reused"]) == ["fork", "main", "second"]
+    _same(_run(store, TRIAGE, cache, threads=["main"]), plain.iloc[[1]].reset_index(drop=True))
+    _tamper(store, store, ["second"], 3)
+    with pytest.warns(CacheWarning, match=r"thread 'second': entry 3 changed"):
+        _run(store, TRIAGE, cache, threads=["second"])
+    assert recorded() == []  # rows of some threads only: not the file's
+    again = _run(store, TRIAGE, cache)
+    _same(again, _run(store, TRIAGE))
+    assert sorted(again.attrs["cache"]["reused"]) == ["fork", "main", "second"]
+    assert recorded() == [file_digest(str(store))]
+    assert file_digest(str(tmp_path)) is None and file_digest("postgresql://u@h/db") is None

@@ -14,8 +14,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import hashlib
+import json
 import operator
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -53,7 +56,8 @@ from agentscope.pipeline.fold import DEFAULT_BATCH, batch_for, fold_segment
 from agentscope.pipeline.segments import Segment, segments_of
 from agentscope.pipeline.snapshots import SnapshotStore
 
-__all__ = ["VERDICTS", "LogIndex", "Pass", "build_index", "machine_for_segment"]
+__all__ = ["ID_KEY", "VERDICTS", "CannotResume", "LogIndex", "Pass", "Resume", "build_index", "id_key",
+           "machine_for_segment"]
 
 VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
@@ -708,6 +712,101 @@ def _read_recorded(idx: LogIndex, lo: int, hashes: list[str | None]) -> None:
         idx.has_recorded[at] = True
 
 
+ID_KEY = 8
+"""Bytes of an entry id's key (:func:`id_key`)."""
+_RESUME_ARRAYS = ("computed", "has_computed", "recorded", "has_recorded", "verdict", "ignored")
+
+
+def id_key(eid: str) -> bytes:
+    """An entry id's key in a :class:`Resume`: BLAKE2b-64 of its UTF-8 text. Two ids with one key
+    only make a resumed pass fold again (:class:`CannotResume`), never miss a duplicate."""
+    return hashlib.blake2b(eid.encode("utf-8", "surrogatepass"), digest_size=ID_KEY).digest()
+
+
+class CannotResume(Exception):
+    """A saved pass state cannot be continued exactly: fold the log whole."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A :class:`Pass` over one plain segment of ``n`` entries, saved to be continued later
+    (:meth:`Pass.resume_state`, :meth:`Pass.resumed`): the segment's identity, the last persisted
+    snapshot (spec §7.4) and its hash text, the explanations' timer state (``known_starts``,
+    ``appeared``: timer id to milliseconds), the numbering (``offset``, ``base``, §1.3), the
+    per-entry arrays (``computed`` u32, ``has_computed``, ``recorded`` u32, ``has_recorded``,
+    ``verdict`` u8, ``ignored``; native byte order, concatenated) and the sorted id keys
+    (:func:`id_key`, :data:`ID_KEY` bytes each). :meth:`to_bytes` / :meth:`from_bytes` give its
+    stored form (JSON and the raw bytes, never code)."""
+
+    n: int
+    machine_id: str | None
+    machine_version: str | None
+    persisted: Mapping[str, Any]
+    prev_h: str
+    known_starts: dict[str, int]
+    appeared: dict[str, int]
+    offset: int
+    base: int
+    arrays: bytes
+    ids: bytes
+    init: Mapping[str, Any]
+    """Entry 0, the segment's ``@agent.init`` (a cached snapshot's lineage, §4.2)."""
+    last: Mapping[str, Any]
+    """Entry ``n - 1`` (a mismatch explanation reads the entry before it)."""
+
+    def stand_in(self) -> list[Mapping[str, Any]]:
+        """``n`` entries standing for those fed, for :meth:`Pass.feed`'s ``entries[:n]``: entry
+        ``0`` and ``n - 1`` are the real ones, the others repeat ``n - 1`` (a resumed pass never
+        reads them)."""
+        return [self.init, *([self.last] * (self.n - 1))] if self.n > 1 else [self.init]
+
+    def to_bytes(self) -> bytes:
+        """The stored form: a 4-byte big-endian header length, the JSON header, the arrays, the
+        id keys; zlib-compressed."""
+        head = json.dumps({
+            "n": self.n, "machine_id": self.machine_id, "machine_version": self.machine_version,
+            "persisted": self.persisted, "prev_h": self.prev_h, "known_starts": self.known_starts,
+            "appeared": self.appeared, "offset": self.offset, "base": self.base,
+            "arrays": len(self.arrays), "init": self.init, "last": self.last,
+        }, separators=(",", ":")).encode()
+        return zlib.compress(len(head).to_bytes(4, "big") + head + self.arrays + self.ids, 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Resume:
+        """Decode :meth:`to_bytes`' form. Raises ``ValueError`` for anything else."""
+        try:
+            raw = zlib.decompress(data)
+            size = int.from_bytes(raw[:4], "big")
+            head = json.loads(raw[4:4 + size])
+        except (zlib.error, ValueError, TypeError) as exc:
+            raise ValueError(f"not a saved pass state ({exc})") from None
+        rest = raw[4 + size:]
+        try:
+            n, cut = head["n"], head["arrays"]
+            ok = (type(n) is int and n > 0 and cut == n * _RESUME_BYTES
+                  and len(rest) >= cut and (len(rest) - cut) % ID_KEY == 0
+                  and all(type(head[k]) is int for k in ("offset", "base"))
+                  and all(isinstance(head[k], dict) for k in ("persisted", "init", "last"))
+                  and isinstance(head["prev_h"], str)
+                  and all(isinstance(head[k], dict) and all(
+                      type(v) is int for v in head[k].values()) for k in ("known_starts", "appeared"))
+                  and all(head[k] is None or isinstance(head[k], str)
+                          for k in ("machine_id", "machine_version")))
+        except (KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise ValueError("not a saved pass state (its header does not fit)")
+        return cls(n=n, machine_id=head["machine_id"], machine_version=head["machine_version"],
+                   persisted=head["persisted"], prev_h=head["prev_h"],
+                   known_starts=head["known_starts"], appeared=head["appeared"],
+                   offset=head["offset"], base=head["base"], arrays=rest[:cut], ids=rest[cut:],
+                   init=head["init"], last=head["last"])
+
+
+_RESUME_BYTES = 4 + 1 + 4 + 1 + 1 + 1
+"""Bytes per entry of :attr:`Resume.arrays`."""
+
+
 def _copy_segment_pass(sp: _SegmentPass, idx: LogIndex) -> _SegmentPass:
     out = copy.copy(sp)
     out.idx = idx
@@ -758,6 +857,9 @@ class Pass:
         self.index = LogIndex.empty(strict=strict, source=source)
         self._seg_pass: _SegmentPass | None = None
         self._check: SegmentChecker | None = None
+        self._prior_ids: frozenset[bytes] = frozenset()
+        """Of a pass resumed from a :class:`Resume`: the id keys (:func:`id_key`) of the entries
+        before the resume point, which it does not hold."""
 
     def copy(self) -> Pass:
         """An independent continuation of this pass (e.g. two forks of one shared prefix): the
@@ -833,6 +935,100 @@ class Pass:
         out._seg_pass = new
         return out
 
+    def _check_prior_ids(self, entries: Sequence[Mapping[str, Any]], lo: int, hi: int) -> None:
+        prior = self._prior_ids
+        for i in range(lo, hi):
+            e = entries[i]
+            eid = e.get("id") if isinstance(e, Mapping) else None
+            if isinstance(eid, str) and id_key(eid) in prior:
+                raise CannotResume(f"entry {i}'s id may repeat one before the resume point")
+
+    def resume_state(self, entries: Sequence[Mapping[str, Any]]) -> Resume | None:
+        """What :meth:`resumed` needs to continue this pass without ``entries`` (those fed so far), or
+        ``None`` when it cannot be continued so exactly: anything but one plain segment from
+        position 0 (a version bridge), any problem recorded (a resumed pass's report is only its
+        verdict counts), a fold that stopped early, a snapshot store or checkpoints, a rebinding
+        cache or a pending timer (the restored engine snapshot would not reproduce them), or an
+        entry id that is not a string."""
+        idx, sp, chk = self.index, self._seg_pass, self._check
+        n = idx.n
+        if (n == 0 or len(idx.segments) != 1 or sp is None or chk is None or self._read_checked
+                or idx.problems or idx.failures or idx.log_problems or idx.log_failures
+                or idx.odd_recorded or sp.failed or sp.store is not None or sp.k or sp.cache
+                or sp.prev is None or chk.stopped_at is not None or chk.invalid
+                or chk.offset is None or idx.replayed_upto != [n] or not idx.has_computed[n - 1]):
+            return None
+        seg = idx.segments[0]
+        timers = sp.prev.get("timers")
+        if (seg.start != 0 or seg.bridge or seg.migrated_from is not None or timers
+                or len(entries) != n or type(entries[0]) is not dict or type(entries[n - 1]) is not dict):
+            return None
+        if not all(isinstance(k, str) for k in chk.seen):
+            return None
+        ids = sorted(self._prior_ids.union(map(id_key, chk.seen)))
+        arrays = b"".join(np.ascontiguousarray(getattr(idx, name)[:n]).tobytes()
+                          for name in _RESUME_ARRAYS)
+        return Resume(
+            n=n, machine_id=seg.machine_id, machine_version=seg.machine_version,
+            persisted=sp.prev, prev_h=sp.prev_h, known_starts=dict(sp.known_starts),
+            appeared=dict(sp.appeared), offset=chk.offset, base=chk.base,
+            arrays=arrays, ids=b"".join(ids), init=entries[0], last=entries[n - 1],
+        )
+
+    @classmethod
+    def resumed(cls, state: Resume, *, machine: Machine, machines: Mapping[str, Machine] | None = None,
+                strict: bool = False, source: str | None = None, validated: bool = False) -> Pass:
+        """A pass in the state :meth:`resume_state` saved (``state.n`` entries fed), with the
+        per-entry arrays of those entries and none of them: :meth:`feed` takes the log from
+        ``state.n`` on (a sequence whose earlier positions are never read but ``0``, the init
+        entry, and ``n - 1``, the last one). The restored engine snapshot is checked against the
+        saved hash of entry ``n - 1``; a new entry whose id's key is one of the saved ids makes
+        :meth:`feed` raise :class:`CannotResume` (the caller then folds the log whole, which
+        names the duplicate exactly).
+
+        Raises
+        ------
+        CannotResume
+            The machine does not take the segment, or its restored snapshot does not hash to
+            the saved hash.
+        """
+        out = cls(machine=machine, machines=machines, strict=strict, source=source,
+                  validated=validated)
+        n = state.n
+        idx = out.index
+        idx.grow(n)
+        at = 0
+        for name in _RESUME_ARRAYS:
+            arr = getattr(idx, name)
+            size = n * arr.dtype.itemsize
+            arr[:] = np.frombuffer(state.arrays[at:at + size], dtype=arr.dtype)
+            at += size
+        seg = Segment(start=0, stop=n, machine_id=state.machine_id,
+                      machine_version=state.machine_version, bridge=False, migrated_from=None,
+                      number=0)
+        m, seg_version = machine_for_segment(seg, machine, machines)
+        if m is None:
+            raise CannotResume("no machine for the saved segment")
+        try:
+            snap = m.restore(state.persisted)
+            same = snapshot_hash(snap) == idx.computed_hash(n - 1)
+        except Exception as exc:
+            raise CannotResume(f"the saved snapshot does not restore ({exc})") from None
+        if not same:
+            raise CannotResume("the restored snapshot does not hash to the saved hash")
+        idx.segments, idx.machines, idx.replayed_upto = [seg], [m], [n]
+        out._version = seg_version or out.machine_version or m.version
+        chk = SegmentChecker(0, source=source, envelope=not validated)
+        chk.offset, chk.base = state.offset, state.base
+        out._check = chk
+        sp = _SegmentPass(idx, seg, m, checkpoint_every=None, batch=out.batch, explain=out.explain,
+                          store=None)
+        sp.snap, sp.prev, sp.prev_h, sp.last = snap, state.persisted, state.prev_h, n - 1
+        sp.known_starts, sp.appeared = dict(state.known_starts), dict(state.appeared)
+        out._seg_pass = sp
+        out._prior_ids = frozenset(state.ids[j:j + ID_KEY] for j in range(0, len(state.ids), ID_KEY))
+        return out
+
     def feed(self, entries: Sequence[Mapping[str, Any]], lo: int | None = None, *,
              types: Sequence[str] | None = None) -> range:
         """Process ``entries[lo:]`` (``lo`` defaults to what was processed so far); return the
@@ -843,6 +1039,8 @@ class Pass:
         hi = len(entries)
         if hi <= lo:
             return range(lo, lo)
+        if self._prior_ids:
+            self._check_prior_ids(entries, lo, hi)
         idx.grow(hi)
         recorded = recorded_hashes(entries, lo, hi)
         _read_recorded(idx, lo, recorded)
