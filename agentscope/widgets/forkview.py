@@ -8,6 +8,7 @@ from typing import Any
 import ipywidgets
 import traitlets
 
+from agentscope import jsondiff
 from agentscope.frames import Frame
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_styling, frame_svg, layout, legend_html
@@ -46,9 +47,7 @@ def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int
 
     :func:`agentscope.jsondiff.differing_paths`, the definition ``agentscope diff`` lists too.
     """
-    from agentscope.jsondiff import differing_paths as paths
-
-    return paths(left, right, base)[:limit]
+    return jsondiff.differing_paths(left, right, base)[:limit]
 
 
 def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
