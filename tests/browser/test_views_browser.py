@@ -433,16 +433,17 @@ def test_widget_context_tree_keeps_the_folders_the_reader_opened(browser_context
     def is_open(pointer: str) -> bool:
         return bool(page.locator(f"#w details.as-node[data-path='{pointer}']").first.evaluate("d => d.open"))
 
-    assert not is_open("/context/queue") and is_open("/context/outcomes") and is_open("/context/current")
-    page.locator("#w details.as-node[data-path='/context/queue'] > summary").first.click()
+    # step 5 changed outcomes and current (open by default), not kbErrors (closed by default)
+    assert not is_open("/context/kbErrors") and is_open("/context/outcomes") and is_open("/context/current")
+    page.locator("#w details.as-node[data-path='/context/kbErrors'] > summary").first.click()
     page.locator("#w details.as-node[data-path='/context/outcomes'] > summary").first.click()
-    assert is_open("/context/queue") and not is_open("/context/outcomes")
+    assert is_open("/context/kbErrors") and not is_open("/context/outcomes")
     for step in (6, 7, 12):
         tt.step = step
         sent = json.loads(json.dumps({"base": w.base, "patch": w.patch}))
         page.evaluate("(t) => { window.model.set('base', t.base); window.model.set('patch', t.patch); }", sent)
         shown = "".join(jsonpatch.apply_patch(w.base, w.patch))  # the rows the kernel meant
-        assert is_open("/context/queue") and not is_open("/context/outcomes"), step
+        assert is_open("/context/kbErrors") and not is_open("/context/outcomes"), step
         default = 'data-path="/context/current" open' in shown
         assert is_open("/context/current") == default, step  # untouched: the kernel's default
     assert errors == []
