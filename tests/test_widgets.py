@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from html import unescape
 from typing import Any
 
 import pytest
@@ -407,19 +408,36 @@ def test_forkview_strip_ticks_the_divergence_and_follows_the_step() -> None:
     assert "past the divergence" in fv._summary.value
 
 
-def test_widget_output_carries_a_static_html_fallback(triage_graph: Graph) -> None:
+def _srcdoc(fallback: str) -> str:
+    """The page an ``<iframe srcdoc>`` fallback holds."""
+    m = re.fullmatch(r'<iframe class="as-fallback-player" [^>]*srcdoc="([^"]*)" onload="([^"]*)"></iframe>',
+                     fallback)
+    assert m is not None, fallback[:300]
+    return unescape(m[1])
+
+
+def test_widget_output_falls_back_to_its_steppable_player(triage_graph: Graph) -> None:
+    """Front ends without a widget manager (nbconvert's HTML of a saved notebook) get the
+    self-contained player ``to_html()`` writes, opened at the widget's step; past the size cap,
+    the static step and a note saying so."""
     tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
     tt.go(1)
     bundle = tt._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    page = bundle["text/html"]
+    fallback = bundle["text/html"]
+    assert _srcdoc(fallback) == tt.to_html()
+    assert "location.hash=&#x27;1&#x27;" in fallback  # the player opens at step 1
+    tt.fallback_cap = len(tt.to_html()) - 1  # one character too long: the static step
+    page = tt._repr_mimebundle_()["text/html"]
     assert 'class="as-root as-fallback" data-index="1"' in page and "<style>" in page
     assert 'data-verdict="verified"' in page and 'class="as-legend"' in page
     assert lit_states(page) == lit_states(tt._chart.value) != set()
     assert 'data-path="/context/queue"' in page  # the context tree
+    assert "Static view of step 1 only: the steppable player of this TimeTravel is" in page
+    assert "over the" in page and ".to_html(&quot;player.html&quot;)" in page
 
 
-def test_forkview_output_carries_a_static_html_fallback() -> None:
+def test_forkview_output_falls_back_to_its_steppable_player() -> None:
     from agentscope.examples.python_machines import triage_machine
 
     main = load_json("g_triage.main.log.json")
@@ -428,13 +446,31 @@ def test_forkview_output_carries_a_static_html_fallback() -> None:
     fv.jump_to_divergence()
     bundle = fv._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    page = bundle["text/html"]
+    assert _srcdoc(bundle["text/html"]) == fv.to_html()
+    assert "location.hash=&#x27;18&#x27;" in bundle["text/html"]
+    fv.fallback_cap = 10_000
+    page = fv._repr_mimebundle_()["text/html"]
     assert 'class="as-root as-fallback" data-index="18"' in page and "<style>" in page
     assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in page
     assert page.count('id="as_graph"') == 1 and 'data-legend="active in fork"' in page
     assert lit_states(page) == lit_states(fv._chart.value) != set()
     assert re.search(r'class="[^"]*as-active-b', page)
     assert page.count('data-verdict="verified"') == 2  # both sides' badges
+    assert "over the 0.01 MB cap of a notebook output (fallback_cap)" in page
+
+
+def test_a_view_past_the_step_cap_falls_back_to_its_static_step() -> None:
+    from agentscope import Recorder
+    from agentscope.examples.python_machines import counter_machine
+    from agentscope.widgets._fallback import FALLBACK_MAX_STEPS
+
+    r = Recorder(counter_machine(), {"start": 0}, execution_id="exec-long")
+    for i in range(FALLBACK_MAX_STEPS):
+        r.send({"type": "INC", "by": i % 3})
+    tt = TimeTravel(counter_machine(), r.entries)
+    page = tt._repr_mimebundle_()["text/html"]
+    assert "<iframe" not in page and 'class="as-root as-fallback" data-index="0"' in page
+    assert f"this TimeTravel has {FALLBACK_MAX_STEPS + 1:,} steps, more than the {FALLBACK_MAX_STEPS:,}" in page
 
 
 def test_steps_arriving_together_render_once(triage_graph: Graph) -> None:

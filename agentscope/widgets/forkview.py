@@ -8,6 +8,7 @@ from typing import Any
 import ipywidgets
 import traitlets
 
+from agentscope import jsondiff
 from agentscope.frames import Frame
 from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_styling, frame_svg, layout, legend_html
@@ -15,6 +16,7 @@ from agentscope.render.context import context_diff_html, context_html, diff_rows
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._chartwidget import ChartWidget
+from agentscope.widgets._fallback import FALLBACK_CAP, steppable_fallback
 from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
@@ -46,9 +48,7 @@ def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int
 
     :func:`agentscope.jsondiff.differing_paths`, the definition ``agentscope diff`` lists too.
     """
-    from agentscope.jsondiff import differing_paths as paths
-
-    return paths(left, right, base)[:limit]
+    return jsondiff.differing_paths(left, right, base)[:limit]
 
 
 def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
@@ -444,9 +444,20 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             f"{self.context_view(fa, fb)}{self.entries_html()}</div>"
         )
 
+    fallback_cap: int = FALLBACK_CAP
+    """Longest steppable player (characters of HTML) this view embeds as its ``text/html``
+    fallback (:data:`agentscope.widgets._fallback.FALLBACK_CAP`, 2 MB); past it, or past
+    :data:`~agentscope.widgets._fallback.FALLBACK_MAX_STEPS` steps, the current step and a note."""
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The widget, and as ``text/html`` for front ends without a widget manager (nbconvert's
+        HTML of a saved notebook) the self-contained steppable player of :meth:`to_html`, opened
+        at this step (:func:`~agentscope.widgets._fallback.steppable_fallback`)."""
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = self.static_html()
+        bundle["text/html"] = steppable_fallback(
+            self.to_html, self.static_html, name="ForkView", step=self.step, steps=self.n,
+            cap=self.fallback_cap,
+        )
         return bundle
 
     def to_html(self, path: Any = None, *, keyframe_every: int = 200, redact: Any = ()) -> str:

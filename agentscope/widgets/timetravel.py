@@ -28,6 +28,7 @@ from agentscope.render.html import (
     style_block,
 )
 from agentscope.widgets._chartwidget import ChartWidget
+from agentscope.widgets._fallback import FALLBACK_CAP, steppable_fallback
 from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
@@ -582,9 +583,20 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             f"<div>{badge_html(frame)}</div>{event_html(frame)}{self.chart_view(frame, previous)}{ctx}</div>"
         )
 
+    fallback_cap: int = FALLBACK_CAP
+    """Longest steppable player (characters of HTML) this view embeds as its ``text/html``
+    fallback (:data:`agentscope.widgets._fallback.FALLBACK_CAP`, 2 MB); past it, or past
+    :data:`~agentscope.widgets._fallback.FALLBACK_MAX_STEPS` steps, the current step and a note."""
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The widget, and as ``text/html`` for front ends without a widget manager (nbconvert's
+        HTML of a saved notebook) the self-contained steppable player of :meth:`to_html`, opened
+        at this step (:func:`~agentscope.widgets._fallback.steppable_fallback`)."""
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = self.static_html()
+        bundle["text/html"] = steppable_fallback(
+            self.to_html, self.static_html, name="TimeTravel", step=self.step, steps=self.n,
+            cap=self.fallback_cap,
+        )
         return bundle
 
     # export -----------------------------------------------------------------------------------

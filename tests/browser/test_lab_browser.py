@@ -194,15 +194,17 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
     # `always` it led to (selecting -> analyzing, edge 5), as the engine reports them
     lit_now = tt.locator(".as-chart .as-taken").evaluate_all("els => els.map(e => e.id)")
     assert len(lit_now) == 2 and "as_t5_0" in lit_now, lit_now
-    # the output carries a static text/html frame for front ends without the widget manager
+    # the output carries a text/html copy for front ends without the widget manager
     htmls = page.evaluate(
         "() => { const cells = window.jupyterapp.shell.currentWidget.content.model.cells, out = [];"
         " for (let i = 0; i < cells.length; i++) { const c = cells.get(i); if (c.type !== 'code') continue;"
         " for (const o of c.outputs.toJSON()) { const h = o.data && o.data['text/html'];"
         " if (h) out.push(Array.isArray(h) ? h.join('') : String(h)); } } return out; }"
     )
-    fallback = [h for h in htmls if "as-fallback" in h]
-    assert len(fallback) == 2 and all("as-legend" in h and "data-verdict" in h for h in fallback)
+    fallback = [h for h in htmls if "as-fallback" in h]  # the steppable player (to_html's page)
+    assert len(fallback) == 2 and all(
+        h.startswith('<iframe class="as-fallback-player"') and "as-legend" in h and "as-slider" in h
+        for h in fallback)
 
     # The kernel round trip of one step, from the key press to the new step on screen, timed in
     # the page: from the keydown event's time stamp to the first frame that draws the new step
@@ -414,13 +416,14 @@ def test_forkview_in_jupyterlab(lab: tuple[str, str], browser_context: Any) -> N
         assert heights and min(heights) >= 9, min(heights)
         fv.scroll_into_view_if_needed()
         fv.screenshot(path=str(ARTIFACTS / f"lab-forkview-step{k}.png"))
-    # the output carries a static text/html frame for front ends without the widget manager
+    # the output carries a text/html copy for front ends without the widget manager
     htmls = page.evaluate(
         "() => { const cells = window.jupyterapp.shell.currentWidget.content.model.cells, out = [];"
         " for (let i = 0; i < cells.length; i++) { const c = cells.get(i); if (c.type !== 'code') continue;"
         " for (const o of c.outputs.toJSON()) { const h = o.data && o.data['text/html'];"
         " if (h) out.push(Array.isArray(h) ? h.join('') : String(h)); } } return out; }"
     )
-    fallback = [h for h in htmls if "as-fallback" in h]
-    assert len(fallback) == 1 and "as-legend" in fallback[0] and "at the divergence" in fallback[0]
+    fallback = [h for h in htmls if "as-fallback" in h]  # the steppable fork player
+    assert len(fallback) == 1 and fallback[0].startswith('<iframe class="as-fallback-player"')
+    assert "as-legend" in fallback[0] and "at the divergence" in fallback[0]
     assert not [e for e in errors if "agentscope" in e or "as-" in e], errors
