@@ -987,7 +987,7 @@ def _tree_chunks(
     before children, about four chunks per worker; a subtree is never cut (so a worker never
     needs another's state, and each shared prefix is folded once). A source :func:`_entry_keys` cannot
     read gives one root per thread (the worker reports what is wrong with it)."""
-    from agentscope.log import read_log
+    from agentscope.stores import read_log
 
     if keys is None:
         keys = _entry_keys(store_path, wanted)
@@ -1071,7 +1071,7 @@ def map_chunks(
     for group in groups:
         entries = None
         if ship_entries:
-            from agentscope.log import read_log
+            from agentscope.stores import read_log
 
             entries = tuple(list(read_log(store_path, thread=t).entries) for t in group)
         chunks.append(_Chunk(store_path, group, spec, extra, strict, entries))
