@@ -284,3 +284,42 @@ def test_the_usage_sparkline_counts_the_redacted_entries() -> None:
     assert usage(tt.to_html())[-1] == 987_654_321
     page = tt.to_html(redact=["/event/usage"])
     assert usage(page) is None and "987654321" not in page
+
+
+def test_an_explanation_keeps_numbers_and_hashes_that_only_contain_a_redacted_value() -> None:
+    """Whole tokens are replaced, not substrings: a redacted ``count`` of 1 leaves the epoch ms
+    ``1767225600000`` and the hashes of a real mismatch explanation intact."""
+    main_log, _ = _record([("a@x.org", "Al")])
+    log = [dict(e) for e in main_log]
+    log[2] = {**log[2], "verification": {"stateHash": "deadbeef"}}  # tampered: a real mismatch
+    frame = asc.Timeline(contacts_machine(), log).at(2)
+    assert frame.persisted is not None and frame.persisted["context"]["count"] == 1
+    assert frame.explanation is not None and "recordedAt 1767225600000 ms" in frame.explanation
+    assert frame.computed_hash is not None and "1" in frame.computed_hash
+    assert Redaction(["/context/count"]).frame(frame).explanation == frame.explanation
+    shown = Redaction(["/event/email", "/context/byEmail"]).frame(frame).explanation
+    assert shown == frame.explanation.replace("remind:a@x.org", f"remind:{REDACTED}")
+
+
+def test_an_explanation_quoting_a_redacted_value_in_repr_or_json_hides_it() -> None:
+    """An engine error quotes the event's value with ``repr`` (backslash, lone surrogate
+    escaped): that spelling is hidden too, in the frame and in the page."""
+    from agentscope.engines.statechart import StatechartMachine
+
+    def reject(context: Any, event: Any) -> Any:
+        raise ValueError(f"rejected address {event['email']!r}")
+
+    def machine(throw: bool) -> StatechartMachine:
+        on = {"SIGNUP": reject if throw else {"target": "open"}}
+        return StatechartMachine({"id": "signup", "initial": "open", "states": {"open": {"on": on}}})
+
+    secret = "zq\\é\ud800@ex.test"
+    rec = Recorder(machine(False))
+    rec.send({"type": "SIGNUP", "email": secret})
+    tt = asc.TimeTravel(machine(True), rec.entries)
+    why = asc.Timeline(machine(True), rec.entries).at(1).explanation
+    assert why is not None and repr(secret)[1:-1] in why
+    shown = Redaction(["/event/email"]).frame(asc.Timeline(machine(True), rec.entries).at(1)).explanation
+    assert shown is not None and shown.endswith(f"rejected address '{REDACTED}'")
+    page = tt.to_html(redact=["/event/email"])
+    _assert_hidden(page, {secret, repr(secret)[1:-1]}, "TimeTravel.to_html")

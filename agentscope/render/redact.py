@@ -20,9 +20,13 @@ verified to.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from agentscope.hashing import js_number
 
 if TYPE_CHECKING:
     from agentscope.frames import Frame
@@ -108,6 +112,8 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
                 stack.extend(v.values())
             elif isinstance(v, list | tuple):
                 stack.extend(v)
+            elif isinstance(v, float | int) and not isinstance(v, bool):
+                out.update((str(v), js_number(v, nonfinite="literal")))  # Python's and JS's
             elif v is not None and not isinstance(v, bool):
                 out.add(str(v))
         return
@@ -121,6 +127,25 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
                 _hidden(v, rest, out)
         elif head.isdigit() and int(head) < len(value):
             _hidden(value[int(head)], rest, out)
+
+
+def _spellings(h: str) -> set[str]:
+    """``h`` raw and as ``repr`` and JSON write it between quotes."""
+    return {h, repr(h)[1:-1], json.dumps(h)[1:-1], json.dumps(h, ensure_ascii=False)[1:-1]} - {""}
+
+
+def _tokens(hidden: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern matching any spelling of any ``hidden`` string as a whole token, longest first
+    (``None`` when there is nothing to hide)."""
+    forms = sorted({f for h in hidden if h for f in _spellings(h)}, key=lambda f: (-len(f), f))
+    if not forms:
+        return None
+    alts = []
+    for f in forms:
+        left = r"(?<!\w)(?<!\d\.)" if re.match(r"\w", f) else ""
+        right = r"(?!\w)(?!\.\d)" if re.match(r"\w", f[-1]) else ""
+        alts.append(left + re.escape(f) + right)
+    return re.compile("|".join(alts))
 
 
 def _pointer(parts: Sequence[str]) -> str:
@@ -196,11 +221,16 @@ class Redaction:
         return out
 
     def text(self, text: str, hidden: Iterable[str]) -> str:
-        """``text`` with every occurrence of the ``hidden`` strings replaced by the marker
-        (longest first)."""
-        for h in sorted(hidden, key=len, reverse=True):
-            text = text.replace(h, self.marker)
-        return text
+        """``text`` with every whole occurrence of the ``hidden`` strings replaced by the marker.
+
+        Each hidden string is also matched as Python ``repr`` and JSON spell it inside quotes
+        (an error message quoting a value). An occurrence counts only as a whole token: one that
+        starts (ends) with a letter, digit or ``_`` is not replaced where it continues a word or
+        number (a hidden ``1`` leaves ``1000 ms`` and the hash ``6c21e76b`` as they are, but
+        hides ``remind:1``). Longest first; text without any hidden string is returned as is.
+        """
+        pattern = _tokens(hidden)
+        return text if pattern is None else pattern.sub(lambda _: self.marker, text)
 
     def frame(self, frame: Frame) -> Frame:
         """``frame`` as a shared view may show it: entry and persisted snapshot redacted, changed
