@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +20,7 @@ from agentscope.cli import main
 from agentscope.errors import CacheWarning, StoreError
 from agentscope.examples.python_machines import counter_machine
 from agentscope.recorder import ManualClock, Recorder
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, REPO, requires_node
 from tests.test_bulk_tree import COUNTER, TIMING, TRIAGE, _forests, _tamper
 
 STORES = ((FIXTURES / "g_triage.sqlite", TRIAGE), (FIXTURES / "c_fork.sqlite", COUNTER))
@@ -182,3 +183,56 @@ def test_generated_forests_give_the_same_table_with_and_without_the_cache(
         warm = _run(store, COUNTER, cache)
     _same(warm, _run(store, COUNTER))
     assert sorted(warm.attrs["cache"]["reused"]) == sorted(plain["thread"])
+
+
+@requires_node
+def test_a_change_in_a_module_the_machine_imports_is_a_new_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key covers the files the machine module's relative imports reach: the real
+    counter machine with its increment moved to ``./step.mjs``; doubling it there makes the
+    fixture store's threads mismatch, and the cached "verified" rows are not reused."""
+    monkeypatch.setenv("AGENTSCOPE_NODE_PATH", str(REPO / "node_modules"))
+    src = (REPO / "agentscope" / "examples" / "machines" / "counter.mjs").read_text(encoding="utf-8")
+    moved = src.replace('import { createMachine } from "xstate";',
+                        'import { createMachine } from "xstate";\nimport { step } from "./lib/step.mjs";')
+    moved = moved.replace("count: context.count + (event.by ?? 1)", "count: step(context.count, event.by ?? 1)")
+    assert moved.count("step(") == 1
+    (tmp_path / "m" / "lib").mkdir(parents=True)
+    (tmp_path / "m" / "counter.mjs").write_text(moved, encoding="utf-8")
+    step = tmp_path / "m" / "lib" / "step.mjs"
+    step.write_text("export const step = (c, by) => c + by;\n", encoding="utf-8")
+    store, spec, cache = FIXTURES / "c_fork.sqlite", str(tmp_path / "m" / "counter.mjs"), tmp_path / "v.sqlite"
+    assert _run(store, spec, cache)["verified"].all()
+    step.write_text("export const step = (c, by) => c + 2 * by;\n", encoding="utf-8")
+    again = _run(store, spec, cache)
+    assert again.attrs["cache"]["reused"] == []
+    assert not again["verified"].any()
+    _same(again, _run(store, spec))
+
+
+def _open_together(path: Path, start: threading.Barrier, usable: list[bool]) -> None:
+    from agentscope.verify_cache import VerdictCache
+
+    start.wait()
+    cache = VerdictCache.open(path)
+    usable.append(cache.usable)
+    cache.close()
+
+
+def test_verifies_creating_one_cache_at_once_all_use_it(tmp_path: Path) -> None:
+    """Six openers released together on a path that does not exist yet: each gets a usable
+    cache and no warning (the file is made in one idempotent transaction)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for trial in range(5):
+            start, usable = threading.Barrier(6), []
+            openers = [threading.Thread(target=_open_together,
+                                        args=(tmp_path / f"verdicts{trial}.sqlite", start, usable))
+                       for _ in range(6)]
+            for t in openers:
+                t.start()
+            for t in openers:
+                t.join()
+            assert usable == [True] * 6
+    assert [str(w.message) for w in seen] == []
