@@ -28,6 +28,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -1489,13 +1490,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Show a warning as one ``agentscope: warning: …`` line on stderr (no source location,
+    no code line); ``--debug`` keeps Python's own format."""
+    text = " ".join(str(message).split("\n")[0].split())
+    print(f"agentscope: warning: {text}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``agentscope`` command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json))
     try:
-        code: int = args.func(args, out)
+        with warnings.catch_warnings():
+            if not args.debug:
+                warnings.showwarning = _warning_line
+            code: int = args.func(args, out)
         return code
     except AgentscopeError as exc:
         if args.debug:

@@ -141,13 +141,14 @@ def machine_key(spec: MachineSpec, extra: Sequence[tuple[str, MachineSpec]], str
 
 def check_cache_path(cache: str | os.PathLike[str], store: str) -> Path:
     """``cache`` as a path, refused when it is (or sits inside) the store ``store``: a SQLite
-    store or its ``-wal``/``-journal``, a log file, a directory store; the cache never writes to
-    a user's store.
+    store or its ``-wal``/``-journal``, a log file, a directory store, through a symbolic or a
+    hard link; the cache never writes to a user's store.
 
     Raises
     ------
     StoreError
-        The cache path is the store, one of its side files, or inside a directory store.
+        The cache path is the store, one of its side files (or a link to one), or inside a
+        directory store.
     """
     path = Path(cache).expanduser()
     if "://" in store:
@@ -155,12 +156,20 @@ def check_cache_path(cache: str | os.PathLike[str], store: str) -> Path:
     target = path.resolve()
     base = Path(store).expanduser().resolve()
     sides = {base, Path(f"{base}-wal"), Path(f"{base}-journal"), Path(f"{base}-shm")}
-    if target in sides or (base.is_dir() and base in target.parents):
+    linked = any(_same_file(target, side) for side in sides)  # a hard link to one of them
+    if target in sides or linked or (base.is_dir() and base in target.parents):
         raise StoreError(
             f"the verdict cache {path} would be inside the store; name a file outside it",
             source=str(store),
         )
     return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.is_file() and b.is_file() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 _ROW_FIELDS = ("length", "verified", "mismatches", "first_mismatch", "explained", "unexplained",

@@ -3,6 +3,7 @@ rewritten thread told apart, a corrupt or foreign file never trusted."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import threading
@@ -138,7 +139,9 @@ def test_damaged_rows_of_a_cache_are_verified_again(tmp_path: Path) -> None:
 def test_the_cache_is_never_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite"
     shutil.copyfile(FIXTURES / "c_fork.sqlite", store)
-    for bad in (store, Path(f"{store}-wal")):
+    (tmp_path / "linked.sqlite").symlink_to(store)
+    os.link(store, tmp_path / "hard.sqlite")
+    for bad in (store, Path(f"{store}-wal"), tmp_path / "linked.sqlite", tmp_path / "hard.sqlite"):
         with pytest.raises(StoreError, match="inside the store"):
             _run(store, COUNTER, bad)
     assert store.read_bytes() == (FIXTURES / "c_fork.sqlite").read_bytes()

@@ -54,3 +54,15 @@ def test_a_missing_field_is_missing_not_undefined(field: str, want: str, tmp_pat
     assert main(["show", str(log)]) == 2
     err = capsys.readouterr().err
     assert want in err and "entry 3" in err and "undefined" not in err
+
+
+def test_a_warning_reaches_a_cli_user_as_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A library warning (here: a verdict cache path that is a directory) is one
+    ``agentscope: warning:`` line, without Python's source location and code line."""
+    (tmp_path / "cache").mkdir()
+    code = main(["verify", str(STORE), "--machine", "py:agentscope.examples.python_machines:triage_machine",
+                 "--cache", str(tmp_path / "cache"), "--workers", "1"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err == (f"agentscope: warning: verdict cache {tmp_path / 'cache'} ignored: cannot open it (unable "
+                   "to open database file); verifying without it and leaving the file as it is\n")
