@@ -662,6 +662,7 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
 def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = (),
                  coverage: bool = False) -> Path:
     """Write the static player of ``log``: built from its one Timeline pass (no widget)."""
+    from agentscope.render.html import write_page
     from agentscope.widgets._source import EntriesOnly, make_timeline, usage_series
     from agentscope.widgets.player import timeline_page
 
@@ -681,20 +682,17 @@ def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Seq
         redact=list(redact),
         coverage=heat,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path.resolve()
+    return write_page(page, path, [log])
 
 
 def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, logs: tuple[Any, Any],
                       names: tuple[str, str], path: Path, redact: Sequence[str] = ()) -> Path:
     """Write the fork player from the timelines ``diff`` was computed from (no widget, no fold)."""
+    from agentscope.render.html import write_page
     from agentscope.widgets.player import fork_page
 
     page = fork_page(timelines, diff, machine.graph, names=names, logs=logs, redact=list(redact))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path.resolve()
+    return write_page(page, path, logs)
 
 
 def _log_summary(log: EventLog) -> dict[str, Any]:
@@ -1018,8 +1016,9 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         target = Path.cwd() / (src_path.stem + thread_part + _EXPORT_SUFFIX[args.to])
     else:
         target = Path(args.output)
-    if target.resolve() == src_path:
-        raise UsageError(f"refusing to overwrite the input log {src_path}; pick another -o")
+    from agentscope.log.writers import outside_inputs
+
+    outside_inputs(target, [src_path], what="the export")  # its own input, even with --force
     if target.exists() and not args.force:
         raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscope.errors import CacheWarning, StoreError
+from agentscope.errors import CacheWarning
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
@@ -150,26 +150,9 @@ def check_cache_path(cache: str | os.PathLike[str], store: str) -> Path:
         The cache path is the store, one of its side files (or a link to one), or inside a
         directory store.
     """
-    path = Path(cache).expanduser()
-    if "://" in store:
-        return path
-    target = path.resolve()
-    base = Path(store).expanduser().resolve()
-    sides = {base, Path(f"{base}-wal"), Path(f"{base}-journal"), Path(f"{base}-shm")}
-    linked = any(_same_file(target, side) for side in sides)  # a hard link to one of them
-    if target in sides or linked or (base.is_dir() and base in target.parents):
-        raise StoreError(
-            f"the verdict cache {path} would be inside the store; name a file outside it",
-            source=str(store),
-        )
-    return path
+    from agentscope.log.writers import outside_inputs
 
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.is_file() and b.is_file() and os.path.samefile(a, b)
-    except OSError:
-        return False
+    return outside_inputs(cache, [store], what="the verdict cache")
 
 
 _ROW_FIELDS = ("length", "verified", "mismatches", "first_mismatch", "explained", "unexplained",
