@@ -22,6 +22,7 @@ from agentscope.errors import (
 )
 from agentscope.log.build import build_log, detect_era
 from agentscope.log.model import ErrorsMode, EventLog
+from agentscope.log.problems import ProblemKind
 from agentscope.log.validate import (
     TOO_DEEP,
     Era,
@@ -587,7 +588,7 @@ def _first_read_problem(log: EventLog) -> LogFormatError:
     index, line = given("index"), given("line")
     place = {"source": given("source"), "index": None if index is None else int(index),
              "line": None if line is None else int(line), "field": given("field")}
-    cls = EntryValidationError if row.get("kind") == "invalid-entry" else LogFormatError
+    cls = EntryValidationError if row.get("kind") == ProblemKind.INVALID_ENTRY else LogFormatError
     prefix = str(cls("", **place))  # "<place>: "
     message = str(row.get("message") or row.get("kind"))
     return cls(message.removeprefix(prefix) if prefix else message, **place)
