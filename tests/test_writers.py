@@ -161,3 +161,27 @@ def test_no_player_page_nor_export_is_written_over_a_log_it_reads(
         asc.ForkView(counter_machine(), read, asc.read_log(other)).to_html(other)
     assert {p: p.read_bytes() for p in (log, other, store)} == before
     assert not Path(f"{store}-wal").exists()
+
+
+def test_a_lone_surrogate_a_sqlite_store_cannot_hold_is_one_recorder_error(tmp_path: Path) -> None:
+    """A thread name or an entry id with a lone surrogate (JSON escapes it, a TEXT column cannot
+    hold it) is a RecorderError naming the store, the entry and the field; nothing is written.
+    Lone surrogates inside the entry's JSON are kept (escaped) and read back."""
+    from agentscope.examples import python_machines as pm
+    from agentscope.recorder import Recorder
+
+    rec = Recorder(pm.counter_machine())
+    rec.send({"type": "INC", "note": "\ud800x", "by": 1})
+    path = tmp_path / "store.sqlite"
+    with pytest.raises(RecorderError, match=r"store\.sqlite: field 'thread': 't\\ud800' holds a lone surrogate"):
+        rec.to_sqlite(path, "t\ud800")
+    entries = [dict(e) for e in rec.entries]
+    entries[1]["id"] = "evt\udc00"
+    with SQLiteStoreWriter(path) as store, pytest.raises(
+        RecorderError, match=r"store\.sqlite: entry 1: field 'id': 'evt\\udc00' holds a lone surrogate"
+    ):
+        store.write_thread("main", entries)
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT count(*) FROM agent_event_log").fetchone() == (0,)
+    rec.to_sqlite(path, "main")
+    assert read_log(path, thread="main").entries == rec.entries

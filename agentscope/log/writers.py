@@ -208,6 +208,21 @@ def outside_inputs(
     return path
 
 
+def _text(value: Any, store: Any, index: Any, field: str) -> Any:
+    """``value`` as is when SQLite can store it as UTF-8 text; a lone surrogate (which JSON
+    escapes but a TEXT column cannot hold) is a :class:`~agentscope.errors.RecorderError`."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            where = f"{store}: " + ("" if index is None else f"entry {index}: ") + f"field '{field}'"
+            raise RecorderError(
+                f"{where}: {value!r} holds a lone surrogate ({value[exc.start]!r}), which a SQLite "
+                "store's text column cannot hold"
+            ) from None
+    return value
+
+
 def _target(path: str | os.PathLike[str], overwrite: bool) -> Path:
     p = Path(path)
     if p.exists() and not overwrite:
@@ -415,6 +430,7 @@ class SQLiteStoreWriter:
 
     def _transaction(self, thread: str, entries: Iterable[Mapping[str, Any]], expected: int,
                      new: bool) -> None:
+        _text(thread, self.path, None, "thread")
         con = self.con
         try:
             con.execute("BEGIN IMMEDIATE")
@@ -428,7 +444,8 @@ class SQLiteStoreWriter:
                         f'AgentEventLogStore.append: index conflict on thread "{thread}": expected '
                         f"index {expected} but found {count} — a concurrent writer won."
                     )
-                self._insert((thread, e["index"], e["id"], js_json(e)) for e in entries)
+                self._insert((thread, e["index"], _text(e["id"], self.path, e["index"], "id"),
+                              js_json(e)) for e in entries)
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
