@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentscope.hashing import js_number
+from agentscope.log.entry import recorded_at_ms
 
 if TYPE_CHECKING:
     from agentscope.frames import Frame
@@ -114,6 +115,11 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
                 stack.extend(v)
             elif isinstance(v, float | int) and not isinstance(v, bool):
                 out.update((str(v), js_number(v, nonfinite="literal")))  # Python's and JS's
+            elif isinstance(v, str):
+                out.add(v)
+                ms = recorded_at_ms(v) if len(v) >= 20 and v[4:5] == "-" else None
+                if ms is not None:  # a timestamp is also spelled in epoch ms (an explanation)
+                    out.add(str(ms))
             elif v is not None and not isinstance(v, bool):
                 out.add(str(v))
         return
