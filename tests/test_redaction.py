@@ -352,10 +352,12 @@ def test_a_redacted_timestamp_is_hidden_in_its_epoch_ms_spelling_too() -> None:
     assert "1767225605000" not in shown
 
 
-@pytest.mark.xfail(strict=True, reason="a frame's explanation is scrubbed of what its own entry and "
-                   "snapshot hide; the previous entry's recordedAt (and the one where a timer "
-                   "appeared) that the timer explanation also spells are not known to the frame")
 def test_a_redacted_previous_timestamp_is_hidden_in_an_explanation() -> None:
-    page = asc.TimeTravel(contacts_machine(), _log_after_a_pause()).to_html(redact=["/recordedAt"])
-    assert "2026-01-01T00:00:0" not in page
-    assert "1767225600000" not in page
+    """The timer explanation also spells the previous entry's recordedAt (and the one where
+    the timer appeared) in epoch ms: hidden too, in both players."""
+    log = _log_after_a_pause()
+    for page in (asc.TimeTravel(contacts_machine(), log).to_html(redact=["/recordedAt"]),
+                 asc.ForkView(contacts_machine(), log, log[:4]).to_html(redact=["/recordedAt"])):
+        assert "2026-01-01T00:00:0" not in page
+        assert "1767225600000" not in page and "1767225605000" not in page
+        assert f"previous recordedAt {REDACTED} ms" in page

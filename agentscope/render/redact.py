@@ -117,9 +117,7 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
                 out.update((str(v), js_number(v, nonfinite="literal")))  # Python's and JS's
             elif isinstance(v, str):
                 out.add(v)
-                ms = recorded_at_ms(v) if len(v) >= 20 and v[4:5] == "-" else None
-                if ms is not None:  # a timestamp is also spelled in epoch ms (an explanation)
-                    out.add(str(ms))
+                out |= _epoch_spellings([v])  # a timestamp is also spelled in epoch ms
             elif v is not None and not isinstance(v, bool):
                 out.add(str(v))
         return
@@ -152,6 +150,20 @@ def _tokens(hidden: Iterable[str]) -> re.Pattern[str] | None:
         right = r"(?!\w)(?!\.\d)" if re.match(r"\w", f[-1]) else ""
         alts.append(left + re.escape(f) + right)
     return re.compile("|".join(alts))
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?!\w|\.\d)")
+"""A whole integer token of free text (as :func:`_tokens` bounds a word)."""
+
+
+def _moment(text: str) -> int | None:
+    """``text`` as epoch ms when it is a full timestamp (``recordedAt``'s form, §1.4)."""
+    return recorded_at_ms(text) if len(text) >= 20 and text[4:5] == "-" else None
+
+
+def _epoch_spellings(hidden: Iterable[str]) -> set[str]:
+    """The epoch-ms text of every timestamp among ``hidden``."""
+    return {str(ms) for h in hidden if (ms := _moment(h)) is not None}
 
 
 def _pointer(parts: Sequence[str]) -> str:
@@ -238,15 +250,24 @@ class Redaction:
         pattern = _tokens(hidden)
         return text if pattern is None else pattern.sub(lambda _: self.marker, text)
 
-    def frame(self, frame: Frame) -> Frame:
+    def frame(self, frame: Frame, earlier: set[str] | None = None) -> Frame:
         """``frame`` as a shared view may show it: entry and persisted snapshot redacted, changed
         paths cut at the redacted member (duplicates dropped, order kept), the explanation
-        scrubbed of every hidden key and value; index, hashes and verdict unchanged."""
+        scrubbed of every hidden key and value; index, hashes and verdict unchanged.
+
+        ``earlier`` (kept by :meth:`frames`) gathers the epoch-ms spellings of the timestamps
+        hidden in the entries seen so far: an explanation also names the previous entry's
+        ``recordedAt`` and the one where a timer appeared, as epoch ms; those are hidden too.
+        """
         if not self.paths:
             return frame
         why = frame.explanation
+        if earlier is not None:
+            earlier.update(_epoch_spellings(self.hidden(frame.entry)))
         if why:
             why = self.text(why, self.hidden(frame.entry, frame.persisted))
+            if earlier:
+                why = _NUMBER.sub(lambda m: self.marker if m.group(0) in earlier else m.group(0), why)
         return replace(
             frame,
             entry=self.entry(frame.entry),
@@ -256,9 +277,11 @@ class Redaction:
         )
 
     def frames(self, frames: Iterable[Frame]) -> Iterator[Frame]:
-        """Each frame of ``frames`` redacted (lazily, in order)."""
+        """Each frame of ``frames`` redacted (lazily, in order; the timestamps hidden in earlier
+        entries are hidden in later explanations too, see :meth:`frame`)."""
+        earlier: set[str] = set()
         for f in frames:
-            yield self.frame(f)
+            yield self.frame(f, earlier)
 
     def source(self, source: Any) -> Any:
         """A frame source (``len``, ``at``, ``iter_frames``) reading ``source`` redacted; ``source``
@@ -284,5 +307,6 @@ class _RedactedSource:
         if callable(it):
             yield from self.redaction.frames(it())
             return
+        earlier: set[str] = set()
         for n in range(len(self.source)):
-            yield self.at(n)
+            yield self.redaction.frame(self.source.at(n), earlier)
