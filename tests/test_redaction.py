@@ -361,3 +361,20 @@ def test_a_redacted_previous_timestamp_is_hidden_in_an_explanation() -> None:
         assert "2026-01-01T00:00:0" not in page
         assert "1767225600000" not in page and "1767225605000" not in page
         assert f"previous recordedAt {REDACTED} ms" in page
+
+
+@pytest.mark.parametrize("segment", ["²", "٣", "01", "-", "+1", " 1"])
+def test_a_pointer_segment_that_is_not_an_array_index_selects_no_item(
+    segment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RFC 6901 array indices are ASCII digits without a leading zero: ``²`` (a digit to
+    ``str.isdigit``, not to ``int``) used to crash ``show --html``; these select no ticket, while
+    ``/event/tickets/2/subject`` hides the third ticket's subject only (real triage log)."""
+    log = FIXTURES / "g_triage.main.log.json"
+    subjects = [t["subject"] for t in json.loads(log.read_text(encoding="utf-8"))[1]["event"]["tickets"]]
+    page = tmp_path / "p.html"
+    code = main(["show", str(log), "--limit", "0", "--html", str(page),
+                 "--redact", f"/event/tickets/{segment}/subject", "/event/tickets/2/subject"])
+    assert code == 0, capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    assert [s in text for s in subjects] == [i != 2 for i in range(len(subjects))]

@@ -63,6 +63,19 @@ def parse_path(path: str) -> RedactionPath:
     return tuple(parts)
 
 
+_ARRAY_INDEX = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+"""An array index of a JSON Pointer (RFC 6901 §4: ASCII digits, no leading zero)."""
+
+
+def _index(segment: str, length: int) -> int | None:
+    """``segment`` as an index into an array of ``length`` items, or ``None`` (not an index:
+    ``01``, ``-``, ``²``, ``٣``; or past the end)."""
+    if not _ARRAY_INDEX.match(segment):
+        return None
+    at = int(segment)
+    return at if at < length else None
+
+
 def _apply(value: Any, parts: Sequence[str], marker: str) -> tuple[Any, bool]:
     if not parts:
         return marker, True
@@ -80,8 +93,8 @@ def _apply(value: Any, parts: Sequence[str], marker: str) -> tuple[Any, bool]:
     if isinstance(value, list | tuple):
         if head == "*":
             idx = range(len(value))
-        elif head.isdigit() and int(head) < len(value):
-            idx = range(int(head), int(head) + 1)
+        elif (at := _index(head, len(value))) is not None:
+            idx = range(at, at + 1)
         else:
             return value, False
         items = list(value)
@@ -129,8 +142,8 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
         if head == "*":
             for v in value:
                 _hidden(v, rest, out)
-        elif head.isdigit() and int(head) < len(value):
-            _hidden(value[int(head)], rest, out)
+        elif (at := _index(head, len(value))) is not None:
+            _hidden(value[at], rest, out)
 
 
 def _spellings(h: str) -> set[str]:
