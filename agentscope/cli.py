@@ -29,6 +29,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -671,6 +672,7 @@ def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Seq
                  coverage: bool = False) -> Path:
     """Write the static player of ``log``: built from its one Timeline pass (no widget)."""
     from agentscope.pipeline import Timeline
+    from agentscope.render.html import write_page
     from agentscope.render.player import timeline_page
     from agentscope.render.source import EntriesOnly, FrameSource, usage_series
 
@@ -690,20 +692,17 @@ def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Seq
         redact=list(redact),
         coverage=heat,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path.resolve()
+    return write_page(page, path, [log])
 
 
 def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, logs: tuple[Any, Any],
                       names: tuple[str, str], path: Path, redact: Sequence[str] = ()) -> Path:
     """Write the fork player from the timelines ``diff`` was computed from (no widget, no fold)."""
+    from agentscope.render.html import write_page
     from agentscope.render.player import fork_page
 
     page = fork_page(timelines, diff, machine.graph, names=names, logs=logs, redact=list(redact))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path.resolve()
+    return write_page(page, path, logs)
 
 
 def _log_summary(log: EventLog) -> dict[str, Any]:
@@ -1043,8 +1042,9 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         target = Path.cwd() / (stem + thread_part + _EXPORT_SUFFIX[args.to])
     else:
         target = Path(args.output)
-    if target.resolve() == src_path:
-        raise UsageError(f"refusing to overwrite the input log {src_path}; pick another -o")
+    from agentscope.log.writers import outside_inputs
+
+    outside_inputs(target, [src_path], what="the export")  # its own input, even with --force
     if target.exists() and not args.force:
         raise UsageError(f"{target} already exists; pass --force to overwrite it, or pick another -o")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -1551,6 +1551,19 @@ def _secret_scrubber(argv: Sequence[str]) -> Callable[[str], str]:
     return scrub
 
 
+def _warning_line(scrub: Callable[[str], str]) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command: a warning is one ``agentscope: warning: …`` line on
+    stderr (no source location, no code line, secrets scrubbed); ``--debug`` keeps Python's own
+    format."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        text = " ".join(str(message).split("\n")[0].split())
+        print(scrub(f"agentscope: warning: {text}"), file=sys.stderr if file is None else file)
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``agentscope`` command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
     parser = build_parser()
@@ -1558,7 +1571,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     scrub = _secret_scrubber(sys.argv[1:] if argv is None else argv)
     out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json), scrub=scrub)
     try:
-        code: int = args.func(args, out)
+        with warnings.catch_warnings():
+            if not args.debug:
+                warnings.showwarning = _warning_line(scrub)
+            code: int = args.func(args, out)
         return code
     except AgentscopeError as exc:
         if args.debug:

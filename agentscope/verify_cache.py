@@ -4,8 +4,10 @@ A thread's row of the verification table depends only on the machine and the thr
 entries (the fold is pure, spec §4.1), so it can be kept and reused while both are unchanged.
 The cache keys every row by content:
 
-- **machine**: a BLAKE2b digest of the machine module's bytes (the ``.mjs``/``.js``/``.ts``
-  file for Node, the Python module's source file), the export, every extra version-bridge
+- **machine**: a BLAKE2b digest of the machine module's bytes and of the local modules it may
+  import (for Node the files its relative ``import``/``export … from``/``import("…")``
+  specifiers reach, transitively; for Python every ``.py`` file of the module's top-level
+  package), the export, every extra version-bridge
   machine the same way (so a changed ``machineVersion`` or transition is a new key), and the
   verification mode (``strict``);
 - **thread**: the store's display address and the thread id (rows name their source);
@@ -30,6 +32,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sqlite3
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentscope.errors import CacheWarning, StoreError
+from agentscope.errors import CacheWarning
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
@@ -63,14 +66,61 @@ class CachedRow:
     row: dict[str, Any]
 
 
+_JS_SUFFIXES = (".mjs", ".js", ".cjs", ".ts", ".mts", ".cts", ".json")
+# a relative specifier of a static import/export or a dynamic import() with a literal
+_RELATIVE_IMPORT = re.compile(
+    r"""(?:\bfrom|\bimport)\s*\(?\s*(["'])(\.{1,2}/[^"'\n]*)\1"""
+)
+
+
+def _js_closure(entry: Path) -> list[Path]:
+    """``entry`` and every file its relative imports reach, transitively (sorted after the
+    entry); a specifier that names no file is left out (the engine reports it when loading)."""
+    seen: dict[Path, None] = {}
+    todo = [entry.resolve()]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen[path] = None
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for _q, spec in _RELATIVE_IMPORT.findall(text):
+            target = (path.parent / spec.split("?")[0]).resolve()
+            todo.extend([target, *(Path(f"{target}{x}") for x in _JS_SUFFIXES)])
+    first, *rest = seen
+    return [first, *sorted(rest)]
+
+
+def _py_closure(origin: Path, module: str) -> list[Path]:
+    """``origin`` and, for a module inside a package, every ``.py`` file of its top-level
+    package (the machine may import any of them)."""
+    if "." not in module and origin.name != "__init__.py":
+        return [origin]
+    top = origin.parent
+    for _ in range(module.count(".") + (origin.name == "__init__.py") - 1):
+        top = top.parent
+    return [origin, *sorted(q for q in top.rglob("*.py") if q != origin)]
+
+
 def _module_bytes(spec: MachineSpec) -> bytes:
+    """The bytes of the machine's module and of the local modules it may import (their paths
+    included), so a change in any of them is a new key."""
     if spec.kind == "node":
-        return Path(spec.module).read_bytes()
-    found = importlib.util.find_spec(spec.module)
-    origin = found.origin if found is not None else None
-    if origin is None or not Path(origin).is_file():
-        return f"<no source for {spec.module}>".encode()
-    return Path(origin).read_bytes()
+        files = _js_closure(Path(spec.module))
+        if not files[0].is_file():
+            return Path(spec.module).read_bytes()  # the OSError machine_key documents
+    else:
+        found = importlib.util.find_spec(spec.module)
+        origin = found.origin if found is not None else None
+        if origin is None or not Path(origin).is_file():
+            return f"<no source for {spec.module}>".encode()
+        files = _py_closure(Path(origin), spec.module)
+    h = hashlib.blake2b(digest_size=32)
+    for f in files:
+        for data in (str(f).encode("utf-8", "surrogatepass"), f.read_bytes()):
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
+    return h.digest()
 
 
 def machine_key(spec: MachineSpec, extra: Sequence[tuple[str, MachineSpec]], strict: bool) -> str:
@@ -94,26 +144,18 @@ def machine_key(spec: MachineSpec, extra: Sequence[tuple[str, MachineSpec]], str
 
 def check_cache_path(cache: str | os.PathLike[str], store: str) -> Path:
     """``cache`` as a path, refused when it is (or sits inside) the store ``store``: a SQLite
-    store or its ``-wal``/``-journal``, a log file, a directory store; the cache never writes to
-    a user's store.
+    store or its ``-wal``/``-journal``, a log file, a directory store, through a symbolic or a
+    hard link; the cache never writes to a user's store.
 
     Raises
     ------
     StoreError
-        The cache path is the store, one of its side files, or inside a directory store.
+        The cache path is the store, one of its side files (or a link to one), or inside a
+        directory store.
     """
-    path = Path(cache).expanduser()
-    if "://" in store:
-        return path
-    target = path.resolve()
-    base = Path(store).expanduser().resolve()
-    sides = {base, Path(f"{base}-wal"), Path(f"{base}-journal"), Path(f"{base}-shm")}
-    if target in sides or (base.is_dir() and base in target.parents):
-        raise StoreError(
-            f"the verdict cache {path} would be inside the store; name a file outside it",
-            source=str(store),
-        )
-    return path
+    from agentscope.log.writers import outside_inputs
+
+    return outside_inputs(cache, [store], what="the verdict cache")
 
 
 _FILES_TABLE = (
@@ -211,17 +253,19 @@ class VerdictCache:
         except sqlite3.Error as exc:
             return cls._ignored(p, f"cannot open it ({exc})")
         try:
-            if fresh:
-                conn.executescript(
-                    "BEGIN;"
-                    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                    "CREATE TABLE verdicts (machine TEXT NOT NULL, store TEXT NOT NULL, "
-                    "thread TEXT NOT NULL, digests BLOB NOT NULL, row TEXT NOT NULL, "
-                    "PRIMARY KEY (machine, store, thread));"
-                    "COMMIT;"
-                )
-                conn.executemany("INSERT INTO meta VALUES (?, ?)",
-                                 [("format", FORMAT), ("version", VERSION)])
+            if fresh:  # one transaction, idempotent: verifies creating it at once all succeed
+                with _transaction(conn):
+                    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+                    if names - {"meta", "verdicts", "sqlite_autoindex_meta_1",
+                                "sqlite_autoindex_verdicts_1"}:
+                        raise sqlite3.DatabaseError("another database was created there")
+                    conn.execute("CREATE TABLE IF NOT EXISTS meta "
+                                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                    conn.execute("CREATE TABLE IF NOT EXISTS verdicts (machine TEXT NOT NULL, "
+                                 "store TEXT NOT NULL, thread TEXT NOT NULL, digests BLOB NOT NULL, "
+                                 "row TEXT NOT NULL, PRIMARY KEY (machine, store, thread))")
+                    conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                     [("format", FORMAT), ("version", VERSION)])
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             conn.execute("SELECT machine, store, thread, digests, row FROM verdicts LIMIT 0")
             if meta.get("format") == FORMAT and meta.get("version") == VERSION:

@@ -3,8 +3,10 @@ rewritten thread told apart, a corrupt or foreign file never trusted."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +22,7 @@ from agentscope.cli import main
 from agentscope.errors import CacheWarning, StoreError
 from agentscope.examples.python_machines import counter_machine
 from agentscope.recorder import ManualClock, Recorder
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, REPO, requires_node
 from tests.test_bulk_tree import _EVENTS, COUNTER, TIMING, TRIAGE, _forests, _tamper
 
 STORES = ((FIXTURES / "g_triage.sqlite", TRIAGE), (FIXTURES / "c_fork.sqlite", COUNTER))
@@ -139,8 +141,10 @@ def test_damaged_rows_of_a_cache_are_verified_again(tmp_path: Path) -> None:
 def test_the_cache_is_never_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite"
     shutil.copyfile(FIXTURES / "c_fork.sqlite", store)
-    for bad in (store, Path(f"{store}-wal")):
-        with pytest.raises(StoreError, match="inside the store"):
+    (tmp_path / "linked.sqlite").symlink_to(store)
+    os.link(store, tmp_path / "hard.sqlite")
+    for bad in (store, Path(f"{store}-wal"), tmp_path / "linked.sqlite", tmp_path / "hard.sqlite"):
+        with pytest.raises(StoreError, match="would overwrite the log or store it reads"):
             _run(store, COUNTER, bad)
     assert store.read_bytes() == (FIXTURES / "c_fork.sqlite").read_bytes()
 
@@ -151,7 +155,7 @@ def test_cli_verify_with_a_cache(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert main(["verify", str(store), "--machine", TRIAGE, "--cache", str(cache), "--workers", "1"]) == 0
         assert "3/3 threads verified" in capsys.readouterr().out
     assert main(["verify", str(store), "--machine", TRIAGE, "--cache", str(store)]) == 2
-    assert "inside the store" in capsys.readouterr().err
+    assert "would overwrite the log or store it reads" in capsys.readouterr().err
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -296,3 +300,56 @@ def test_an_unchanged_store_file_is_known_by_the_key_of_its_bytes(tmp_path: Path
     assert sorted(again.attrs["cache"]["reused"]) == ["fork", "main", "second"]
     assert recorded() == [file_digest(str(store))]
     assert file_digest(str(tmp_path)) is None and file_digest("postgresql://u@h/db") is None
+
+
+@requires_node
+def test_a_change_in_a_module_the_machine_imports_is_a_new_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key covers the files the machine module's relative imports reach: the real
+    counter machine with its increment moved to ``./step.mjs``; doubling it there makes the
+    fixture store's threads mismatch, and the cached "verified" rows are not reused."""
+    monkeypatch.setenv("AGENTSCOPE_NODE_PATH", str(REPO / "node_modules"))
+    src = (REPO / "agentscope" / "examples" / "machines" / "counter.mjs").read_text(encoding="utf-8")
+    moved = src.replace('import { createMachine } from "xstate";',
+                        'import { createMachine } from "xstate";\nimport { step } from "./lib/step.mjs";')
+    moved = moved.replace("count: context.count + (event.by ?? 1)", "count: step(context.count, event.by ?? 1)")
+    assert moved.count("step(") == 1
+    (tmp_path / "m" / "lib").mkdir(parents=True)
+    (tmp_path / "m" / "counter.mjs").write_text(moved, encoding="utf-8")
+    step = tmp_path / "m" / "lib" / "step.mjs"
+    step.write_text("export const step = (c, by) => c + by;\n", encoding="utf-8")
+    store, spec, cache = FIXTURES / "c_fork.sqlite", str(tmp_path / "m" / "counter.mjs"), tmp_path / "v.sqlite"
+    assert _run(store, spec, cache)["verified"].all()
+    step.write_text("export const step = (c, by) => c + 2 * by;\n", encoding="utf-8")
+    again = _run(store, spec, cache)
+    assert again.attrs["cache"]["reused"] == []
+    assert not again["verified"].any()
+    _same(again, _run(store, spec))
+
+
+def _open_together(path: Path, start: threading.Barrier, usable: list[bool]) -> None:
+    from agentscope.verify_cache import VerdictCache
+
+    start.wait()
+    cache = VerdictCache.open(path)
+    usable.append(cache.usable)
+    cache.close()
+
+
+def test_verifies_creating_one_cache_at_once_all_use_it(tmp_path: Path) -> None:
+    """Six openers released together on a path that does not exist yet: each gets a usable
+    cache and no warning (the file is made in one idempotent transaction)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for trial in range(5):
+            start, usable = threading.Barrier(6), []
+            openers = [threading.Thread(target=_open_together,
+                                        args=(tmp_path / f"verdicts{trial}.sqlite", start, usable))
+                       for _ in range(6)]
+            for t in openers:
+                t.start()
+            for t in openers:
+                t.join()
+            assert usable == [True] * 6
+    assert [str(w.message) for w in seen] == []

@@ -85,3 +85,15 @@ def test_the_fork_player_and_diff_agree_on_the_differing_context_paths(
     assert main(["diff", f"{STORE}#main", f"{STORE}#fork", "--machine", py]) == 1
     assert f"state at entry {data['divergence']} differs in (9 differing context path(s)):" \
         in capsys.readouterr().out
+
+
+def test_a_warning_reaches_a_cli_user_as_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A library warning (here: a verdict cache path that is a directory) is one
+    ``agentscope: warning:`` line, without Python's source location and code line."""
+    (tmp_path / "cache").mkdir()
+    code = main(["verify", str(STORE), "--machine", "py:agentscope.examples.python_machines:triage_machine",
+                 "--cache", str(tmp_path / "cache"), "--workers", "1"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err == (f"agentscope: warning: verdict cache {tmp_path / 'cache'} ignored: cannot open it (unable "
+                   "to open database file); verifying without it and leaving the file as it is\n")

@@ -395,3 +395,23 @@ def test_jsonl_with_a_first_line_longer_than_the_sniffed_head(tmp_path: Path) ->
     p = tmp_path / "long.log"
     p.write_text(_jsonl(entries))
     assert read_log(p).entries == entries
+
+
+def test_reading_a_collected_log_again_raises_its_first_problem_where_it_was_found(tmp_path: Path) -> None:
+    """``read_log(log)`` of a log read with ``errors="collect"`` raises what ``read_log(file)``
+    raises (source, source entry index, field), not the numbering gap the dropped entry left."""
+    entries = json.loads((FIXTURES / "a_counter.log.json").read_text(encoding="utf-8"))
+    entries[3] = {**entries[3], "event": {"type": 5}}
+    entries[5] = {**entries[5], "index": "x"}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    with pytest.raises(EntryValidationError) as direct:
+        read_log(path)
+    collected = read_log(path, errors="collect")
+    assert len(collected) == len(entries) - 2 and len(collected.read_problems) == 2
+    with pytest.raises(EntryValidationError) as again:
+        read_log(collected)
+    assert str(again.value) == str(direct.value) == (
+        f"{path}: entry 3: field 'event.type': Agent event entry.event requires a non-empty string type.")
+    assert (again.value.index, again.value.field) == (3, "event.type")
+    assert read_log(collected, errors="collect") is collected

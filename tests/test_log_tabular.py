@@ -10,6 +10,7 @@ import pytest
 
 from agentscope.errors import LogFormatError
 from agentscope.log import read_log
+from tests.conftest import FIXTURES
 
 MAPPING = {"type": "action", "payload": "data", "timestamp": "ts"}
 
@@ -91,3 +92,21 @@ def test_mapping_errors() -> None:
     log = read_log(bad, columns=MAPPING, errors="collect")
     assert [e["event"]["type"] for e in log.entries] == ["@agent.init", "ADD", "DONE"]
     assert list(log.problems["line"]) == [2]
+
+
+def test_csv_text_that_pandas_takes_for_missing_reads_back_as_text(tmp_path: Path) -> None:
+    """An exported CSV reads back to the entries written when ids, a causationId and event
+    types are spelled "NaN", "null", "N/A", "nan" (pandas' default missing markers): only an
+    empty field is missing."""
+    from agentscope.log.writers import log_bytes
+
+    entries = json.loads((FIXTURES / "a_counter.log.json").read_text(encoding="utf-8"))
+    entries[1]["id"], entries[2]["id"], entries[3]["id"] = "NaN", "null", "N/A"
+    entries[6]["causationId"] = "NaN"
+    entries[7]["event"]["type"] = "nan"
+    assert read_log(entries).entries == entries  # a valid log
+    path = tmp_path / "log.csv"
+    path.write_bytes(log_bytes(entries, "csv"))
+    back = read_log(path)
+    assert back.entries == entries
+    assert "causationId" not in back.entries[5]  # an empty field is still missing

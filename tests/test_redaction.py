@@ -284,3 +284,97 @@ def test_the_usage_sparkline_counts_the_redacted_entries() -> None:
     assert usage(tt.to_html())[-1] == 987_654_321
     page = tt.to_html(redact=["/event/usage"])
     assert usage(page) is None and "987654321" not in page
+
+
+def test_an_explanation_keeps_numbers_and_hashes_that_only_contain_a_redacted_value() -> None:
+    """Whole tokens are replaced, not substrings: a redacted ``count`` of 1 leaves the epoch ms
+    ``1767225600000`` and the hashes of a real mismatch explanation intact."""
+    main_log, _ = _record([("a@x.org", "Al")])
+    log = [dict(e) for e in main_log]
+    log[2] = {**log[2], "verification": {"stateHash": "deadbeef"}}  # tampered: a real mismatch
+    frame = asc.Timeline(contacts_machine(), log).at(2)
+    assert frame.persisted is not None and frame.persisted["context"]["count"] == 1
+    assert frame.explanation is not None and "recordedAt 1767225600000 ms" in frame.explanation
+    assert frame.computed_hash is not None and "1" in frame.computed_hash
+    assert Redaction(["/context/count"]).frame(frame).explanation == frame.explanation
+    shown = Redaction(["/event/email", "/context/byEmail"]).frame(frame).explanation
+    assert shown == frame.explanation.replace("remind:a@x.org", f"remind:{REDACTED}")
+
+
+def test_an_explanation_quoting_a_redacted_value_in_repr_or_json_hides_it() -> None:
+    """An engine error quotes the event's value with ``repr`` (backslash, lone surrogate
+    escaped): that spelling is hidden too, in the frame and in the page."""
+    from agentscope.engines.statechart import StatechartMachine
+
+    def reject(context: Any, event: Any) -> Any:
+        raise ValueError(f"rejected address {event['email']!r}")
+
+    def machine(throw: bool) -> StatechartMachine:
+        on = {"SIGNUP": reject if throw else {"target": "open"}}
+        return StatechartMachine({"id": "signup", "initial": "open", "states": {"open": {"on": on}}})
+
+    secret = "zq\\é\ud800@ex.test"
+    rec = Recorder(machine(False))
+    rec.send({"type": "SIGNUP", "email": secret})
+    tt = asc.TimeTravel(machine(True), rec.entries)
+    why = asc.Timeline(machine(True), rec.entries).at(1).explanation
+    assert why is not None and repr(secret)[1:-1] in why
+    shown = Redaction(["/event/email"]).frame(asc.Timeline(machine(True), rec.entries).at(1)).explanation
+    assert shown is not None and shown.endswith(f"rejected address '{REDACTED}'")
+    page = tt.to_html(redact=["/event/email"])
+    _assert_hidden(page, {secret, repr(secret)[1:-1]}, "TimeTravel.to_html")
+
+
+def _log_after_a_pause() -> list[Any]:
+    """A real log whose SIGNUP at entry 3 is recorded 5 s after the previous entries, with two
+    timers pending, and its hash tampered: a mismatch whose explanation spells this and the
+    previous recordedAt in epoch ms."""
+    rec = Recorder(contacts_machine(), execution_id="00000000-0000-4000-8000-000000000001")
+    rec.send({"type": "SIGNUP", "email": "a@x.org", "name": "A", "plan": "pro"})
+    rec.clock.advance(5000)
+    rec.send({"type": "SIGNUP", "email": "b@x.org", "name": "B", "plan": "pro"})
+    log = [dict(e) for e in rec.entries]
+    log[3] = {**log[3], "verification": {"stateHash": "deadbeef"}}
+    return log
+
+
+def _mismatch_after_a_pause() -> Frame:
+    frame = asc.Timeline(contacts_machine(), _log_after_a_pause()).at(3)
+    assert frame.explanation is not None
+    assert "recordedAt 1767225605000 ms and previous recordedAt 1767225600000 ms" in frame.explanation
+    return frame
+
+
+def test_a_redacted_timestamp_is_hidden_in_its_epoch_ms_spelling_too() -> None:
+    """``/recordedAt`` hides the entry's ISO text and the epoch ms an explanation spells it in."""
+    shown = Redaction(["/recordedAt"]).frame(_mismatch_after_a_pause()).explanation
+    assert shown is not None and f"recordedAt {REDACTED} ms and previous" in shown
+    assert "1767225605000" not in shown
+
+
+def test_a_redacted_previous_timestamp_is_hidden_in_an_explanation() -> None:
+    """The timer explanation also spells the previous entry's recordedAt (and the one where
+    the timer appeared) in epoch ms: hidden too, in both players."""
+    log = _log_after_a_pause()
+    for page in (asc.TimeTravel(contacts_machine(), log).to_html(redact=["/recordedAt"]),
+                 asc.ForkView(contacts_machine(), log, log[:4]).to_html(redact=["/recordedAt"])):
+        assert "2026-01-01T00:00:0" not in page
+        assert "1767225600000" not in page and "1767225605000" not in page
+        assert f"previous recordedAt {REDACTED} ms" in page
+
+
+@pytest.mark.parametrize("segment", ["²", "٣", "01", "-", "+1", " 1"])
+def test_a_pointer_segment_that_is_not_an_array_index_selects_no_item(
+    segment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RFC 6901 array indices are ASCII digits without a leading zero: ``²`` (a digit to
+    ``str.isdigit``, not to ``int``) used to crash ``show --html``; these select no ticket, while
+    ``/event/tickets/2/subject`` hides the third ticket's subject only (real triage log)."""
+    log = FIXTURES / "g_triage.main.log.json"
+    subjects = [t["subject"] for t in json.loads(log.read_text(encoding="utf-8"))[1]["event"]["tickets"]]
+    page = tmp_path / "p.html"
+    code = main(["show", str(log), "--limit", "0", "--html", str(page),
+                 "--redact", f"/event/tickets/{segment}/subject", "/event/tickets/2/subject"])
+    assert code == 0, capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    assert [s in text for s in subjects] == [i != 2 for i in range(len(subjects))]

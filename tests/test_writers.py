@@ -117,3 +117,71 @@ def test_only_the_writer_module_writes_logs() -> None:
             found[rel] = hits
     assert found == {}
     assert _writes_logs(ast.parse((PKG / "log" / "writers.py").read_text(encoding="utf-8")))
+
+
+def test_no_player_page_nor_export_is_written_over_a_log_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show --html``, ``diff --html``, ``TimeTravel.to_html``, ``ForkView.to_html`` and
+    ``export --force`` aimed at their own input (the file, a SQLite store's ``-wal``, a symbolic
+    or a hard link to it) are refused before anything is written: one line, exit 2 in the CLI,
+    the user's files byte for byte as they were."""
+    import shutil
+
+    import agentscope as asc
+    from agentscope.cli import main
+    from agentscope.errors import StoreError
+    from agentscope.examples.python_machines import counter_machine
+
+    machine = "py:agentscope.examples.python_machines:counter_machine"
+    log, other, store = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "s.sqlite"
+    shutil.copyfile(FIXTURES / "a_counter.log.json", log)
+    shutil.copyfile(FIXTURES / "a_counter.log.json", other)
+    shutil.copyfile(FIXTURES / "c_fork.sqlite", store)
+    (tmp_path / "link.json").symlink_to(log)
+    (tmp_path / "hard.json").hardlink_to(log)
+    before = {p: p.read_bytes() for p in (log, other, store)}
+    runs = [
+        ["show", str(log), "--html", str(log)],
+        ["show", str(log), "--html", str(tmp_path / "link.json")],
+        ["show", str(log), "--machine", machine, "--html", str(tmp_path / "hard.json")],
+        ["show", f"{store}#main", "--html", str(store)],
+        ["show", f"{store}#main", "--html", f"{store}-wal"],
+        ["diff", str(log), str(other), "--machine", machine, "--html", str(other)],
+        ["export", str(log), "--to", "jsonl", "-o", str(tmp_path / "link.json"), "--force"],
+    ]
+    for argv in runs:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "would overwrite the log or store it reads" in err, (argv, err)
+    read = asc.read_log(log)
+    with pytest.raises(StoreError, match=r"the player .* would overwrite the log or store it reads"):
+        asc.TimeTravel(counter_machine(), read).to_html(tmp_path / "hard.json")
+    with pytest.raises(StoreError, match=r"the player .* would overwrite the log or store it reads"):
+        asc.ForkView(counter_machine(), read, asc.read_log(other)).to_html(other)
+    assert {p: p.read_bytes() for p in (log, other, store)} == before
+    assert not Path(f"{store}-wal").exists()
+
+
+def test_a_lone_surrogate_a_sqlite_store_cannot_hold_is_one_recorder_error(tmp_path: Path) -> None:
+    """A thread name or an entry id with a lone surrogate (JSON escapes it, a TEXT column cannot
+    hold it) is a RecorderError naming the store, the entry and the field; nothing is written.
+    Lone surrogates inside the entry's JSON are kept (escaped) and read back."""
+    from agentscope.examples import python_machines as pm
+    from agentscope.recorder import Recorder
+
+    rec = Recorder(pm.counter_machine())
+    rec.send({"type": "INC", "note": "\ud800x", "by": 1})
+    path = tmp_path / "store.sqlite"
+    with pytest.raises(RecorderError, match=r"store\.sqlite: field 'thread': 't\\ud800' holds a lone surrogate"):
+        rec.to_sqlite(path, "t\ud800")
+    entries = [dict(e) for e in rec.entries]
+    entries[1]["id"] = "evt\udc00"
+    with SQLiteStoreWriter(path) as store, pytest.raises(
+        RecorderError, match=r"store\.sqlite: entry 1: field 'id': 'evt\\udc00' holds a lone surrogate"
+    ):
+        store.write_thread("main", entries)
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT count(*) FROM agent_event_log").fetchone() == (0,)
+    rec.to_sqlite(path, "main")
+    assert read_log(path, thread="main").entries == rec.entries

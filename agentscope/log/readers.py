@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentscope.errors import (
+    EntryValidationError,
     LogFormatError,
     ThreadNotFoundError,
     UnreadableSourceError,
 )
 from agentscope.log.build import build_log, detect_era
 from agentscope.log.model import ErrorsMode, EventLog
+from agentscope.log.problems import ProblemKind
 from agentscope.log.validate import (
     TOO_DEEP,
     Era,
@@ -340,6 +342,8 @@ def read_log(
         if source.validated and era in (None, source.era) and (
                 errors == "collect" or (errors == "raise" and not len(source.read_problems))):
             return source  # checked when it was read: not validated again
+        if errors == "raise" and source.validated and len(source.read_problems):
+            raise _first_read_problem(source)  # where its reader found it, not a gap it left
         return build_log(
             source.entries,
             source=source.source,
@@ -519,6 +523,27 @@ def _text_bytes(text: str) -> bytes:
 def _unreadable(exc: OSError, name: str) -> UnreadableSourceError:
     reason = exc.strerror or str(exc)
     return UnreadableSourceError(f"cannot read the file: {reason}", source=name, os_error=exc)
+
+
+def _first_read_problem(log: EventLog) -> LogFormatError:
+    """The first problem ``log``'s reader collected, as the error ``errors="raise"`` gives:
+    the same source, source entry index, line and field (an ``invalid-entry`` is an
+    :class:`~agentscope.errors.EntryValidationError`)."""
+    row = log.read_problems.iloc[0]
+
+    def given(name: str) -> Any:
+        import pandas as pd
+
+        value = row.get(name)
+        return None if value is None or bool(pd.isna(value)) else value
+
+    index, line = given("index"), given("line")
+    place = {"source": given("source"), "index": None if index is None else int(index),
+             "line": None if line is None else int(line), "field": given("field")}
+    cls = EntryValidationError if row.get("kind") == ProblemKind.INVALID_ENTRY else LogFormatError
+    prefix = str(cls("", **place))  # "<place>: "
+    message = str(row.get("message") or row.get("kind"))
+    return cls(message.removeprefix(prefix) if prefix else message, **place)
 
 
 def _no_threads(thread: str | None, fmt: str, name: str) -> None:

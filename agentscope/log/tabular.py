@@ -299,7 +299,8 @@ def read_table(
             sep = "\t" if isinstance(source, str | Path) and str(source).endswith(".tsv") else ","
             mapping = columns if columns is not None else {k: k for k in MAPPING_KEYS}
             text = {mapping[k]: str for k in _TEXT_KEYS if isinstance(mapping.get(k), str)}
-            frame = pd.read_csv(source, sep=sep, dtype=text)
+            # only an empty field is missing: "NaN", "null", "N/A" in a text column are text
+            frame = pd.read_csv(source, sep=sep, dtype=text, keep_default_na=False, na_values=[""])
     except (ValueError, OSError) as exc:
         raise LogFormatError(f"cannot read as {fmt}: {exc}", source=name) from None
     return read_frame(frame, columns=columns, source=name, errors=errors)

@@ -50,6 +50,7 @@ __all__ = [
     "export_table",
     "js_json",
     "log_bytes",
+    "outside_inputs",
     "write_json",
     "write_jsonl",
 ]
@@ -167,6 +168,59 @@ def js_json(value: Any, *, indent: int | None = None, integers: Integers = "doub
     if _SURROGATE.search(text):
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
     return text
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.is_file() and b.is_file() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def outside_inputs(
+    target: str | os.PathLike[str], sources: Iterable[str | os.PathLike[str] | None], *, what: str
+) -> Path:
+    """``target`` as a path, refused when writing it would change one of ``sources`` (the logs
+    and stores a command reads): the file itself, a SQLite store's ``-wal``/``-journal``/``-shm``,
+    either through a symbolic or a hard link, or a path inside a directory store. Addresses
+    (``postgresql://…``) and ``None`` are skipped. The debugger never writes to a user's log.
+
+    Raises
+    ------
+    StoreError
+        ``target`` is (or is inside) one of ``sources``; the message names ``what`` is written
+        (e.g. ``"the player"``), the path and the source.
+    """
+    from agentscope.errors import StoreError
+
+    path = Path(target).expanduser()
+    resolved = path.resolve()
+    for source in sources:
+        if source is None or "://" in os.fspath(source):
+            continue
+        base = Path(source).expanduser().resolve()
+        sides = [base, *(Path(f"{base}{x}") for x in ("-wal", "-journal", "-shm"))]
+        inside = base.is_dir() and base in resolved.parents
+        if inside or resolved in sides or any(_same_file(resolved, s) for s in sides):
+            hurt = "be inside the store" if inside else "overwrite the log or store"
+            raise StoreError(f"{what} {path} would {hurt} it reads; name a file outside it",
+                             source=os.fspath(source))
+    return path
+
+
+def _text(value: Any, store: Any, index: Any, field: str) -> Any:
+    """``value`` as is when SQLite can store it as UTF-8 text; a lone surrogate (which JSON
+    escapes but a TEXT column cannot hold) is a :class:`~agentscope.errors.RecorderError`."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            where = f"{store}: " + ("" if index is None else f"entry {index}: ") + f"field '{field}'"
+            raise RecorderError(
+                f"{where}: {value!r} holds a lone surrogate ({value[exc.start]!r}), which a SQLite "
+                "store's text column cannot hold"
+            ) from None
+    return value
 
 
 def _target(path: str | os.PathLike[str], overwrite: bool) -> Path:
@@ -376,6 +430,7 @@ class SQLiteStoreWriter:
 
     def _transaction(self, thread: str, entries: Iterable[Mapping[str, Any]], expected: int,
                      new: bool) -> None:
+        _text(thread, self.path, None, "thread")
         con = self.con
         try:
             con.execute("BEGIN IMMEDIATE")
@@ -389,7 +444,8 @@ class SQLiteStoreWriter:
                         f'AgentEventLogStore.append: index conflict on thread "{thread}": expected '
                         f"index {expected} but found {count} — a concurrent writer won."
                     )
-                self._insert((thread, e["index"], e["id"], js_json(e)) for e in entries)
+                self._insert((thread, e["index"], _text(e["id"], self.path, e["index"], "id"),
+                              js_json(e)) for e in entries)
             except BaseException:
                 con.execute("ROLLBACK")
                 raise

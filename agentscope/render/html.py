@@ -10,6 +10,7 @@ Every string from a log passes :func:`agentscope.render._escape.esc`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentscope.frames import Frame, Verdict, set_html_view
@@ -39,7 +40,29 @@ __all__ = [
     "style_block",
     "table_html",
     "verify_report_html",
+    "write_page",
 ]
+
+def write_page(page: str, path: Any, logs: Iterable[Any] = ()) -> Path:
+    """Write the HTML ``page`` to ``path`` (UTF-8, parent folders made) and return it resolved;
+    never over one of the ``logs`` the page shows (anything with a ``source``; see
+    :func:`agentscope.log.writers.outside_inputs`).
+
+    Raises
+    ------
+    StoreError
+        ``path`` is one of the logs' files or stores (or their side files, or inside a
+        directory store), before anything is written.
+    OSError
+        The file cannot be written.
+    """
+    from agentscope.log.writers import outside_inputs
+
+    target = outside_inputs(path, [getattr(log, "source", None) for log in logs], what="the player")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(page, encoding="utf-8")
+    return target.resolve()
+
 
 BASE_CSS = """
 .as-root{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:13px;color:#263238}

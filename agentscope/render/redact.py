@@ -20,9 +20,14 @@ verified to.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from agentscope.hashing import js_number
+from agentscope.log.entry import recorded_at_ms
 
 if TYPE_CHECKING:
     from agentscope.frames import Frame
@@ -58,6 +63,19 @@ def parse_path(path: str) -> RedactionPath:
     return tuple(parts)
 
 
+_ARRAY_INDEX = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+"""An array index of a JSON Pointer (RFC 6901 §4: ASCII digits, no leading zero)."""
+
+
+def _index(segment: str, length: int) -> int | None:
+    """``segment`` as an index into an array of ``length`` items, or ``None`` (not an index:
+    ``01``, ``-``, ``²``, ``٣``; or past the end)."""
+    if not _ARRAY_INDEX.match(segment):
+        return None
+    at = int(segment)
+    return at if at < length else None
+
+
 def _apply(value: Any, parts: Sequence[str], marker: str) -> tuple[Any, bool]:
     if not parts:
         return marker, True
@@ -75,8 +93,8 @@ def _apply(value: Any, parts: Sequence[str], marker: str) -> tuple[Any, bool]:
     if isinstance(value, list | tuple):
         if head == "*":
             idx = range(len(value))
-        elif head.isdigit() and int(head) < len(value):
-            idx = range(int(head), int(head) + 1)
+        elif (at := _index(head, len(value))) is not None:
+            idx = range(at, at + 1)
         else:
             return value, False
         items = list(value)
@@ -108,6 +126,11 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
                 stack.extend(v.values())
             elif isinstance(v, list | tuple):
                 stack.extend(v)
+            elif isinstance(v, float | int) and not isinstance(v, bool):
+                out.update((str(v), js_number(v, nonfinite="literal")))  # Python's and JS's
+            elif isinstance(v, str):
+                out.add(v)
+                out |= _epoch_spellings([v])  # a timestamp is also spelled in epoch ms
             elif v is not None and not isinstance(v, bool):
                 out.add(str(v))
         return
@@ -119,8 +142,41 @@ def _hidden(value: Any, parts: Sequence[str], out: set[str]) -> None:
         if head == "*":
             for v in value:
                 _hidden(v, rest, out)
-        elif head.isdigit() and int(head) < len(value):
-            _hidden(value[int(head)], rest, out)
+        elif (at := _index(head, len(value))) is not None:
+            _hidden(value[at], rest, out)
+
+
+def _spellings(h: str) -> set[str]:
+    """``h`` raw and as ``repr`` and JSON write it between quotes."""
+    return {h, repr(h)[1:-1], json.dumps(h)[1:-1], json.dumps(h, ensure_ascii=False)[1:-1]} - {""}
+
+
+def _tokens(hidden: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern matching any spelling of any ``hidden`` string as a whole token, longest first
+    (``None`` when there is nothing to hide)."""
+    forms = sorted({f for h in hidden if h for f in _spellings(h)}, key=lambda f: (-len(f), f))
+    if not forms:
+        return None
+    alts = []
+    for f in forms:
+        left = r"(?<!\w)(?<!\d\.)" if re.match(r"\w", f) else ""
+        right = r"(?!\w)(?!\.\d)" if re.match(r"\w", f[-1]) else ""
+        alts.append(left + re.escape(f) + right)
+    return re.compile("|".join(alts))
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?!\w|\.\d)")
+"""A whole integer token of free text (as :func:`_tokens` bounds a word)."""
+
+
+def _moment(text: str) -> int | None:
+    """``text`` as epoch ms when it is a full timestamp (``recordedAt``'s form, §1.4)."""
+    return recorded_at_ms(text) if len(text) >= 20 and text[4:5] == "-" else None
+
+
+def _epoch_spellings(hidden: Iterable[str]) -> set[str]:
+    """The epoch-ms text of every timestamp among ``hidden``."""
+    return {str(ms) for h in hidden if (ms := _moment(h)) is not None}
 
 
 def _pointer(parts: Sequence[str]) -> str:
@@ -196,21 +252,35 @@ class Redaction:
         return out
 
     def text(self, text: str, hidden: Iterable[str]) -> str:
-        """``text`` with every occurrence of the ``hidden`` strings replaced by the marker
-        (longest first)."""
-        for h in sorted(hidden, key=len, reverse=True):
-            text = text.replace(h, self.marker)
-        return text
+        """``text`` with every whole occurrence of the ``hidden`` strings replaced by the marker.
 
-    def frame(self, frame: Frame) -> Frame:
+        Each hidden string is also matched as Python ``repr`` and JSON spell it inside quotes
+        (an error message quoting a value). An occurrence counts only as a whole token: one that
+        starts (ends) with a letter, digit or ``_`` is not replaced where it continues a word or
+        number (a hidden ``1`` leaves ``1000 ms`` and the hash ``6c21e76b`` as they are, but
+        hides ``remind:1``). Longest first; text without any hidden string is returned as is.
+        """
+        pattern = _tokens(hidden)
+        return text if pattern is None else pattern.sub(lambda _: self.marker, text)
+
+    def frame(self, frame: Frame, earlier: set[str] | None = None) -> Frame:
         """``frame`` as a shared view may show it: entry and persisted snapshot redacted, changed
         paths cut at the redacted member (duplicates dropped, order kept), the explanation
-        scrubbed of every hidden key and value; index, hashes and verdict unchanged."""
+        scrubbed of every hidden key and value; index, hashes and verdict unchanged.
+
+        ``earlier`` (kept by :meth:`frames`) gathers the epoch-ms spellings of the timestamps
+        hidden in the entries seen so far: an explanation also names the previous entry's
+        ``recordedAt`` and the one where a timer appeared, as epoch ms; those are hidden too.
+        """
         if not self.paths:
             return frame
         why = frame.explanation
+        if earlier is not None:
+            earlier.update(_epoch_spellings(self.hidden(frame.entry)))
         if why:
             why = self.text(why, self.hidden(frame.entry, frame.persisted))
+            if earlier:
+                why = _NUMBER.sub(lambda m: self.marker if m.group(0) in earlier else m.group(0), why)
         return replace(
             frame,
             entry=self.entry(frame.entry),
@@ -220,9 +290,11 @@ class Redaction:
         )
 
     def frames(self, frames: Iterable[Frame]) -> Iterator[Frame]:
-        """Each frame of ``frames`` redacted (lazily, in order)."""
+        """Each frame of ``frames`` redacted (lazily, in order; the timestamps hidden in earlier
+        entries are hidden in later explanations too, see :meth:`frame`)."""
+        earlier: set[str] = set()
         for f in frames:
-            yield self.frame(f)
+            yield self.frame(f, earlier)
 
     def source(self, source: Any) -> Any:
         """A frame source (``len``, ``at``, ``iter_frames``) reading ``source`` redacted; ``source``
@@ -248,5 +320,6 @@ class _RedactedSource:
         if callable(it):
             yield from self.redaction.frames(it())
             return
+        earlier: set[str] = set()
         for n in range(len(self.source)):
-            yield self.at(n)
+            yield self.redaction.frame(self.source.at(n), earlier)

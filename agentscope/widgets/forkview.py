@@ -466,6 +466,12 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
         ``fork.html#divergence`` opens at the divergence, ``#45`` at step 45; ``redact`` as in
         :meth:`agentscope.widgets.TimeTravel.to_html`. Built from the timelines and
         :attr:`diff` (:func:`agentscope.render.player.fork_page`, no fold).
+
+        Raises
+        ------
+        StoreError
+            ``path`` is either log's own file or store (:func:`agentscope.render.html.write_page`);
+            nothing is written.
         """
         from agentscope.render.player import fork_page
 
@@ -482,9 +488,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             kind=self.kind,
         )
         if path is not None:
-            from pathlib import Path
+            from agentscope.render.html import write_page
 
-            Path(path).write_text(page, encoding="utf-8")
+            write_page(page, path, self.logs)
         return page
 
     def __repr__(self) -> str:

@@ -633,6 +633,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             ``coverage=True`` without a machine, or on a view whose timeline is not a
             :class:`~agentscope.pipeline.Timeline` (pass a ``Coverage`` then); a ``Coverage`` of
             another machine.
+        StoreError
+            ``path`` is the log's own file or store (:func:`agentscope.render.html.write_page`);
+            nothing is written.
         """
         from agentscope.render.player import timeline_page
 
@@ -650,9 +653,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             violations=self._violations(violations),
         )
         if path is not None:
-            from pathlib import Path
+            from agentscope.render.html import write_page
 
-            Path(path).write_text(page, encoding="utf-8")
+            write_page(page, path, [self.event_log])
         return page
 
     def _coverage(self, coverage: Any) -> Any:
