@@ -256,8 +256,8 @@ class VerdictCache:
             if fresh:  # one transaction, idempotent: verifies creating it at once all succeed
                 with _transaction(conn):
                     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-                    if names - {"meta", "verdicts", "sqlite_autoindex_meta_1",
-                                "sqlite_autoindex_verdicts_1"}:
+                    ours = ("meta", "verdicts", "resume", "files")
+                    if names - {*ours, *(f"sqlite_autoindex_{t}_1" for t in ours)}:
                         raise sqlite3.DatabaseError("another database was created there")
                     conn.execute("CREATE TABLE IF NOT EXISTS meta "
                                  "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -266,6 +266,8 @@ class VerdictCache:
                                  "row TEXT NOT NULL, PRIMARY KEY (machine, store, thread))")
                     conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
                                      [("format", FORMAT), ("version", VERSION)])
+                    conn.execute(_RESUME_TABLE)
+                    conn.execute(_FILES_TABLE)
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             conn.execute("SELECT machine, store, thread, digests, row FROM verdicts LIMIT 0")
             if meta.get("format") == FORMAT and meta.get("version") == VERSION:
