@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.frames import Frame, Verdict, set_html_view
 from agentscope.log.entry import event_of, event_type, recorded_hash
-from agentscope.render._escape import esc, truncate
+from agentscope.render._escape import esc, truncate, widget_safe
 from agentscope.render.chart import CHART_CSS, Layout, frame_svg
 from agentscope.render.context import CONTEXT_CSS, context_html
 
@@ -40,6 +40,7 @@ __all__ = [
     "style_block",
     "table_html",
     "verify_report_html",
+    "widget_safe",
     "write_page",
 ]
 

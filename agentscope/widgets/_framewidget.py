@@ -16,7 +16,7 @@ import anywidget
 import traitlets
 
 from agentscope.frames import Frame
-from agentscope.render._escape import widget_safe
+from agentscope.render.html import widget_safe
 from agentscope.render.player import frame_fields, frame_js
 
 __all__ = ["FrameWidget"]
