@@ -462,7 +462,7 @@ def test_forkview_output_falls_back_to_its_steppable_player() -> None:
 def test_a_view_past_the_step_cap_falls_back_to_its_static_step() -> None:
     from agentscope import Recorder
     from agentscope.examples.python_machines import counter_machine
-    from agentscope.widgets._fallback import FALLBACK_MAX_STEPS
+    from agentscope.render.fallback import FALLBACK_MAX_STEPS
 
     r = Recorder(counter_machine(), {"start": 0}, execution_id="exec-long")
     for i in range(FALLBACK_MAX_STEPS):

@@ -14,9 +14,9 @@ from agentscope.render._escape import esc
 from agentscope.render.chart import Layout, frame_styling, frame_svg, layout, legend_html
 from agentscope.render.context import context_diff_html, context_html, diff_rows
 from agentscope.render.dot import ObservedEdge
+from agentscope.render.fallback import FALLBACK_CAP, steppable_fallback
 from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._chartwidget import ChartWidget
-from agentscope.widgets._fallback import FALLBACK_CAP, steppable_fallback
 from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
@@ -446,13 +446,13 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
     fallback_cap: int = FALLBACK_CAP
     """Longest steppable player (characters of HTML) this view embeds as its ``text/html``
-    fallback (:data:`agentscope.widgets._fallback.FALLBACK_CAP`, 2 MB); past it, or past
-    :data:`~agentscope.widgets._fallback.FALLBACK_MAX_STEPS` steps, the current step and a note."""
+    fallback (:data:`agentscope.render.fallback.FALLBACK_CAP`, 2 MB); past it, or past
+    :data:`~agentscope.render.fallback.FALLBACK_MAX_STEPS` steps, the current step and a note."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The widget, and as ``text/html`` for front ends without a widget manager (nbconvert's
         HTML of a saved notebook) the self-contained steppable player of :meth:`to_html`, opened
-        at this step (:func:`~agentscope.widgets._fallback.steppable_fallback`)."""
+        at this step (:func:`~agentscope.render.fallback.steppable_fallback`)."""
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/html"] = steppable_fallback(
             self.to_html, self.static_html, name="ForkView", step=self.step, steps=self.n,
