@@ -3,7 +3,9 @@
 Layout of the page: the statechart SVG(s) laid out once (with the edges observed in the log), then
 one ``<script type="application/json">`` holding, per step, the event (bounded), the verdict and
 hashes, the active-state configuration (an index into a table of distinct configurations), the
-element ids entered/exited/taken, the changed paths and the context **delta-encoded**: a full
+element ids entered/exited/taken, the microsteps of a step that took several (``ms``: per
+microstep its event type, its own taken element ids and its configuration), the changed paths and
+the context **delta-encoded**: a full
 keyframe every ``keyframe_every`` steps and an RFC 6902 JSON Patch (``jsonpatch.make_patch``)
 from the previous step otherwise. Size grows linearly with the log. A small plain-JS player
 renders it with the same controls as the widget; it writes log data with ``textContent`` only,
@@ -29,6 +31,7 @@ from agentscope.render.chart import (
     expansion_details,
     layout,
     legend_html,
+    moves_from_taken,
     subgraph,
 )
 from agentscope.render.coverage import COVERAGE_CSS, coverage_classes, coverage_legend_html
@@ -206,12 +209,34 @@ def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) 
             info = step_info(graph, prev, frame)
             moves_per.append(info.moves)
             infos.append((info.active, info.entered, info.exited))
+            chain = _substeps(graph, frame)
+            if chain:
+                row["_ms"] = chain
         else:
             moves_per.append(())
             infos.append((frozenset(), frozenset(), frozenset()))
         rows.append(row)
         prev = frame
     return _Collected(rows, infos, moves_per)
+
+
+MAX_SUBSTEPS = 50
+"""At most this many microsteps of one step go into the page (a longer eventless chain is cut)."""
+
+
+def _substeps(graph: Graph, frame: Frame) -> list[tuple[str, tuple[ObservedEdge, ...], frozenset[str]]]:
+    """The microsteps of a step that took several (an eventless chain, raised events): per
+    microstep, the type of the event it processed, the moves it made and the state ids active
+    after it (from :attr:`Frame.microstep_values`). Empty for a step of one microstep or none."""
+    groups = frame.microsteps
+    values = frame.microstep_values or ()
+    if len(groups) < 2:
+        return []
+    out = []
+    for k, group in enumerate(groups[:MAX_SUBSTEPS]):
+        active = frozenset(graph.active_ids(values[k])) if k < len(values) else frozenset()
+        out.append((group[0].event, moves_from_taken(graph, group), active))
+    return out
 
 
 MAX_EXPANSIONS = 8
@@ -263,19 +288,25 @@ def _finish(
                 paths.append(active_path_lines(lay.graph, active))
             row["en"] = sorted({c.plan.states[s] for c in charts for s in entered if s in c.plan.states})
             row["ex"] = sorted({c.plan.states[s] for c in charts for s in exited if s in c.plan.states})
-            row["tk"] = sorted(
-                {
-                    e
-                    for c in charts
-                    for m in moves
-                    if c is lay or (m.source in c.graph.nodes and m.target in c.graph.nodes)
-                    for e in c.edge_elements(m)
-                }
-            )
+            row["tk"] = _lit(charts, lay, moves)
+            # the microsteps (frame field "ms"): per sub-step [event type, lit edge ids, index of
+            # the configuration active after it (-1: unknown)]
+            chain = row.pop("_ms", None)
+            if chain:
+                ms = []
+                for ev, sub_moves, sub_active in chain:
+                    sub_key = tuple(sorted({e for c in charts for s in sub_active
+                                            if (e := c.plan.states.get(s)) in c.element_ids}))
+                    a = configs.setdefault(sub_key, len(configs)) if sub_active else -1
+                    if lay.collapsed and a == len(paths):
+                        paths.append(active_path_lines(lay.graph, sub_active))
+                    ms.append([ev[:200], _lit(charts, lay, sub_moves), a])
+                row["ms"] = ms
         config_list = [list(c) for c in configs]
     else:
         config_list = []
     for row in rows:  # leave out defaults to keep the page small (the player reads them as absent)
+        row.pop("_ms", None)
         for fld in ("c", "x", "ig", "ch", "en", "ex", "tk"):
             if row.get(fld) in (None, False, []):
                 row.pop(fld, None)
@@ -289,6 +320,19 @@ def _finish(
         "paths": paths,
         "engine": lay.engine if lay is not None else None,
     }
+
+
+def _lit(charts: Sequence[Layout], lay: Layout, moves: Iterable[ObservedEdge]) -> list[str]:
+    """The element ids drawing ``moves`` in the chart and its expanded boxes, sorted."""
+    return sorted(
+        {
+            e
+            for c in charts
+            for m in moves
+            if c is lay or (m.source in c.graph.nodes and m.target in c.graph.nodes)
+            for e in c.edge_elements(m)
+        }
+    )
 
 
 def _page(
