@@ -32,7 +32,7 @@ test: setup
 	  echo "make test: lint, typecheck and pytest passed"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check agentscope tests benchmarks
+	$(VENV)/bin/ruff check agentscope tests benchmarks tools
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict agentscope
@@ -65,11 +65,14 @@ dist: $(STAMP)
 clean:
 	rm -rf $(VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache
 
-## The long differential run (>= 10,000 generated machines against real XState).
+## The long runs: the differential run (>= 10,000 generated machines against real XState) and the
+## fuzz run (10^5 mutated inputs per reader, the query parser and the follow tail; tests/fuzz_harness.py).
 test-long: setup
 	$(VENV)/bin/pytest -m slow $(PYTEST_ARGS)
 
-## The documentation site (strict: warnings fail), with the gallery's players and pictures rebuilt.
+## The documentation site (strict: warnings fail), with the gallery's players and pictures and
+## docs/cli.md's flag tables (from the argument parser) rebuilt.
 docs: setup
+	$(PY) tools/gen_cli_docs.py
 	$(PY) docs/gallery/make_gallery.py
 	$(VENV)/bin/mkdocs build --strict --site-dir site

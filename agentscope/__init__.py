@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "read_log": "agentscope.log",
-    "read_threads": "agentscope.log",
+    "read_log": "agentscope.stores",
+    "read_threads": "agentscope.stores",
     "EventLog": "agentscope.log",
     "state_hash": "agentscope.hashing",
     "canonical_json": "agentscope.hashing",

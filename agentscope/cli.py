@@ -1,6 +1,7 @@
 """The ``agentscope`` command: verify, inspect, compare and export event logs from a terminal or CI.
 
-A thin layer over the library: every subcommand reads with :func:`agentscope.log.read_log`,
+A thin layer over the library: every subcommand opens its source with
+:func:`agentscope.stores.open_store` (a file or a ``postgresql://`` URL),
 replays with :mod:`agentscope.pipeline` (or :func:`agentscope.bulk.verify_store` for a whole
 store), compares with :func:`agentscope.forks.compare`, and prints the result as a table for
 people or as JSON (``--json``) for programs.
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentscope.bulk import MachineSpec
     from agentscope.engines.base import Machine
     from agentscope.log import EventLog
+    from agentscope.stores import Store
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "build_parser", "main", "verdict_exit"]
 
@@ -62,7 +64,6 @@ DEMO_THREAD = "main"
 DEMO_NODE_MACHINE = _PACKAGE / "examples" / "machines" / "triage.mjs"
 DEMO_NODE_EXPORT = "triageMachine"
 DEMO_PY_MACHINE = "py:agentscope.examples.python_machines:triage_machine"
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _PROBLEM_ROWS = 10
 
 
@@ -94,8 +95,9 @@ class _Writer:
     ``encoding``, ``fileno``, …) are the stream's.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, scrub: Callable[[str], str] | None = None) -> None:
         self._stream = stream
+        self._scrub = scrub
         try:
             self._fd: int | None = stream.fileno()
         except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
@@ -110,6 +112,8 @@ class _Writer:
         from agentscope.hashing import escape_lone_surrogates
 
         text = escape_lone_surrogates(text)
+        if self._scrub is not None:
+            text = self._scrub(text)
         if self._fd is None:
             return self._stream.write(text)
         encoding = getattr(self._stream, "encoding", None) or "utf-8"
@@ -139,7 +143,8 @@ class _Writer:
 class _Out:
     """Where results go: stdout for results, stderr for notes; rich when it is a terminal."""
 
-    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool,
+                 scrub: Callable[[str], str] | None = None) -> None:
         from rich.console import Console as _Console
 
         from agentscope.hashing import escape_lone_surrogates
@@ -159,7 +164,7 @@ class _Out:
                 raise BrokenPipeError(32, "Broken pipe")
 
         self.as_json = as_json
-        self.stdout = _Writer(stdout)
+        self.stdout = _Writer(stdout, scrub)
         self.console = Console(file=self.stdout, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
         if not self.console.is_terminal:
             # piped or redirected: rich would assume 80 columns and fold cells letter by letter;
@@ -168,7 +173,7 @@ class _Out:
                 file=self.stdout, highlight=False, soft_wrap=True,  # type: ignore[arg-type]
                 width=max(self.console.width, _PIPE_WIDTH),
             )
-        self.err = Console(file=_Writer(stderr), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+        self.err = Console(file=_Writer(stderr, scrub), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
 
     @property
     def interactive(self) -> bool:
@@ -243,21 +248,27 @@ def _records(df: Any) -> list[dict[str, Any]]:
 # Inputs
 
 
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(16) == _SQLITE_MAGIC
-    except OSError:
-        return False
+_MANY_THREADS = ("sqlite", "postgresql")
+"""Store kinds that hold threads (``STORE#THREAD``); any other source is one log."""
 
 
-def _existing(path_text: str) -> Path:
-    path = Path(path_text).expanduser()
-    if not path.exists():
-        raise LogFormatError("no such file", source=path_text)
-    if path.is_dir():
-        raise LogFormatError("is a directory, not a log file", source=path_text)
-    return path
+def _open(source: str) -> Store:
+    """``source`` (a path or a ``postgresql://`` URL) opened as a read-only store: the one way a
+    command reaches a source (:func:`agentscope.stores.open_store`). A directory is not taken
+    here (every command reads one log or a store's threads)."""
+    from agentscope.stores import open_store
+
+    if "://" not in source:
+        from agentscope.log.readers import existing_path
+
+        existing_path(Path(source).expanduser())  # "no such file", "is a directory, not a log file"
+        source = os.fspath(Path(source).expanduser())
+    return open_store(source)
+
+
+def _name(store: Store) -> str:
+    """How a store is named in a table title: a file's name, a URL's display form."""
+    return store.address if "://" in store.address else Path(store.address).name
 
 
 def _split_thread(text: str) -> tuple[str, str | None]:
@@ -273,15 +284,13 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     A missing or unnamed thread is re-raised as :class:`ThreadNotFoundError` phrased for the
     command line (``STORE#THREAD``) instead of the library's ``thread=`` wording.
     """
-    from agentscope.log import read_log
-
-    path = _existing(source)
-    try:
-        log = read_log(path, thread=thread)
-    except ThreadNotFoundError as exc:
-        if not _is_sqlite(path):
-            raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
-        raise _cli_thread_error(source, path, thread, option) from exc
+    with _open(source) as store:
+        try:
+            log = store.log(thread)
+        except ThreadNotFoundError as exc:
+            if store.kind not in _MANY_THREADS:
+                raise  # a JSON/JSONL/CSV log has no threads: the library's message says so
+            raise _cli_thread_error(source, store, thread, option) from exc
     if len(log) == 0:
         raise LogFormatError(
             "the log has no entries; a log starts with the reserved '@agent.init' entry (spec §1.3)",
@@ -290,11 +299,11 @@ def _read(source: str, thread: str | None, *, option: bool = True) -> EventLog:
     return log
 
 
-def _cli_thread_error(source: str, path: Path, thread: str | None, option: bool) -> ThreadNotFoundError:
-    from agentscope.log import read_threads
+def _cli_thread_error(source: str, store: Store, thread: str | None, option: bool) -> ThreadNotFoundError:
+    from agentscope.stores import display_address
 
     try:
-        names = [str(t) for t in read_threads(path)["thread_id"]]
+        names = [t.thread_id for t in store.threads()]
     except AgentscopeError:
         names = []
     listed = ", ".join(names) or "none"
@@ -303,7 +312,7 @@ def _cli_thread_error(source: str, path: Path, thread: str | None, option: bool)
         text = f"the store holds {len(names)} threads; name one as {how} (threads: {listed})"
     else:
         text = f"no thread {thread!r} in the store; name one as {how} (threads: {listed})"
-    return ThreadNotFoundError(text, source=source)
+    return ThreadNotFoundError(text, source=display_address(source))
 
 
 def _spec(text: str) -> MachineSpec:
@@ -367,26 +376,24 @@ class _Machines:
 
 
 def _cmd_threads(args: argparse.Namespace, out: _Out) -> int:
-    from agentscope.log import read_threads
+    from agentscope.stores import read_threads
 
-    path = _existing(args.store)
-    with path.open("rb") as fh:  # unreadable: "Permission denied" (OSError), as every command says
-        head = fh.read(len(_SQLITE_MAGIC))
-    if not head:
+    if "://" not in args.store and Path(args.store).is_file() and Path(args.store).stat().st_size == 0:
         raise LogFormatError("the file is empty: `threads` lists the threads of a §5.2 SQLite store",
-                             source=str(path))
-    if head != _SQLITE_MAGIC:
-        raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a JSON, "
-                             "JSONL, CSV or Parquet log is one run (`agentscope show` summarises it)",
-                             source=str(path))
-    df = read_threads(path)
+                             source=args.store)
+    with _open(args.store) as store:
+        if store.kind not in _MANY_THREADS:
+            raise LogFormatError("not a SQLite store: `threads` lists the threads of a §5.2 store; a "
+                                 "JSON, JSONL, CSV or Parquet log is one run (`agentscope show` "
+                                 "summarises it)", source=store.address)
+        df = read_threads(store)
     records = _records(df)
     if out.as_json:
-        out.json({"store": str(path), "threads": records})
+        out.json({"store": store.address, "threads": records})
         return EXIT_OK
     from rich.table import Table
 
-    table = Table(title=f"{path.name}: {len(records)} thread(s)", title_justify="left")
+    table = Table(title=f"{_name(store)}: {len(records)} thread(s)", title_justify="left")
     cols = [("thread_id", "thread"), ("length", "entries"), ("machine_id", "machine"),
             ("machine_version", "version"), ("first_recorded_at", "first entry (UTC)"),
             ("last_recorded_at", "last entry (UTC)")]
@@ -569,12 +576,13 @@ def _print_report(out: _Out, report: Any, log: EventLog, *, allow_missing: bool 
 def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
     source, thread = _split_thread(args.log)
     thread = args.thread or thread
-    path = _existing(source)
+    with _open(source) as store:
+        kind = store.kind
     with _Machines(args.machine, args.machines) as ms:
         if not ms.given:
             raise UsageError("verify needs a machine: --machine M or --machines v1=M1,v2=M2")
-        if _is_sqlite(path) and thread is None:
-            return _verify_store(path, ms, args, out)
+        if kind in _MANY_THREADS and thread is None:
+            return _verify_store(source, ms, args, out)
         if args.cache is not None:
             raise UsageError("--cache applies to a whole store (a SQLite store, no #THREAD)")
         log = _read(source, thread)
@@ -592,11 +600,12 @@ def _cmd_verify(args: argparse.Namespace, out: _Out) -> int:
         return verdict_exit(report.counts(), failed=not report.ok, allow_missing=args.allow_missing)
 
 
-def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
-    from agentscope.bulk import verify_store
-    from agentscope.log import read_threads
+def _verify_store(source: str, ms: _Machines, args: argparse.Namespace, out: _Out) -> int:
+    from agentscope.bulk import store_threads, verify_store
 
-    threads = [str(t) for t in read_threads(path)["thread_id"]]
+    with _open(source) as store:
+        where = store.address
+    threads = store_threads(source, None)  # the key column only: no entry parsed to list them
     primary = ms.spec
     extra = dict(ms.by_version)
     if primary is None:
@@ -604,7 +613,7 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
         primary = list(extra.values())[-1]
     with out.progress(f"verifying {len(threads)} threads", len(threads)) as progress:
         df = verify_store(
-            path, primary, threads=threads, machines=extra or None, strict=args.strict,
+            source, primary, threads=threads, machines=extra or None, strict=args.strict,
             max_workers=args.workers, progress=progress, cache=args.cache,
         )
     rows = _records(df)
@@ -617,13 +626,13 @@ def _verify_store(path: Path, ms: _Machines, args: argparse.Namespace, out: _Out
     failed = [r for r in rows if not r["verified"]]
     ok = not failed
     if out.as_json:
-        out.json({"store": str(path), "machine": args.machine or args.machines, "ok": ok,
+        out.json({"store": where, "machine": args.machine or args.machines, "ok": ok,
                   "threads": len(rows), "failed": len(failed), "results": rows})
     else:
         from rich.table import Table
 
         status = "[green]verified[/green]" if ok else "[red]FAILED[/red]"
-        out.print(f"{path}: {status} - {len(rows) - len(failed)}/{len(rows)} threads verified")
+        out.print(f"{where}: {status} - {len(rows) - len(failed)}/{len(rows)} threads verified")
         table = Table(title_justify="left")
         show_error = any(r["error"] for r in rows)
         heads = [("thread", "left"), ("entries", "right"), ("ok", "left"), ("first failure", "right"),
@@ -661,10 +670,11 @@ def _is_bad_input(row: Mapping[str, Any]) -> bool:
 def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Sequence[str] = (),
                  coverage: bool = False) -> Path:
     """Write the static player of ``log``: built from its one Timeline pass (no widget)."""
-    from agentscope.widgets._source import EntriesOnly, make_timeline, usage_series
-    from agentscope.widgets.player import timeline_page
+    from agentscope.pipeline import Timeline
+    from agentscope.render.player import timeline_page
+    from agentscope.render.source import EntriesOnly, FrameSource, usage_series
 
-    source = make_timeline(machine, log) if machine is not None else EntriesOnly(log)
+    source: FrameSource = Timeline(machine, log) if machine is not None else EntriesOnly(log)
     heat = None
     if coverage:
         if machine is None:
@@ -688,7 +698,7 @@ def _html_player(machine: Machine | None, log: EventLog, path: Path, redact: Seq
 def _html_fork_player(timelines: tuple[Any, Any], diff: Any, machine: Machine, logs: tuple[Any, Any],
                       names: tuple[str, str], path: Path, redact: Sequence[str] = ()) -> Path:
     """Write the fork player from the timelines ``diff`` was computed from (no widget, no fold)."""
-    from agentscope.widgets.player import fork_page
+    from agentscope.render.player import fork_page
 
     page = fork_page(timelines, diff, machine.graph, names=names, logs=logs, redact=list(redact))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -794,6 +804,7 @@ def _cmd_show(args: argparse.Namespace, out: _Out) -> int:
 
 def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     from agentscope.forks import compare
+    from agentscope.jsondiff import differing_paths
 
     a_src, a_thread = _split_thread(args.a)
     b_src, b_thread = _split_thread(args.b)
@@ -822,9 +833,11 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
         else:
             diff = compare(left, right, machine=machine)
     same = diff.kind in ("identical", "prefix")
+    from agentscope.stores import display_address
+
     data: dict[str, Any] = {
-        "a": args.a,
-        "b": args.b,
+        "a": display_address(args.a),
+        "b": display_address(args.b),
         "kind": diff.kind,
         "identical": diff.kind == "identical",
         "common_prefix": diff.common_prefix,
@@ -839,6 +852,12 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     }
     if diff.machine_used:
         data["reconverged_at"] = diff.reconverged_at
+        fa, fb = diff.left_at, diff.right_at  # the frames at the divergence
+        data["context_paths"] = (  # the paths the fork player counts at this step
+            differing_paths(fa.context, fb.context)
+            if fa is not None and fb is not None and fa.persisted is not None and fb.persisted is not None
+            else []
+        )
         data["state_changes"] = (
             [
                 {
@@ -857,7 +876,7 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
     if out.as_json:
         out.json(data)
         return EXIT_OK if same else EXIT_FAILED
-    out.print(f"{args.a} vs {args.b}: [bold]{diff.kind}[/bold]")
+    out.print(f"{data['a']} vs {data['b']}: [bold]{diff.kind}[/bold]")
     if html_path is not None:
         out.print(f"  fork player written to {html_path}", markup=False)
     out.print(f"  common prefix: {diff.common_prefix} entries"
@@ -874,7 +893,8 @@ def _cmd_diff(args: argparse.Namespace, out: _Out) -> int:
             shown = ", ".join(str(t) for t in suffix[:8]) + (" …" if len(suffix) > 8 else "")
             out.print(f"  {label} continues with {len(suffix)}: {shown}", markup=False)
     if diff.machine_used and data.get("state_changes"):
-        out.print(f"  state at entry {diff.state_diffs[0].index} differs in:", markup=False)
+        out.print(f"  state at entry {diff.state_diffs[0].index} differs in "
+                  f"({len(data['context_paths'])} differing context path(s)):", markup=False)
         for c in data["state_changes"][:12]:
             was = "(absent)" if c["op"] == "add" else _short(json.dumps(c["left"], default=str), 40)
             now = "(absent)" if c["op"] == "remove" else _short(json.dumps(c["right"], default=str), 40)
@@ -888,13 +908,14 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
 
     source, thread = _split_thread(args.log)
     thread = args.thread or thread
-    path = _existing(source)
+    with _open(source) as store:
+        kind, where = store.kind, store.address
     new = _spec(args.machine)
     base = _spec(args.baseline) if args.baseline else None
     extra = _machines_option(args.machines) if args.machines else None
-    if _is_sqlite(path):
+    if kind in _MANY_THREADS:
         threads = [thread] if thread is not None else None
-        result = whatif(path, new, baseline=base, machines=extra, threads=threads,
+        result = whatif(source, new, baseline=base, machines=extra, threads=threads,
                         max_workers=args.workers)
     else:
         with _Machines(args.machine, None) as ms, _Machines(args.baseline, None) as bs, \
@@ -907,7 +928,7 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
     changed = result.diverged
     if out.as_json:
         out.json({
-            "source": str(path), "machine": args.machine, "baseline": args.baseline or None,
+            "source": where, "machine": args.machine, "baseline": args.baseline or None,
             "identical": result.identical, "threads": len(rows), "diverged": len(changed),
             "results": [dict(r, event_id=t.event_id, event_type=t.event_type,
                              recorded_hash=t.recorded_hash, new_hash=t.new_hash,
@@ -921,7 +942,7 @@ def _cmd_whatif(args: argparse.Namespace, out: _Out) -> int:
         from rich.table import Table
 
         status = "[green]identical[/green]" if result.identical else "[red]DIVERGES[/red]"
-        out.print(f"{path}: {status} - {len(rows) - len(changed)}/{len(rows)} threads replay the "
+        out.print(f"{where}: {status} - {len(rows) - len(changed)}/{len(rows)} threads replay the "
                   f"same under {args.machine} (vs {args.baseline or 'the recorded hashes'})")
         table = Table(title_justify="left")
         for col, j in (("thread", "left"), ("entries", "right"), ("first divergence", "right"),
@@ -1011,10 +1032,15 @@ def _cmd_export(args: argparse.Namespace, out: _Out) -> int:
         out.stdout.write_bytes(_export_bytes(log, args.to))  # all of it, or exit 141 and no note
         out.note(f"wrote {len(log)} entries to standard output")
         return EXIT_OK
-    src_path = Path(source).resolve()
+    url = "://" in source
+    src_path = Path(source).resolve() if not url else None
     if args.output is None:
         thread_part = "" if log.thread is None else "." + log.thread.replace("/", "_").replace("\\", "_")
-        target = Path.cwd() / (src_path.stem + thread_part + _EXPORT_SUFFIX[args.to])
+        from urllib.parse import urlsplit
+
+        stem = src_path.stem if src_path is not None else (  # a URL: its database's name
+            urlsplit(source).path.strip("/").replace("/", "_") or "log")
+        target = Path.cwd() / (stem + thread_part + _EXPORT_SUFFIX[args.to])
     else:
         target = Path(args.output)
     if target.resolve() == src_path:
@@ -1044,8 +1070,8 @@ def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:
     if args.lab:
         return _open_lab(out)
     from agentscope.bulk import MachineSpec
-    from agentscope.log import read_log
     from agentscope.pipeline import verify
+    from agentscope.stores import read_log
 
     log = read_log(DEMO_STORE, thread=args.thread)
     engine = "python" if args.engine == "python" else "node"
@@ -1489,11 +1515,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _secret_scrubber(argv: Sequence[str]) -> Callable[[str], str]:
+    """What every line the command writes goes through: each URL of the command line written
+    with a password (``postgresql://ann:pw@host/db``) becomes its display form
+    (:func:`agentscope.stores.display_address`), and the password itself (as typed, and
+    URL-decoded) ``***`` wherever else it would show (a message that quotes the raw source)."""
+    from urllib.parse import unquote, urlsplit
+
+    from agentscope.stores import display_address
+
+    pairs: list[tuple[str, str]] = []
+    for arg in argv:
+        if "://" not in arg:
+            continue
+        for url in {arg, arg.partition("#")[0]}:
+            shown = display_address(url)
+            if shown != url:
+                pairs.append((url, shown))
+        try:
+            parts = urlsplit(arg)
+            words = [parts.password, *(q.partition("=")[2] for q in parts.query.split("&")
+                                       if q.lower().startswith("password="))]
+        except ValueError:  # not a URL urllib can split: display_address did what it could
+            words = []
+        for word in words:
+            if word:
+                pairs += [(word, "***"), (unquote(word), "***")]
+    pairs.sort(key=lambda p: -len(p[0]))
+
+    def scrub(text: str) -> str:
+        for secret, shown in pairs:
+            text = text.replace(secret, shown)
+        return text
+
+    return scrub
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``agentscope`` command; return its exit code (0 ok, 1 failed check, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json))
+    scrub = _secret_scrubber(sys.argv[1:] if argv is None else argv)
+    out = _Out(sys.stdout, sys.stderr, as_json=bool(args.json), scrub=scrub)
     try:
         code: int = args.func(args, out)
         return code
@@ -1501,7 +1564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         message = " ".join(str(exc).split("\n")[0].split())
-        print(f"agentscope: error: {message}", file=sys.stderr)
+        print(scrub(f"agentscope: error: {message}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader went away (`agentscope watch --json | head`): stop quietly, never a false
@@ -1516,7 +1579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"agentscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(scrub(f"agentscope: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("agentscope: interrupted", file=sys.stderr)

@@ -20,11 +20,10 @@ init whose snapshot the new machine cannot restore is reported (``kind="cannot-r
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -135,6 +134,10 @@ class ThreadWhatIf:
         Entries compared (with a recorded hash, or replayed by both machines).
     problems : tuple[str, ...]
         Segment-level notes (a segment the new machine cannot restore, a log problem).
+    timelines : (Timeline | None, Timeline) | None
+        The baseline's (``None`` without one) and the new machine's timelines of this log, kept
+        for the thread :meth:`WhatIf.view` opens by default when the what-if ran in this process
+        (so the view folds nothing again); ``None`` otherwise (a worker's result, another thread).
     """
 
     thread: str | None
@@ -156,6 +159,7 @@ class ThreadWhatIf:
     explained: int = 0
     compared: int = 0
     problems: tuple[str, ...] = ()
+    timelines: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def diverges(self) -> bool:
@@ -248,29 +252,27 @@ class WhatIf:
         return f"<WhatIf {self.summary()}>"
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        parts = [f"<div class='agentscope-whatif'><p><b>{esc(self.summary())}</b></p>"]
-        table = self.df.head(_HTML_ROWS).astype(object)
-        table = table.where(table.notna(), None)
-        parts.append(table.to_html(index=False, escape=True, na_rep="—"))
-        for t in self.threads[:_HTML_ROWS]:
-            if not t.changes:
-                continue
-            name = esc(str(t.thread)) if t.thread is not None else "log"
-            other = "recorded" if t.changes_vs == "recorded" else "before"
-            parts.append(
-                f"<p>{name}, entry {t.first_divergence} ({esc(str(t.event_type))}): state "
-                f"{esc(other)} &rarr; new</p><table><tr><th>path</th><th>{esc(other)}</th>"
-                f"<th>new</th></tr>"
-            )
-            for c in t.changes[:20]:
-                parts.append(
-                    f"<tr><td><code>{esc(c.path or '(root)')}</code></td>"
-                    f"<td>{esc(_short(c.left))}</td><td>{esc(_short(c.right))}</td></tr>"
-                )
-            parts.append("</table>")
-        parts.append("</div>")
-        return "".join(parts)
+        """The summary, one row per thread and each diverging thread's changed paths, drawn
+        (escaped and bounded) by :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import Bold, Para, Table, guarded
+
+        def build() -> list[Any]:
+            blocks: list[Any] = [Para(Bold(self.summary()))]
+            blocks.append(Table.of(self.df, limit=_HTML_ROWS, noun="threads"))
+            for t in self.threads[:_HTML_ROWS]:
+                if not t.changes:
+                    continue
+                name = str(t.thread) if t.thread is not None else "log"
+                other = "recorded" if t.changes_vs == "recorded" else "before"
+                blocks.append(f"{name}, entry {t.first_divergence} ({t.event_type}): state {other} → new")
+                blocks.append(Table(
+                    ["path", other, "new"],
+                    [[c.path or "(root)", _short(c.left), _short(c.right)] for c in t.changes[:20]],
+                    more=max(len(t.changes) - 20, 0), noun="changed paths",
+                ))
+            return blocks
+
+        return guarded(self, "whatif", build)
 
     # -- the side-by-side view ----------------------------------------------------------------
 
@@ -279,9 +281,10 @@ class WhatIf:
         the recorded hashes only) and the new machine's replay of the same entries, with the
         slider at the first divergence.
 
-        ``thread`` defaults to the first thread that diverges (else the first). Rebuilds both
-        timelines in this process (loading the machines from their specs when the what-if ran
-        on workers).
+        ``thread`` defaults to the first thread that diverges (else the first). The what-if's own
+        timelines of that thread are reused when it ran in this process
+        (:attr:`ThreadWhatIf.timelines`: no entry is folded again); otherwise both timelines are
+        rebuilt here (loading the machines from their specs when the what-if ran on workers).
         """
         from agentscope.pipeline import Timeline
         from agentscope.widgets import ForkView
@@ -290,14 +293,19 @@ class WhatIf:
             chosen = next((t for t in self.threads if t.diverges), self.threads[0])
         else:
             chosen = self[thread]
-        log = _load_log(self._source, chosen.thread)
         new_m, new_extra, base_m, base_extra = (_live(x) for x in self._machines)
         assert new_m is not None
-        new_tl = Timeline(new_m, log, machines=_by_version(log, new_m, new_extra))
-        rec_tl = (
-            Timeline(base_m, log, machines=_by_version(log, base_m, base_extra))
-            if base_m is not None else Timeline(None, log)
-        )
+        if chosen.timelines is not None:
+            kept_base, new_tl = chosen.timelines
+            log = new_tl.log
+            rec_tl = kept_base if kept_base is not None else Timeline(None, log)
+        else:
+            log = _load_log(self._source, chosen.thread)
+            new_tl = Timeline(new_m, log, machines=_by_version(log, new_m, new_extra))
+            rec_tl = (
+                Timeline(base_m, log, machines=_by_version(log, base_m, base_extra))
+                if base_m is not None else Timeline(None, log)
+            )
         view = ForkView(
             base_m or new_m, log, log, names=("recorded", "new"), timelines=(rec_tl, new_tl),
             divergence=chosen.first_divergence, kind="behaviour change",
@@ -388,8 +396,31 @@ def whatif_log(
     machines: Mapping[str, Machine] | None = None,
     baseline_machines: Mapping[str, Machine] | None = None,
     thread: str | None = None,
+    keep_timelines: bool = False,
 ) -> ThreadWhatIf:
-    """What-if of one log (see :func:`whatif`); ``thread`` only labels the result."""
+    """What-if of one log (see :func:`whatif`); ``thread`` only labels the result.
+
+    ``keep_timelines=True`` keeps the baseline's and the new machine's timelines on the result
+    (:attr:`ThreadWhatIf.timelines`, for :meth:`WhatIf.view`).
+    """
+    held: list[Any] = []
+    result = _whatif_log(log, machine, baseline, machines, baseline_machines, thread, held)
+    if keep_timelines and len(held) == 2:
+        return replace(result, timelines=(held[0], held[1]))
+    return result
+
+
+def _whatif_log(
+    log: Any,
+    machine: Machine,
+    baseline: Machine | None,
+    machines: Mapping[str, Machine] | None,
+    baseline_machines: Mapping[str, Machine] | None,
+    thread: str | None,
+    held: list[Any],
+) -> ThreadWhatIf:
+    """:func:`whatif_log`'s work; ``held`` gets the baseline's timeline (or ``None``) and the new
+    machine's once both replays ran."""
     from agentscope.pipeline import Timeline
 
     n = len(log)
@@ -407,6 +438,7 @@ def whatif_log(
         except SnapshotRestoreError as exc:
             return ThreadWhatIf(thread, n, "error", detail=(
                 f"the baseline cannot restore the snapshot of entry {exc.index or 0}: {exc.detail}"))
+    held.extend((base_tl, new_tl))
     bad = _identity_failure(new_tl.report)
     if bad is not None:
         return ThreadWhatIf(thread, n, "error", detail=f"entry {bad[0]}: {bad[1]}")
@@ -587,27 +619,13 @@ def _divergence_detail(
 # Sources: one log, a mapping of logs, or a store
 
 
-def _is_store(source: Any) -> bool:
-    if not isinstance(source, str | os.PathLike):
-        return False
-    p = Path(source)
-    if not p.is_file():
-        return False
-    with p.open("rb") as fh:
-        return fh.read(16) == b"SQLite format 3\x00"
-
-
 def _load_log(source: Any, thread: str | None) -> Any:
     if isinstance(source, Mapping):
         return source[thread]
-    if thread is not None and _is_store(source):
-        from agentscope.log import read_log
+    if isinstance(source, str | os.PathLike):
+        from agentscope.stores import read_log
 
         return read_log(source, thread=thread)
-    if isinstance(source, str | os.PathLike):
-        from agentscope.log import read_log
-
-        return read_log(source)
     return source
 
 
@@ -649,7 +667,7 @@ class _Chunk:
 def _whatif_chunk(chunk: _Chunk) -> list[ThreadWhatIf] | ChunkFailure:
     """Worker side: the what-if of each thread of ``chunk`` (machines loaded once per worker)."""
     from agentscope.bulk import ChunkFailure, worker_machine
-    from agentscope.log import read_log
+    from agentscope.stores import read_log
 
     try:
         new = worker_machine(chunk.machine)
@@ -767,11 +785,12 @@ def whatif(
     if not isinstance(machine, Machine | MachineSpec | str | os.PathLike):
         raise TypeError(f"machine must be a Machine or a machine spec; got {type(machine).__name__}")
     holder = (machine, machines, baseline, baseline_machines)
-    if _is_store(log):
-        store = os.fspath(log)
-        from agentscope.log import read_threads
+    from agentscope.stores import holds_threads, open_store
 
-        available = [str(t) for t in read_threads(store)["thread_id"]]
+    if holds_threads(log):
+        store = os.fspath(log)
+        with open_store(store) as opened:
+            available = [t.thread_id for t in opened.threads()]
         wanted = available if threads is None else [str(t) for t in threads]
         missing = [t for t in wanted if t not in available]
         if missing:
@@ -794,14 +813,12 @@ def whatif(
         return WhatIf(tuple(results), _name(machine), _name(baseline) if baseline else
                       "recorded hashes", logs, holder)
     if isinstance(log, str | os.PathLike):
-        if not Path(log).exists():
-            raise LogFormatError("no such file", source=os.fspath(log))
-        from agentscope.log import read_log
+        from agentscope.stores import read_log
 
         log = read_log(log)
     new_m, extra, base_m, bextra = (_live(x) for x in holder)
     one = whatif_log(log, new_m, baseline=base_m, machines=extra, baseline_machines=bextra,
-                     thread=getattr(log, "thread", None))
+                     thread=getattr(log, "thread", None), keep_timelines=True)
     return WhatIf((one,), _name(machine), _name(baseline) if baseline else "recorded hashes",
                   log, holder)
 
@@ -811,6 +828,9 @@ def _looks_like_entry(m: Mapping[str, Any]) -> bool:
 
 
 def _serial(source: Any, threads: Sequence[str], holder: tuple[Any, Any, Any, Any]) -> list[ThreadWhatIf]:
+    """Each thread in this process. The timelines of the thread :meth:`WhatIf.view` opens by
+    default (the first that diverges, else the first) are kept; the others' are let go (memory
+    stays that of one thread's replay)."""
     new_m, extra, base_m, bextra = (_live(x) for x in holder)
     out: list[ThreadWhatIf] = []
     for t in threads:
@@ -819,8 +839,16 @@ def _serial(source: Any, threads: Sequence[str], holder: tuple[Any, Any, Any, An
         except (LogFormatError, MachineLoadError) as exc:
             out.append(ThreadWhatIf(t, 0, "error", detail=f"{type(exc).__name__}: {exc}"))
             continue
-        out.append(whatif_log(log, new_m, baseline=base_m, machines=extra, baseline_machines=bextra,
-                              thread=t))
+        one = whatif_log(log, new_m, baseline=base_m, machines=extra, baseline_machines=bextra,
+                         thread=t, keep_timelines=True)
+        if one.timelines is not None:
+            kept = [i for i, r in enumerate(out) if r.timelines is not None]
+            if kept and (out[kept[0]].diverges or not one.diverges):
+                one = replace(one, timelines=None)  # the default view is an earlier thread
+            else:
+                for i in kept:
+                    out[i] = replace(out[i], timelines=None)
+        out.append(one)
     return out
 
 

@@ -26,7 +26,6 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentscope.errors import AgentscopeError, EngineError
@@ -46,7 +45,6 @@ TRANSITION_COLUMNS: tuple[str, ...] = (
     "source", "event", "target", "declared", "taken", "first_index", "last_index", "first_log")
 """Columns of :attr:`Coverage.transitions`."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _UNOBSERVABLE = ("always", "onDone")
 
 
@@ -280,39 +278,43 @@ class Coverage:
 
     def to_html(self, *, title: str | None = None) -> str:
         """A self-contained HTML page: the heat map, the never-visited states, the never-taken
-        transitions and both tables (every log value escaped; no script, no network)."""
-        import html
+        transitions and both tables (every log value escaped; no script, no network), drawn by
+        :func:`agentscope.render.reprs.page_html`."""
+        from agentscope.render.reprs import Heading, Items, Table, page_html
 
-        name = title or f"coverage of {self.machine_id}"
         never = self.never_taken
-        return (
-            "<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>{html.escape(name)}</title>"
-            "<style>body{font:14px sans-serif;margin:16px}table{border-collapse:collapse;"
-            "font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}</style>"
-            f"</head><body><h1>{html.escape(name)}</h1>{self._repr_html_()}"
-            f"<h2>never visited ({len(self.never_visited)})</h2><ul>"
-            + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in self.never_visited)
-            + f"</ul><h2>declared transitions never taken ({len(never)})</h2>"
-            + never.to_html(index=False, escape=True, na_rep="")
-            + "<h2>states</h2>" + self.states.to_html(index=False, escape=True, na_rep="")
-            + "<h2>transitions</h2>"
-            + self.transitions.to_html(index=False, escape=True, na_rep="")
-            + "</body></html>"
-        )
+        everything = 1_000_000  # a page holds whole tables (a notebook repr holds the first rows)
+        return page_html(title or f"coverage of {self.machine_id}", [
+            *self._blocks(),
+            Heading(f"never visited ({len(self.never_visited)})"),
+            Items(self.never_visited, limit=everything),
+            Heading(f"declared transitions never taken ({len(never)})"),
+            Table.of(never, limit=everything),
+            Heading("states"),
+            Table.of(self.states, limit=everything),
+            Heading("transitions"),
+            Table.of(self.transitions, limit=everything),
+        ])
 
-    def _repr_html_(self) -> str:
-        import html
+    def _blocks(self) -> list[Any]:
+        from agentscope.render.reprs import Bold, Markup, Para, Pre
 
         try:
-            svg = self.heatmap_svg()
+            svg: Any = Markup(self.heatmap_svg())
         except Exception as err:  # drawing needs graphviz; the tables do not
-            svg = f"<pre>heat map unavailable: {html.escape(str(err))}</pre>"
+            svg = Pre(f"heat map unavailable: {err}")
         seen = int((self.states["visits"] > 0).sum())
-        return (
-            f"<div><b>coverage of {html.escape(self.machine_id)}</b>: {seen}/{len(self.states)} "
-            f"states visited over {len(self.logs)} log(s)</div>{svg}"
-        )
+        return [
+            Para(Bold(f"coverage of {self.machine_id}"),
+                 f": {seen}/{len(self.states)} states visited over {len(self.logs)} log(s)"),
+            svg,
+        ]
+
+    def _repr_html_(self) -> str:
+        """The summary line and the heat map (:func:`agentscope.render.reprs.repr_html`)."""
+        from agentscope.render.reprs import guarded
+
+        return guarded(self, "coverage", self._blocks)
 
     def __repr__(self) -> str:
         seen = int((self.states["visits"] > 0).sum())
@@ -358,16 +360,6 @@ def _result(machine_id: str, graph: Graph, counts: _Counts) -> Coverage:
 
 # ---------------------------------------------------------------------------------------------
 # Entry point
-
-
-def _is_store(x: Any) -> bool:
-    if not isinstance(x, (str, os.PathLike)):
-        return False
-    try:
-        with Path(x).open("rb") as fh:
-            return fh.read(16) == _SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 def _label(log: Any, k: int) -> str:
@@ -434,8 +426,9 @@ def coverage(
     ['supportTriage.working.hist', 'supportTriage.working.selecting']
     """
     from agentscope.bulk import MachineSpec, as_spec
+    from agentscope.stores import holds_threads, read_log
 
-    if _is_store(logs_or_store):
+    if holds_threads(logs_or_store):
         store = os.fspath(logs_or_store)
         if isinstance(machine, (MachineSpec, str, os.PathLike)):
             spec = as_spec(machine)
@@ -443,7 +436,6 @@ def coverage(
             return _store_coverage(store, spec, extra, threads, executor, max_workers,
                                    chunk_size, progress)
         from agentscope.bulk import store_threads
-        from agentscope.log import read_log
 
         wanted = store_threads(store, threads)
         return _local(machine, machines, [(read_log(store, thread=t), t) for t in wanted])
@@ -476,8 +468,8 @@ def _is_one_log(x: Any) -> bool:
 
 def _local(machine: Machine, machines: Mapping[str, Any] | None,
            items: Sequence[tuple[Any, str | None]]) -> Coverage:
-    from agentscope.log import read_log
     from agentscope.pipeline import Timeline
+    from agentscope.stores import read_log
 
     total = _Counts()
     for k, (x, label) in enumerate(items):
@@ -519,8 +511,8 @@ def _store_coverage(
 def _coverage_chunk(chunk: StoreChunk) -> list[tuple[str, _Counts]] | ChunkFailure:
     """Worker side: count each thread of ``chunk`` (a module-level function, so it pickles)."""
     from agentscope.bulk import ChunkFailure, worker_machine
-    from agentscope.log import read_log
     from agentscope.pipeline import Timeline
+    from agentscope.stores import read_log
 
     try:
         machine = worker_machine(chunk.machine)

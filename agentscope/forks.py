@@ -17,12 +17,11 @@ views and an escaped HTML rendering for notebooks.
 
 from __future__ import annotations
 
-import html
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, count, islice
+from itertools import chain, compress, count, islice
 from operator import eq, ne
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -105,7 +104,7 @@ def _as_side(obj: Any, default_name: str) -> _Side:
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray):
         entries = obj
     else:
-        from agentscope.log import read_log  # lazy: the reader is the heavy part
+        from agentscope.stores import read_log  # lazy: the reader is the heavy part
 
         log = read_log(obj)
         entries = log.entries
@@ -653,20 +652,17 @@ class ForkDiff:
         return f"<ForkDiff {self.summary()}>"
 
     def _repr_html_(self) -> str:
-        try:
-            return self._html()
-        except Exception as err:  # IPython hides errors raised by repr methods: show them
-            detail = f"{type(err).__name__}: {err}"
-            return f"<pre>{html.escape(repr(self))}\n{html.escape(detail)}</pre>"
+        """The kind, the facts of the divergence, the changed entries and states and the aligned
+        rows, drawn (escaped and bounded) by :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import guarded
 
-    def _html(self) -> str:
-        esc = html.escape
+        return guarded(self, "forkdiff", self._blocks)
+
+    def _blocks(self) -> list[Any]:
+        from agentscope.render.reprs import Bold, Facts, Para, Table
+
         a, b = self.names
-        parts = [
-            f"<div class='agentscope-forkdiff'><p><b>{esc(self.kind)}</b> &mdash; "
-            f"{esc(self.summary())}</p>",
-            "<table><tbody>",
-        ]
+        blocks: list[Any] = [Para(Bold(self.kind), " — ", self.summary())]
         facts: list[tuple[str, Any]] = [
             ("common prefix", self.common_prefix),
             ("through event id", self.through_event_id),
@@ -679,37 +675,22 @@ class ForkDiff:
             facts.append(("altered entries", ", ".join(map(str, self.tampered[:_HTML_ROWS]))))
         if self.machine_used:
             facts.append(("reconverged at", self.reconverged_at))
-        for k, v in facts:
-            parts.append(f"<tr><th>{esc(k)}</th><td>{esc(_short(v) if v is not None else '—')}</td></tr>")
-        parts.append("</tbody></table>")
+        blocks.append(Facts([(k, _short(v) if v is not None else None) for k, v in facts]))
+
+        def changes(rows: Sequence[Change], more: int = 0) -> Table:
+            cells = [[c.path or "(root)", _short(c.left), _short(c.right)] for c in rows]
+            return Table(["path", a, b], cells, more=more, noun="changes")
+
         if self.entry_changes:
-            parts.append(f"<p>Entries at index {esc(str(self.divergence))}:</p>")
-            parts.append(self._changes_html(self.entry_changes[:_HTML_ROWS]))
+            blocks.append(f"Entries at index {self.divergence}:")
+            blocks.append(changes(self.entry_changes[:_HTML_ROWS]))
         ch = self.changes
         if ch:
-            parts.append(f"<p>State after index {esc(str(self.divergence))}:</p>")
-            parts.append(self._changes_html(ch[:_HTML_ROWS]))
-            if len(ch) > _HTML_ROWS:
-                parts.append(f"<p>… {len(ch) - _HTML_ROWS} more changes</p>")
+            blocks.append(f"State after index {self.divergence}:")
+            blocks.append(changes(ch[:_HTML_ROWS], max(len(ch) - _HTML_ROWS, 0)))
         if self.kind != "identical":
-            table = self.to_frame(limit=_HTML_ROWS)
-            for col in table.columns:
-                if table[col].dtype == object:
-                    table[col] = table[col].map(lambda v: v if v is None else str(v)[:60])
-            parts.append(table.to_html(index=False, escape=True, na_rep="—", max_rows=_HTML_ROWS))
-        parts.append("</div>")
-        return "".join(parts)
-
-    def _changes_html(self, changes: Sequence[Change]) -> str:
-        esc = html.escape
-        a, b = self.names
-        rows = [f"<tr><th>path</th><th>{esc(a)}</th><th>{esc(b)}</th></tr>"]
-        for c in changes:
-            rows.append(
-                f"<tr><td><code>{esc(c.path or '(root)')}</code></td><td>{esc(_short(c.left))}</td>"
-                f"<td>{esc(_short(c.right))}</td></tr>"
-            )
-        return "<table>" + "".join(rows) + "</table>"
+            blocks.append(Table.of(self.to_frame(limit=_HTML_ROWS), limit=_HTML_ROWS))
+        return blocks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -763,8 +744,11 @@ def compare(
     ----------
     a, b : EventLog | Sequence[Mapping] | str | os.PathLike | Any
         The two logs ("left" and "right"). An ``EventLog`` or a list of entry dicts is used as
-        is; anything else goes through :func:`agentscope.log.read_log` (a JSON/JSONL path, a
-        single-thread SQLite store, …). Entries are never modified.
+        is. Two stored logs named by path or URL (a JSON Lines file, ``STORE#THREAD`` of a
+        SQLite or PostgreSQL store, a single-thread store) are compared as they are read, raw
+        record by raw record (bounded memory), parsing only the entries the result needs (see
+        Notes); anything else goes through :func:`agentscope.stores.read_log`. Entries are
+        never modified.
     machine : Machine, optional
         Any engine (Node XState or the Python statechart engine). When given, both sides are
         replayed (spec §4.1) from the shared prefix on, and the result carries the frames around
@@ -800,6 +784,14 @@ def compare(
     ``1``, a real difference) is compared field by field with canonical JSON (spec §2.2), so
     equal entries are never re-serialized in Python.
 
+    Without a machine, two stored logs are scanned as raw records: equal texts are equal
+    entries; at the first pair whose texts differ both entries are parsed, and the rest of
+    both sides is only counted (and, for the realignment test below, compared as texts; a
+    tamper's altered indices parse only the pairs whose texts differ). When a pair's texts
+    differ but the entries are the same under §6.1 (another key order or spacing), both logs
+    are read whole instead. The suffix tables and views of such a result read the logs on
+    first use.
+
     The kind rule, in order: different executions → ``unrelated``; no §6.1 difference →
     ``identical`` or ``prefix``; the first differing pair has the same ``id`` and ``index`` and
     differs only in its state hash, or the logs hold the very same entries again at a later
@@ -826,6 +818,10 @@ def compare(
     >>> diff.left_at.event_type, diff.right_at.event_type, diff.reconverged_at
     ('APPROVE', 'REJECT', None)
     """
+    if machine is None and timelines is None:
+        streamed = _streamed(a, b)
+        if streamed is not None:
+            return streamed
     left = _as_side(a, "left")
     right = _as_side(b, "right")
     if left.name == right.name:
@@ -908,17 +904,195 @@ def compare(
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# Two stored logs compared as they are read
+
+
+class _LazyEntries(Sequence[Any]):
+    """A side's entries read whole (:func:`agentscope.stores.read_log`) on first use: what a
+    streamed :class:`ForkDiff` shows on demand (suffix tables, the views)."""
+
+    def __init__(self, source: str, thread: str | None) -> None:
+        self._source, self._thread = source, thread
+        self._entries: Sequence[Any] | None = None
+
+    def _load(self) -> Sequence[Any]:
+        if self._entries is None:
+            from agentscope.stores import read_log
+
+            self._entries = read_log(self._source, thread=self._thread).entries
+        return self._entries
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._load()[i]
+
+
+def _stream_source(source: Any) -> tuple[Any, str, str] | None:
+    """``(store, thread, name)`` for a path or URL (``SOURCE#THREAD`` too) whose records a store
+    streams (a JSON Lines file, a SQLite or PostgreSQL thread); ``None`` for anything else."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    from agentscope.stores import open_store, split_thread
+    from agentscope.stores.protocol import RowStore
+
+    text, thread = split_thread(source)
+    store = open_store(text)
+    if isinstance(store, RowStore):
+        return store, store.pick_thread(thread), store.pick_thread(thread)
+    if store.kind == "jsonl" and thread is None:
+        only = getattr(store, "thread_id", None)
+        if isinstance(only, str):
+            return store, only, os.path.basename(store.address)
+    store.close()
+    return None
+
+
+_STREAM_CHUNK = 4096
+"""Records of each side held at once by a streamed compare (bounded memory)."""
+
+
+def _texts(side: tuple[Any, str, str], from_: int = 0) -> Iterator[Any]:
+    """The side's record texts one by one (batches flattened at C speed)."""
+    return chain.from_iterable(side[0].texts(side[1], from_))
+
+
+def _parsed(text: Any, side: tuple[Any, str, str], i: int) -> Mapping[str, Any]:
+    from agentscope.log.validate import loads
+
+    try:
+        value = loads(text) if isinstance(text, str) else None
+    except ValueError as exc:
+        raise LogFormatError(f"entry {i} is not JSON: {exc}", source=side[0].address, index=i) from None
+    if not isinstance(value, Mapping):
+        raise LogFormatError("an entry must be a JSON object", source=side[0].address, index=i)
+    return value
+
+
+def _streamed(a: Any, b: Any) -> ForkDiff | None:
+    """:func:`compare` of two stored logs, reading their raw records side by side (one batch at
+    a time) and parsing only what the result needs: entry 0 of each side, the pair at the first
+    difference, the entry before it, and with a ``tamper`` each later pair whose texts differ.
+
+    Equal texts are equal entries. A later aligned pair with byte-identical texts is the same
+    entry again (the realignment test of a tamper): the prefix showed both sides written by
+    one serializer. When a pair's texts differ but its entries are the same under §6.1 (another
+    key order or spacing, another ``recordedAt``), ``None`` is returned and :func:`compare`
+    reads both logs whole instead. ``None`` too for sources that are not streamed (a JSON document,
+    CSV, Parquet, objects in memory).
+    """
+    from agentscope.log.entry import execution_id
+
+    left = _stream_source(a)
+    if left is None:
+        return None
+    right = _stream_source(b)
+    if right is None:
+        left[0].close()
+        return None
+    try:
+        return _streamed_diff(left, right, execution_id)
+    finally:
+        left[0].close()
+        right[0].close()
+
+
+def _streamed_diff(left: tuple[Any, str, str], right: tuple[Any, str, str],
+                   execution_id: Callable[[Any], Any]) -> ForkDiff | None:
+    fa, fb = _texts(left), _texts(right)
+    firsts: list[Mapping[str, Any]] = []
+    prev: Any = None
+    n_common = n_l = n_r = 0
+    at: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
+    fields: tuple[str, ...] = ()
+    realign = False
+    while True:  # a chunk of each side at a time, compared at C speed
+        ca, cb = list(islice(fa, _STREAM_CHUNK)), list(islice(fb, _STREAM_CHUNK))
+        if not ca and not cb:
+            break
+        if n_l == 0 and ca and cb:
+            firsts = [_parsed(ca[0], left, 0), _parsed(cb[0], right, 0)]
+        m = min(len(ca), len(cb))
+        if at is None:
+            j = next(compress(count(), map(ne, ca, cb)), m)
+            if j < m:
+                i = n_common + j
+                ea, eb = _parsed(ca[j], left, i), _parsed(cb[j], right, i)
+                fields = _differing_fields(ea, eb)
+                if not fields:
+                    return None  # the same entry under §6.1 in other bytes: compare() reads whole
+                at = (ea, eb)
+                realign = any(map(eq, islice(ca, j + 1, m), islice(cb, j + 1, m)))
+            prev = ca[j - 1] if j else prev
+            n_common += j
+        elif not realign:
+            realign = any(map(eq, ca, cb))
+        n_l, n_r = n_l + len(ca), n_r + len(cb)
+    n = min(n_l, n_r)
+    divergence = n_common if at is not None else None
+    ids = [execution_id(e) for e in firsts] if firsts else [None, None]
+    ex = [x if isinstance(x, str) else None for x in ids]
+    bridge = any(_migrated_of(e) is not None for e in firsts)
+    related = n == 0 or ((ex[0] == ex[1]) if ex[0] is not None or ex[1] is not None else n_common >= 1)
+    tampered: tuple[int, ...] = ()
+    kind: ForkKind
+    if not related:
+        kind = "unrelated"
+    elif at is None:
+        kind = "identical" if n_l == n_r else "prefix"
+    elif _tamper_rule(fields, n_common, n, bridge, lambda: realign, at):
+        kind = "tamper"
+        tampered = _streamed_altered(left, right, n_common)
+    elif n_common == 0 and not bridge:
+        kind = "unrelated"
+    else:
+        kind = "fork"
+    through = None
+    if n_common > 0:
+        tid = _parsed(prev, left, n_common - 1).get("id")
+        through = tid if isinstance(tid, str) else None
+    names = (left[2], right[2] if right[2] != left[2] else f"{right[2]} (right)")
+    sides = tuple(
+        _Side(_LazyEntries(s[0].address, s[1] if s[2] == s[1] else None), None, None, name,
+              s[0].address, x, "02a45590")
+        for s, name, x in zip((left, right), names, ex, strict=True))
+    return ForkDiff(
+        kind=kind, common_prefix=n_common, through_event_id=through, divergence=divergence,
+        whole_entry_prefix=n_common, left_length=n_l, right_length=n_r,
+        execution_ids=(ex[0], ex[1]), names=names, divergence_fields=fields,
+        entry_changes=() if at is None else tuple(diff_json(at[0], at[1])), tampered=tampered,
+        migrated_from=(_migrated_of(firsts[0]) if firsts else None,
+                       _migrated_of(firsts[1]) if firsts else None),
+        _left=sides[0], _right=sides[1],
+    )
+
+
+def _streamed_altered(left: tuple[Any, str, str], right: tuple[Any, str, str], start: int) -> tuple[int, ...]:
+    """:func:`_altered_indices` over raw records: only pairs whose texts differ are parsed."""
+    out: list[int] = []
+    for i, (ra, rb) in enumerate(zip(_texts(left, start), _texts(right, start), strict=False), start):
+        if ra == rb:
+            continue
+        f = _differing_fields(_parsed(ra, left, i), _parsed(rb, right, i))
+        if f and "id" not in f and "index" not in f:
+            out.append(i)
+    return tuple(out)
+
+
+def _migrated_of(first: Any) -> Any:
+    meta = first.get("metadata") if isinstance(first, Mapping) else None
+    return meta.get("migratedFrom") if isinstance(meta, Mapping) else None
+
+
 def _is_bridge(left: _Side, right: _Side) -> bool:
     """Whether either side starts a version-bridge segment (init ``metadata.migratedFrom``, §4.2)."""
     return _migrated_from(left) is not None or _migrated_from(right) is not None
 
 
 def _migrated_from(side: _Side) -> Any:
-    if not side.entries:
-        return None
-    first = side.entries[0]
-    meta = first.get("metadata") if isinstance(first, Mapping) else None
-    return meta.get("migratedFrom") if isinstance(meta, Mapping) else None
+    return _migrated_of(side.entries[0]) if side.entries else None
 
 
 def _rename(side: _Side, name: str) -> _Side:
@@ -934,17 +1108,26 @@ def _is_tamper(left: _Side, right: _Side, i: int, fields: tuple[str, ...]) -> bo
     later aligned index (an edited copy); or, at the last aligned index where nothing later can
     tell, the same ``recordedAt`` (the same recording, altered).
     """
+    n = min(len(left.entries), len(right.entries))
+    return _tamper_rule(fields, i, n, _is_bridge(left, right),
+                        lambda: _realigns(left, right, i + 1, n), (_entry(left, i), _entry(right, i)))
+
+
+def _tamper_rule(fields: tuple[str, ...], i: int, n: int, bridge: bool,
+                 realigns: Callable[[], bool], at: tuple[Mapping[str, Any], Mapping[str, Any]]) -> bool:
+    """:func:`_is_tamper`'s rule on what it needs: the differing ``fields`` at ``i``, the aligned
+    length ``n``, whether a side is a bridge segment, a (lazy) realignment test and the two
+    entries at ``i``."""
     if "id" in fields or "index" in fields:
         return False
     if "event" not in fields:
         return True
-    if i == 0 and not _is_bridge(left, right):  # a fork keeps the init entry (§5.1)
+    if i == 0 and not bridge:  # a fork keeps the init entry (§5.1)
         return True
-    n = min(len(left.entries), len(right.entries))
-    if _realigns(left, right, i + 1, n):
+    if realigns():
         return True
     if i == n - 1:
-        ra, rb = _entry(left, i).get("recordedAt"), _entry(right, i).get("recordedAt")
+        ra, rb = at[0].get("recordedAt"), at[1].get("recordedAt")
         return ra is not None and ra == rb
     return False
 
@@ -985,16 +1168,11 @@ def _threads_of(source: Any) -> Iterator[tuple[str, Any]]:
             thread = getattr(log, "thread", None)
             yield (str(thread) if thread else str(pos)), log
         return
-    from agentscope.log import read_log, read_threads
+    from agentscope.stores import open_store
 
-    threads = read_threads(source)
-    col = next((c for c in ("thread", "thread_id", "threadId") if c in threads.columns), None)
-    if col is None:
-        raise LogFormatError(
-            "read_threads returned no thread column", source=str(source), field="thread"
-        )
-    for t in threads[col].tolist():
-        yield str(t), read_log(source, thread=t)
+    with open_store(source) as store:
+        for info in store.threads():
+            yield info.thread_id, store.log(info.thread_id)
 
 
 def _older_at(x: _Side, y: _Side, k: int, order_x: int, order_y: int) -> bool:
@@ -1018,8 +1196,9 @@ def fork_tree(source: Any) -> pd.DataFrame:
     Parameters
     ----------
     source : str | os.PathLike | Mapping[str, EventLog | Sequence[Mapping]] | Sequence[EventLog]
-        A SQLite store (spec §5.2; every thread listed by :func:`agentscope.log.read_threads`
-        is read with :func:`agentscope.log.read_log`), a mapping ``thread id -> log``, or a
+        A store (a SQLite file or a ``postgresql://`` URL, spec §5.2; opened with
+        :func:`agentscope.stores.open_store`, every thread read with
+        :meth:`~agentscope.stores.Store.log`), a mapping ``thread id -> log``, or a
         list of logs (named by their ``thread``, else by position).
 
     Returns

@@ -85,8 +85,8 @@ class Frame:
     (45, 'APPROVE', 'verified', '0d9e8cde')
     >>> frame.value
     {'working': {'analyzing': {'classification': 'running', 'knowledge': 'searching'}}}
-    >>> frame.changed_paths[:3]
-    ('/value/working/awaitingAgent', '/value/working/analyzing', '/context/queue')
+    >>> [p for p in frame.changed_paths if p.startswith(("/value", "/context/queue"))]
+    ['/context/queue/0', '/value/working/analyzing', '/value/working/awaitingAgent']
     """
 
     index: int
@@ -170,25 +170,26 @@ class Frame:
 
     def _repr_html_(self) -> str:
         """The step as escaped HTML: the rich view when :mod:`agentscope.render` is loaded (it
-        registers itself with :func:`set_html_view`), else event, verdict, hashes and context."""
-        import html
+        registers itself with :func:`set_html_view`), else event, verdict, hashes and context,
+        drawn by :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import Bold, Code, Markup, Para, Pre, guarded
 
-        view = _HTML_VIEW[0]
-        if view is not None:
-            try:
-                return view(self)
-            except Exception as err:  # IPython hides errors raised in repr methods: show them instead
-                return f"<pre>Frame HTML failed: {html.escape(repr(err))}</pre>"
-        import json
+        def build() -> list[Any]:
+            view = _HTML_VIEW[0]
+            if view is not None:
+                return [Markup(view(self))]
+            import json
 
-        ctx = json.dumps(self.context, indent=1, ensure_ascii=False, default=repr)[:20_000]
-        return (
-            f"<div class='as-frame'><b>#{self.index}</b> {html.escape(self.event_type)} "
-            f"<code>{html.escape(self.verdict.value)}</code> recorded "
-            f"<code>{html.escape(str(self.recorded_hash))}</code> computed "
-            f"<code>{html.escape(str(self.computed_hash))}</code>"
-            f"<pre>{html.escape(ctx)}</pre></div>"
-        )
+            ctx = json.dumps(self.context, indent=1, ensure_ascii=False, default=repr)
+            return [
+                Para(
+                    Bold(f"#{self.index}"), " ", self.event_type, " ", Code(self.verdict.value),
+                    " recorded ", Code(str(self.recorded_hash)), " computed ", Code(str(self.computed_hash)),
+                ),
+                Pre(ctx),
+            ]
+
+        return guarded(self, "frame", build)
 
     def __repr__(self) -> str:
         return (

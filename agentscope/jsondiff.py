@@ -1,9 +1,14 @@
 """The one JSON-diff module: comparing, patching and addressing JSON values (RFC 6901 pointers).
 
-- :func:`diff_json` — the *semantic* diff a person reads (:mod:`agentscope.forks`, spec §6.2);
-- :func:`delta` / :func:`apply_delta` — the *storage* diff: exact ops (key order kept) that turn
-  one persisted snapshot into the next (:mod:`agentscope.pipeline.snapshots`);
-- :func:`changed_paths` — the pointers a step changed (``Frame.changed_paths``), from :func:`delta`;
+- :func:`diff_json` — the *semantic* diff a person reads, the one definition of where two JSON
+  values differ: :mod:`agentscope.forks` (spec §6.2), what-if, the fork views' differing paths
+  (:func:`differing_paths`, ``ForkView.diff_paths``, the fork player's count and table,
+  ``agentscope diff``) and the static player's context patches (:func:`json_patch`, RFC 6902)
+  are all computed by it, and so is :func:`changed_paths`, the pointers a step changed
+  (``Frame.changed_paths``, ``Step.changed_paths``, the players' highlighted rows);
+- :func:`delta` / :func:`apply_delta` — not a diff a person reads but the snapshot store's
+  *encoding* (:mod:`agentscope.pipeline.snapshots`): exact ops that rebuild the next persisted
+  snapshot byte for byte, key order included, which a semantic diff deliberately ignores;
 - :func:`resolve_pointer` — read a value by pointer.
 
 The semantic diff:
@@ -22,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
+import orjson
+
 __all__ = [
     "ABSENT",
     "MISSING",
@@ -31,7 +38,9 @@ __all__ = [
     "changed_paths",
     "delta",
     "diff_json",
+    "differing_paths",
     "json_equal",
+    "json_patch",
     "pointer_escape",
     "pointer_join",
     "resolve_pointer",
@@ -110,21 +119,31 @@ def json_equal(a: Any, b: Any) -> bool:
     Numbers compare by value (``1 == 1.0``); booleans are never numbers; ``null`` only equals
     ``null``; tuples count as arrays. Pure.
     """
-    if a is b:
-        return True
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) or _is_number(b):
-        return _is_number(a) and _is_number(b) and float(a) == float(b)
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        if len(a) != len(b):
+    stack = [(a, b)]  # an explicit stack: values nested any depth compare without recursion
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if isinstance(x, bool) or isinstance(y, bool):
+            if not (isinstance(x, bool) and isinstance(y, bool) and x == y):
+                return False
+        elif _is_number(x) or _is_number(y):
+            if not (_is_number(x) and _is_number(y) and float(x) == float(y)):
+                return False
+        elif isinstance(x, str) or isinstance(y, str):
+            if not (isinstance(x, str) and isinstance(y, str) and x == y):
+                return False
+        elif isinstance(x, Mapping) and isinstance(y, Mapping):
+            if len(x) != len(y) or any(k not in y for k in x):
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif _is_array(x) and _is_array(y):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif not (x is None and y is None):
             return False
-        return all(k in b and json_equal(v, b[k]) for k, v in a.items())
-    if _is_array(a) and _is_array(b):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a is None and b is None)
+    return True
 
 
 def _is_array(v: Any) -> bool:
@@ -150,29 +169,97 @@ def diff_json(left: Any, right: Any, path: str = "") -> list[Change]:
         one change at ``path``.
     """
     out: list[Change] = []
-    _diff(left, right, path, out)
+    _diff(left, right, path, out, 0)
     return out
 
 
-def _diff(left: Any, right: Any, path: str, out: list[Change]) -> None:
+MAX_DIFF_DEPTH = 64
+"""Nesting below which :func:`diff_json` stops descending: two different values deeper than this
+are one change at their path (the diff of any depth of nesting is bounded, never a
+``RecursionError``)."""
+
+
+def differing_paths(left: Any, right: Any, base: str = "/context") -> list[str]:
+    """The JSON Pointers (under ``base``) where two values differ: the paths of :func:`diff_json`.
+
+    The one definition of a "differing context path": the fork player counts them at a step
+    (:class:`agentscope.widgets.ForkView`) and ``agentscope diff`` lists them at the divergence,
+    so both give the same paths for the same pair of states (an element inserted at the head of
+    an array is one path, not one per shifted element).
+    """
+    return [c.path for c in diff_json(left, right, base)]
+
+
+def json_patch(left: Any, right: Any) -> list[dict[str, Any]]:
+    """The RFC 6902 JSON Patch that turns ``left`` into ``right``: :func:`diff_json`'s changes as
+    operations applied in order (``add``/``replace`` in document order, then the ``remove``
+    operations from the last to the first, so array indices hold as they are applied).
+
+    Returns ``[]`` for JSON-equal values; ``[{"op": "replace", "path": "", "value": right}]``
+    when the root itself changes. The static player sends these between its keyframes.
+    """
+    changes = diff_json(left, right)
+    ops: list[dict[str, Any]] = [
+        {"op": c.op, "path": c.path, "value": c.right} for c in changes if c.right is not MISSING
+    ]
+    ops.extend({"op": "remove", "path": c.path} for c in reversed(changes) if c.right is MISSING)
+    return ops
+
+
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def _fast_equal(a: Any, b: Any) -> bool:
+    """A cheap test that accepts only JSON-equal values (``False`` may still be equal): Python's
+    ``==`` (C speed) confirmed by the canonical bytes, which tell ``true`` from ``1``, where
+    Python's ``==`` does not."""
+    if type(a) is not type(b) or not isinstance(a, dict | list):
+        return False
+    try:
+        if a != b:
+            return False
+        return orjson.dumps(a, option=_SORTED) == orjson.dumps(b, option=_SORTED)
+    except (TypeError, RecursionError, orjson.JSONEncodeError):  # lone surrogates, huge ints,
+        return json_equal(a, b)  # deep nesting: the exact way (iterative)
+
+
+def _diff(left: Any, right: Any, path: str, out: list[Change], depth: int) -> None:
     if left is MISSING or right is MISSING:
         if not (left is MISSING and right is MISSING):
             out.append(Change(path, left, right))
         return
-    if json_equal(left, right):
+    if left is right or _fast_equal(left, right):
         return
-    if isinstance(left, Mapping) and isinstance(right, Mapping):
-        keys = sorted(set(left) | set(right), key=lambda k: _utf16_key(str(k)))
-        for k in keys:
-            _diff(left.get(k, MISSING), right.get(k, MISSING), pointer_join(path, k), out)
+    both_objects = isinstance(left, Mapping) and isinstance(right, Mapping)
+    both_arrays = not both_objects and _is_array(left) and _is_array(right)
+    if depth >= MAX_DIFF_DEPTH or not (both_objects or both_arrays):
+        if not _equal(left, right):  # a leaf, a type change, or too deep to descend
+            out.append(Change(path, left, right))
         return
-    if _is_array(left) and _is_array(right):
-        _diff_arrays(left, right, path, out)
+    if both_objects:  # each member compared once, on the way down (no equality pre-pass)
+        differ = [k for k, lv in left.items() if (rv := right.get(k, MISSING)) is not lv
+                  and not _same_scalar(lv, rv) and not _fast_equal(lv, rv)]
+        differ.extend(k for k in right if k not in left)
+        for k in sorted(differ, key=lambda k: _utf16_key(str(k))):  # document (UTF-16) order
+            _diff(left.get(k, MISSING), right.get(k, MISSING), pointer_join(path, k), out, depth + 1)
         return
-    out.append(Change(path, left, right))
+    _diff_arrays(left, right, path, out, depth)
 
 
-def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Change]) -> None:
+_SCALARS = (str, int, float, bool)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    """Two equal scalars of one type (the common case, decided without :func:`json_equal`)."""
+    return type(a) is type(b) and type(a) in _SCALARS and a == b
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """:func:`json_equal`, with the cheap accepts first."""
+    return a is b or _same_scalar(a, b) or _fast_equal(a, b) or json_equal(a, b)
+
+
+def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Change], depth: int) -> None:
     """Trim the equal head and tail, then pair the middles index by index.
 
     Paired elements share an index (the head is common), so their path resolves on both sides.
@@ -181,15 +268,15 @@ def _diff_arrays(la: Sequence[Any], ra: Sequence[Any], path: str, out: list[Chan
     """
     n_l, n_r = len(la), len(ra)
     head = 0
-    while head < min(n_l, n_r) and json_equal(la[head], ra[head]):
+    while head < min(n_l, n_r) and _equal(la[head], ra[head]):
         head += 1
     tail = 0
-    while tail < min(n_l, n_r) - head and json_equal(la[n_l - 1 - tail], ra[n_r - 1 - tail]):
+    while tail < min(n_l, n_r) - head and _equal(la[n_l - 1 - tail], ra[n_r - 1 - tail]):
         tail += 1
     mid_l, mid_r = n_l - head - tail, n_r - head - tail
     paired = min(mid_l, mid_r)
     for k in range(head, head + paired):
-        _diff(la[k], ra[k], pointer_join(path, k), out)
+        _diff(la[k], ra[k], pointer_join(path, k), out, depth + 1)
     for k in range(head + paired, head + mid_l):
         out.append(Change(pointer_join(path, k), la[k], MISSING))
     for k in range(head + paired, head + mid_r):
@@ -317,47 +404,17 @@ def _project(p: Mapping[str, Any] | None) -> dict[str, Any]:
 def changed_paths(
     before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
 ) -> tuple[str, ...]:
-    """JSON Pointer paths (RFC 6901) that differ between two persisted snapshots.
+    """JSON Pointer paths (RFC 6901) that differ between two persisted snapshots: the paths of
+    :func:`diff_json` (the one definition of a differing path), in document order.
 
-    Leaves first: objects recurse per member (key order ignored; a member only one side has is
-    one path), arrays that grew or shrank at the end give the indices added or removed, other
-    arrays compare element-wise when at most half differ (else the array is one path); equal
-    subtrees are skipped by ``==``. The snapshots' volatile bookkeeping keys (``_nextTimerId``,
-    ``_nextActorIds``, ``sessionId``, ``agentMeta``) are left out, so the paths are under
-    ``/value``, ``/context``, ``/children``, ``/timers``, ``/status``, ``/output``, ``/error``,
-    ``/historyValue``. ``before=None`` (a segment's first step) lists every top-level member.
+    A member only one side has is one path; an item added to or taken from the head or the end
+    of an array is one path (``/context/queue/0``), not one per shifted item. The snapshots'
+    volatile bookkeeping keys (``_nextTimerId``, ``_nextActorIds``, ``sessionId``,
+    ``agentMeta``) are left out, so the paths are under ``/value``, ``/context``,
+    ``/children``, ``/timers``, ``/status``, ``/output``, ``/error``, ``/historyValue``.
+    ``before=None`` (a segment's first step) lists every top-level member.
     """
-    out: dict[str, None] = {}
-    _changed(_project(before), _project(after), "", out)
-    return tuple(out)
-
-
-def _changed(a: Any, b: Any, ptr: str, out: dict[str, None]) -> None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in list(a) + [k for k in b if k not in a]:
-            key = ptr + "/" + pointer_escape(str(k))
-            if k not in a or k not in b:
-                out[key] = None
-            else:
-                va, vb = a[k], b[k]
-                if va is not vb and (type(va) is not type(vb) or va != vb):
-                    _changed(va, vb, key, out)
-        return
-    if isinstance(a, list) and isinstance(b, list):
-        na, nb = len(a), len(b)
-        if nb > na and b[:na] == a:
-            out.update((f"{ptr}/{j}", None) for j in range(na, nb))
-            return
-        if nb < na and a[:nb] == b:
-            out.update((f"{ptr}/{j}", None) for j in range(nb, na))
-            return
-        if na == nb:
-            diff = [i for i in range(na) if type(a[i]) is not type(b[i]) or a[i] != b[i]]
-            if len(diff) * 2 <= na:
-                for i in diff:
-                    _changed(a[i], b[i], f"{ptr}/{i}", out)
-                return
-    out[ptr] = None
+    return tuple(c.path for c in diff_json(_project(before), _project(after)))
 
 
 def resolve_pointer(doc: Any, pointer: str) -> Any:

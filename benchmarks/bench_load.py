@@ -19,12 +19,11 @@ Targets (issue 10): agentscope <= 1.2x the baseline's time and <= 1.0x its peak 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
+
+from benchmarks.child import run_child, summarize
 
 CHILD = {
     "baseline": textwrap.dedent(
@@ -68,22 +67,6 @@ CHILD = {
     ),
 }
 
-RUNNER = textwrap.dedent(
-    """
-    import json, resource, sys, time
-    PATH = sys.argv[1]
-    t0 = c0 = None
-    def START():
-        global t0, c0
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-    exec(compile(sys.argv[2], "<bench>", "exec"))
-    elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": elapsed, "cpu": cpu, "peak_bytes": peak, "rows": n}))
-    """
-)
 
 
 def generate(path: Path, n: int) -> int:
@@ -134,13 +117,7 @@ def generate(path: Path, n: int) -> int:
 
 
 def run(method: str, path: Path) -> dict[str, float]:
-    repo = Path(__file__).resolve().parent.parent
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(path), CHILD[method]],
-        capture_output=True, text=True, check=True, cwd=repo,
-        env={"PYTHONPATH": str(repo), "PATH": ""},
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return run_child(CHILD[method], str(path), name="PATH")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -157,20 +134,8 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(args.repeat):  # interleaved, so background load hits every method alike
             for method in CHILD:
                 runs[method].append(run(method, path))
-        results: dict[str, dict[str, float]] = {}
-        for method, method_runs in runs.items():
-            best = min(method_runs, key=lambda r: r["seconds"])
-            assert best["rows"] == n, (method, best)
-            results[method] = best
+        results, cpu = summarize(runs, n, width=22)
         base = results["baseline"]
-        cpu = {m: min(r["cpu"] for r in rs) for m, rs in runs.items()}
-        print(f"{'method':<22}{'seconds':>9}{'cpu s':>8}{'peak MB':>10}{'time x':>9}{'cpu x':>8}{'mem x':>8}")
-        for method, r in results.items():
-            print(
-                f"{method:<22}{r['seconds']:>9.2f}{cpu[method]:>8.2f}{r['peak_bytes'] / 1e6:>10.0f}"
-                f"{r['seconds'] / base['seconds']:>9.2f}{cpu[method] / cpu['baseline']:>8.2f}"
-                f"{r['peak_bytes'] / base['peak_bytes']:>8.2f}"
-            )
         ours = results["agentscope"]
         t_ratio = ours["seconds"] / base["seconds"]
         c_ratio = cpu["agentscope"] / cpu["baseline"]

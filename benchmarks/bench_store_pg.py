@@ -23,14 +23,12 @@ Target (issue 28): agentscope read <= 1.3x the baseline's time; stream's peak RS
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.child import run_child, summarize
+
 THREAD = "long"
 QUERY = "SELECT idx, entry::text, entry_id FROM agent_event_log WHERE thread_id = 'long' AND idx >= 0 ORDER BY idx"
 
@@ -96,22 +94,6 @@ CHILD = {
     ),
 }
 
-RUNNER = textwrap.dedent(
-    """
-    import json, resource, sys, time
-    URL = sys.argv[1]
-    t0 = c0 = None
-    def START():
-        global t0, c0
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-    exec(compile(sys.argv[2], "<bench>", "exec"))
-    elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": elapsed, "cpu": cpu, "peak_bytes": peak, "rows": n}))
-    """
-)
 
 
 def has_adbc() -> bool:
@@ -123,12 +105,7 @@ def has_adbc() -> bool:
 
 
 def run(method: str, url: str) -> dict[str, float]:
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, url, CHILD[method]],
-        capture_output=True, text=True, check=True, cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": ""},
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return run_child(CHILD[method], url, name="URL")
 
 
 def load(server: object, path: Path) -> None:
@@ -177,16 +154,8 @@ def main(argv: list[str] | None = None) -> None:
                 runs[method].append(run(method, url))
     finally:
         server.stop()
-    best = {m: min(rs, key=lambda r: r["seconds"]) for m, rs in runs.items()}
-    cpu = {m: min(r["cpu"] for r in rs) for m, rs in runs.items()}
-    for m, r in best.items():
-        assert r["rows"] == n, (m, r)
+    best, cpu = summarize(runs, n)
     base = best["baseline"]
-    print(f"{'method':<20}{'seconds':>9}{'cpu s':>8}{'peak MB':>10}{'time x':>9}{'cpu x':>8}{'mem x':>8}")
-    for m, r in best.items():
-        print(f"{m:<20}{r['seconds']:>9.2f}{cpu[m]:>8.2f}{r['peak_bytes'] / 1e6:>10.0f}"
-              f"{r['seconds'] / base['seconds']:>9.2f}{cpu[m] / cpu['baseline']:>8.2f}"
-              f"{r['peak_bytes'] / base['peak_bytes']:>8.2f}")
     t_ratio = best["agentscope read"]["seconds"] / base["seconds"]
     c_ratio = cpu["agentscope read"] / cpu["baseline"]
     print(f"target agentscope read <= 1.3x the bare driver into pyarrow: time {t_ratio:.2f}x, cpu {c_ratio:.2f}x "

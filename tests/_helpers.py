@@ -35,6 +35,23 @@ def wait_gone(pid: int, *, zombie_ok: bool = False) -> bool:
     return gone(pid, zombie_ok=zombie_ok)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far (``/proc/PID/stat``), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_spinning(pid: int, *, cpu: float = 0.3, timeout: float = 120.0) -> None:
+    """Return once ``pid`` has burnt ``cpu`` more seconds of CPU than when called: a process
+    stuck in a busy loop (a guard that never returns) is in it, however loaded the machine is
+    (a condition, not a guess of how long the request takes to arrive)."""
+    start = cpu_seconds(pid)
+    deadline = time.monotonic() + timeout
+    while cpu_seconds(pid) - start < cpu:
+        assert time.monotonic() < deadline, f"process {pid} never started spinning"
+        time.sleep(0.05)
+
+
 def run_python(script: Path, *, check: bool) -> subprocess.CompletedProcess[str]:
     """Run ``script`` in a child interpreter that imports this checkout's ``agentscope``."""
     return subprocess.run(

@@ -49,3 +49,20 @@ def postgres() -> Any:
         pytest.skip(reason)
     with pg_server.running_server() as server:
         yield server
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fuzz figure (tests/test_fuzz_readers.py): cases run and untyped exceptions found,
+    summed over the run's fuzz tests (also from pytest-xdist workers: ``user_properties``
+    travel with the reports)."""
+    cases = untyped = tests = 0
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            props = dict(getattr(rep, "user_properties", ()) or ())
+            if getattr(rep, "when", None) == "call" and "fuzz_cases" in props:
+                tests += 1
+                cases += int(props["fuzz_cases"])
+                untyped += int(props["fuzz_untyped"])
+    if tests:
+        terminalreporter.write_line(
+            f"fuzz: {cases:,} cases run in {tests} fuzz tests; untyped exceptions found: {untyped}")

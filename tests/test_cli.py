@@ -383,6 +383,46 @@ def test_show_with_machine_writes_player(capsys: pytest.CaptureFixture[str], tmp
     assert page.lstrip().lower().startswith("<!doctype html") and "supportTriage" in page
 
 
+_WITHOUT_WIDGETS = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class NoWidgets(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("ipywidgets", "anywidget", "traitlets"):
+            raise ImportError(f"{name} is not installed (blocked by the test)")
+        return None
+
+sys.meta_path.insert(0, NoWidgets())
+from agentscope.cli import main
+code = main(sys.argv[1:])
+loaded = [m for m in ("ipywidgets", "anywidget") if m in sys.modules]
+assert not loaded, loaded
+sys.exit(code)
+"""
+
+
+def test_show_html_runs_in_an_install_without_the_widget_libraries(tmp_path: Path) -> None:
+    """``agentscope show --html`` and ``diff --html`` build the static player with ipywidgets,
+    anywidget and traitlets unimportable (the player lives in ``render/``, not ``widgets/``)."""
+    page = tmp_path / "main.html"
+    fork = tmp_path / "fork.html"
+    for argv, out in (
+        (["show", f"{STORE}#main", "--machine", DEMO_PY, "--html", str(page), "--coverage"], page),
+        (["diff", f"{STORE}#main", f"{STORE}#fork", "--machine", DEMO_PY, "--html", str(fork)], fork),
+    ):
+        done = subprocess.run([sys.executable, "-c", _WITHOUT_WIDGETS, *argv], capture_output=True,
+                              text=True, cwd=REPO)
+        assert done.returncode in (0, 1), done.stderr  # diff exits 1: the forks differ
+        assert "Traceback" not in done.stderr, done.stderr
+        html = out.read_text(encoding="utf-8")
+        assert html.lstrip().lower().startswith("<!doctype html") and 'id="as-data"' in html
+    assert "supportTriage" in page.read_text(encoding="utf-8")
+    code = "import sys, agentscope.render.player; print(sorted({'ipywidgets', 'anywidget'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          check=True).stdout.strip() == "[]"
+
+
 @needs_node
 def test_show_coverage_adds_the_heat_map_to_the_player(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     import re

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -54,3 +55,33 @@ def test_a_missing_field_is_missing_not_undefined(field: str, want: str, tmp_pat
     assert main(["show", str(log)]) == 2
     err = capsys.readouterr().err
     assert want in err and "entry 3" in err and "undefined" not in err
+
+
+def test_the_fork_player_and_diff_agree_on_the_differing_context_paths(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One definition of a differing context path: ForkView's count at the divergence equals the
+    paths ``agentscope diff`` lists there (the triage fork: 9, where pairing array elements by
+    index counted 21)."""
+    pytest.importorskip("ipywidgets")
+    from agentscope.examples import python_machines as pm
+    from agentscope.widgets import ForkView
+
+    py = "py:agentscope.examples.python_machines:triage_machine"
+    assert main(["diff", f"{STORE}#main", f"{STORE}#fork", "--machine", py, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    listed = [c["path"] for c in data["state_changes"] if c["path"].startswith("/context/")]
+    assert data["context_paths"] == listed and len(listed) == 9
+    assert "/context/queue/0" in listed  # one insertion at the queue's head, not one per element
+    m = pm.triage_machine()
+    view = ForkView(m, load_json("g_triage.main.log.json"), load_json("g_triage.fork.log.json"))
+    view.go(data["divergence"])
+    assert "9 differing context path(s)" in view.summary_html(*view.frames())
+    assert view.diff_paths() == listed
+    # the static fork player shows the count computed here, and one diff row per path
+    page = view.to_html()
+    data = json.loads(re.search(r'<script type="application/json" id="as-data">(.*?)</script>', page, re.S)[1])
+    at = data["divergence"]
+    assert data["diffCounts"][at] == 9 and [r[0] for r in data["diffs"][at]] == listed
+    assert main(["diff", f"{STORE}#main", f"{STORE}#fork", "--machine", py]) == 1
+    assert f"state at entry {data['divergence']} differs in (9 differing context path(s)):" \
+        in capsys.readouterr().out

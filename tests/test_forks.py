@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from agentscope.errors import LogFormatError
 from agentscope.forks import ENTRY_COLUMNS, ForkDiff, _entries_frame, compare, fork_tree
 from agentscope.hashing import canonical_event_json
-from agentscope.jsondiff import MISSING, Change, diff_json, json_equal, pointer_escape
+from agentscope.jsondiff import MISSING, Change, diff_json, json_equal, json_patch, pointer_escape
 from agentscope.log import read_log
 from tests.conftest import FIXTURES, load_json
 
@@ -479,6 +479,38 @@ def test_diff_json_resolves_and_patches_left_into_right(left: Any, right: Any) -
     removes = [o for o in ops if o["op"] == "remove"][::-1]
     patched = jsonpatch.apply_patch(left, [o for o in ops if o["op"] != "remove"] + removes)
     assert json_equal(patched, right)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, _json)
+def test_json_patch_is_the_one_diff_as_rfc6902_operations(left: Any, right: Any) -> None:
+    """The static player's context deltas: RFC 6902 operations (applied by the jsonpatch
+    reference implementation here, by the page's script there) that turn left into right, one
+    per change of :func:`diff_json`."""
+    ops = json_patch(left, right)
+    assert len(ops) == len(diff_json(left, right))
+    assert json_equal(jsonpatch.apply_patch(copy.deepcopy(left), ops), right)
+
+
+def test_an_element_added_at_the_head_of_an_array_is_one_change() -> None:
+    """A queue that gained an item in front (the triage fork at its divergence) differs at
+    ``/queue/0`` only, not at every shifted element; a removal at the head likewise."""
+    queue = [{"id": f"T-{i}", "n": i} for i in range(6, 9)]
+    grown = [{"id": "T-5", "n": 5}, *queue]
+    assert diff_json({"queue": queue}, {"queue": grown}) == [Change("/queue/0", MISSING, grown[0])]
+    assert diff_json({"queue": grown}, {"queue": queue}) == [Change("/queue/0", grown[0], MISSING)]
+    assert json_patch(queue, grown) == [{"op": "add", "path": "/0", "value": grown[0]}]
+
+
+def test_deeply_nested_values_diff_without_recursion_error() -> None:
+    deep_a: Any = 1
+    deep_b: Any = 2
+    twin: Any = 1.0
+    for _ in range(5_000):
+        deep_a, deep_b, twin = [deep_a], [deep_b], [twin]
+    assert not json_equal(deep_a, deep_b) and json_equal(deep_a, twin)
+    changes = diff_json(deep_a, deep_b)  # one change at the depth the diff stops descending
+    assert len(changes) == 1 and changes[0].path == "/0" * 64
 
 
 @settings(max_examples=15, deadline=None)

@@ -4,6 +4,7 @@ new second statement of something that exists once (a problem kind written as a 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,7 +76,6 @@ KNOWN_ACCESSOR_COPIES: set[tuple[str, str]] = {
     ("agentscope/render/html.py", "event"),
     ("agentscope/render/html.py", "recordedAt"),
     ("agentscope/widgets/forkview.py", "event"),
-    ("agentscope/widgets/player.py", "recordedAt"),
 }
 
 # the datetime parsers a second recordedAt reader would use (the one is log/entry.py's)
@@ -143,14 +143,12 @@ def test_entry_fields_are_read_through_log_entry() -> None:
 # (module, name) pairs still reaching into another module's private name. A ratchet: a new pair
 # fails, and so does one of these disappearing (then delete it here).
 KNOWN_PRIVATE_REACH: set[tuple[str, str]] = {
-    ("agentscope/cli.py", "agentscope.widgets._source"),
     ("agentscope/engines/_statechart_algo.py", "agentscope.engines._statechart_nodes._to_state_path"),
     ("agentscope/log/fast.py", "_entries"),
     ("agentscope/pipeline/timeline.py", "agentscope.pipeline.onepass._CODE"),
     ("agentscope/recorder.py", "agentscope.engines._statechart_nodes"),
     ("agentscope/render/chart.py", "agentscope.render.dot._inside"),
     ("agentscope/widgets/forkview.py", "agentscope.render._escape"),
-    ("agentscope/widgets/player.py", "agentscope.render._escape"),
     ("agentscope/widgets/questions.py", "agentscope.render._escape"),
     ("agentscope/widgets/timetravel.py", "agentscope.render._escape"),
 }
@@ -251,3 +249,74 @@ def test_one_recorded_at_parser() -> None:
         assert recorded_at_ms(bad) is None and recorded_at_to_ns(bad) is None
         with pytest.raises(RecorderError, match="recordedAt"):
             ManualClock(bad)
+
+
+# --- one presentation path: HTML is written in render/ -----------------------------------------
+
+MARKUP = re.compile(
+    r"<(?:/?(?:a|b|i|p|br|hr|em|ul|ol|li|tr|td|th|h[1-6]|div|pre|svg|img|code|span|form|html|head|"
+    r"body|meta|link|table|thead|tbody|style|title|input|label|button|select|option|script|strong|"
+    r"details|summary|iframe)\b|!doctype|!--)",
+    re.I,
+)
+
+# Modules outside render/ that still write markup (the widgets' own chrome). A ratchet: a new
+# module fails, and so does one of these disappearing (then delete it here).
+KNOWN_MARKUP: set[str] = {
+    "agentscope/widgets/_treewidget.py",
+    "agentscope/widgets/forkview.py",
+    "agentscope/widgets/questions.py",
+    "agentscope/widgets/timetravel.py",
+}
+
+
+def _docstring_ids(tree: ast.Module) -> set[int]:
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.body and isinstance(node.body[0], ast.Expr)
+                and isinstance(node.body[0].value, ast.Constant)):
+            out.add(id(node.body[0].value))
+    return out
+
+
+def markup_in(tree: ast.AST, docstrings: set[int]) -> list[int]:
+    """Lines of string constants (f-string parts included, docstrings not) holding an HTML tag,
+    and of calls to a ``to_html(..., escape=...)`` (pandas writing markup)."""
+    out = []
+    for node in ast.walk(tree):
+        text = (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and MARKUP.search(node.value))
+        pandas = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr == "to_html" and any(k.arg == "escape" for k in node.keywords))
+        if text or pandas:
+            out.append(node.lineno)
+    return out
+
+
+def test_the_ratchet_sees_markup() -> None:
+    tree = ast.parse('def _repr_html_(self):\n    """<b>doc</b>"""\n    return f"<div>{x}</div>"\n'
+                     'def f(df):\n    return df.to_html(escape=True)\n'
+                     'def g():\n    return "<EventLog: 3 entries>", "a < b"\n')
+    assert sorted(markup_in(tree, _docstring_ids(tree))) == [3, 3, 5]
+
+
+def test_no_repr_html_outside_render_writes_markup() -> None:
+    """Every ``_repr_html_`` outside ``render/`` hands values to the one guarded repr helper
+    (:func:`agentscope.render.reprs.repr_html`); no module outside ``render/`` holds markup but
+    the widgets listed in ``KNOWN_MARKUP``."""
+    reprs, modules = [], set()
+    for rel, tree in _sources():
+        if rel.startswith("agentscope/render/"):
+            continue
+        docs = _docstring_ids(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_" and markup_in(node, docs):
+                reprs.append(f"{rel}:{node.lineno}")
+        if markup_in(tree, docs):
+            modules.add(rel)
+    assert not reprs, f"_repr_html_ writing markup (hand values to agentscope.render.reprs): {reprs}"
+    new = modules - KNOWN_MARKUP
+    assert not new, f"markup outside render/ (use agentscope.render): {sorted(new)}"
+    gone = KNOWN_MARKUP - modules
+    assert not gone, f"gone: delete them from KNOWN_MARKUP: {sorted(gone)}"

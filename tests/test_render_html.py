@@ -133,3 +133,39 @@ def test_strip_and_sparkline_drawn_once_give_the_same_svg_at_every_cursor() -> N
         assert strip.svg(current) == marker_strip_svg(len(values), marks, current, width=520)
     assert 'cy="2.0"' in spark.svg(5) and "cumulative tokens: 90</span>" in spark.svg(5)
     assert strip.svg(None).count("<rect") == 1 + 4  # background + four ticks, no cursor
+
+
+def test_the_repr_helper_escapes_caps_and_says_what_it_left_out() -> None:
+    """``render.reprs``: values in, escaped and bounded HTML out, with a note for what was cut."""
+    from agentscope.render.reprs import MAX_CELL, Code, Facts, Items, Para, Pre, Table, repr_html
+
+    evil = "</td><script>alert(1)</script>\ud800"
+    out = repr_html("x", [
+        Para("log ", Code(evil)),
+        Table(["a", evil], [[evil, {"k": [1, None]}], [None, "y" * 5_000]] * 40, more=7, where=".df"),
+        Facts([("n", float("nan"))]),
+        Items([evil] * 60),
+        Pre("z" * 30_000),
+    ])
+    assert "<script" not in out and "</td><script" not in out and "&lt;script&gt;" in out
+    assert "\\ud800" in out and "\ud800" not in out  # a lone surrogate shown as JSON writes it
+    assert out.count("<tr>") == 1 + 50 + 1  # header, 50 rows, one fact
+    assert "… 37 more rows in .df" in out  # 30 rows not drawn + 7 never passed
+    assert "… 10 more items" in out and "… [+10,000 chars]" in out
+    assert "y" * (MAX_CELL - 1) + "…" in out and "y" * (MAX_CELL + 1) not in out
+    assert '{"k": [1, null]}' in out.replace("&quot;", '"') and "<td>—</td>" in out
+
+
+def test_a_repr_that_fails_shows_the_error_instead_of_hiding_it() -> None:
+    from agentscope.render.reprs import guarded
+
+    class Broken:
+        def __repr__(self) -> str:
+            return "<Broken <b>>"
+
+    def build() -> list[object]:
+        raise KeyError("state_hash")
+
+    out = guarded(Broken(), "eventlog", build)
+    assert "&lt;Broken &lt;b&gt;&gt;" in out and "KeyError: &#x27;state_hash&#x27;" in out
+    assert out.startswith('<div class="agentscope-eventlog"><pre>')

@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from agentscope.engines.xstate import load_machine
 from agentscope.errors import EngineError
-from tests._helpers import gone, run_python, wait_gone
+from tests._helpers import gone, run_python, wait_gone, wait_spinning
 from tests.conftest import REPO, requires_node
 
 pytestmark = [requires_node, pytest.mark.node]
@@ -30,7 +29,14 @@ def test_interrupting_a_stuck_call_stops_the_runner_and_the_next_call_works() ->
         s = m.initial()
         pid = m.pid
         assert pid is not None
-        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # Ctrl-C in a notebook
+        # Ctrl-C in a notebook, once the runner is stuck in the guard (not before it got the call)
+        def ctrl_c() -> None:
+            try:
+                wait_spinning(pid)
+            finally:  # never leave the call below stuck
+                os.kill(os.getpid(), signal.SIGINT)
+
+        timer = threading.Thread(target=ctrl_c)
         timer.start()
         with pytest.raises(KeyboardInterrupt):
             m.transition(s, {"type": "SPIN"})
@@ -56,7 +62,7 @@ def test_close_from_another_thread_ends_a_stuck_runner() -> None:
 
     worker = threading.Thread(target=stuck, daemon=True)
     worker.start()
-    time.sleep(1.0)  # let the worker block on the runner
+    wait_spinning(pid)  # the worker's call reached the runner, which is stuck in the guard
     m.close()  # what atexit does at interpreter exit: must not wait for the stuck thread
     assert wait_gone(pid)
     worker.join(30)

@@ -58,6 +58,22 @@ def test_an_entry_the_pass_did_not_replay_is_a_step_without_states() -> None:
     assert tl.frame_of(steps[3]) == tl[3]
 
 
+def test_changed_paths_are_the_one_diffs_paths() -> None:
+    """``Frame.changed_paths`` is :func:`agentscope.jsondiff.diff_json`'s definition (as the fork
+    views and ``agentscope diff``): a ticket taken from the head of the queue is the one path
+    ``/context/queue/0``, not the whole queue; tickets appended are one path each."""
+    from agentscope.jsondiff import diff_json
+
+    tl = Timeline(pm.triage_machine(), load_json("g_triage.main.log.json"))
+    taken = tl[5]  # xstate.done.actor: the first of 7 tickets leaves the queue
+    assert len(tl[4].context["queue"]) == 7 and len(taken.context["queue"]) == 6
+    assert [p for p in taken.changed_paths if p.startswith("/context/queue")] == ["/context/queue/0"]
+    assert [p for p in tl[50].changed_paths if p.startswith("/context/queue")] == [
+        f"/context/queue/{i}" for i in range(4, 10)]  # 6 tickets received behind 4 waiting
+    want = [c.path for c in diff_json(tl[4].context, taken.context, "/context")]
+    assert [p for p in taken.changed_paths if p.startswith("/context/")] == want
+
+
 def test_a_step_carries_the_actors_the_log_owes() -> None:
     """``Step.owed_actors``: the children running after the entry, whose completion
     (``xstate.done.actor`` / ``xstate.error.actor``) the log still owes; a later entry that

@@ -14,9 +14,9 @@ import pytest
 
 from agentscope.errors import UnreadableSourceError
 from agentscope.log.writers import js_json
-from agentscope.stores import Cursor, open_store
+from agentscope.stores import open_store
 from tests import pg_server
-from tests.store_contract import StoreContract, follow_all
+from tests.store_contract import StoreContract
 
 _SCHEMAS = itertools.count()
 
@@ -114,12 +114,7 @@ class TestPostgresContract(StoreContract):
                 return rows, stats
 
         before = state()
-        with open_store(source) as store:
-            store.threads()
-            for t in self.threads_():
-                store.log(t)
-                list(store.read(t, 3))
-                follow_all(store, t, Cursor())
+        self.read_every_way(source)
         assert state() == before
         assert before[1] is not None and before[1][0] == 50  # the 30 + 20 rows inserted by make
 

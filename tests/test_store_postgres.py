@@ -324,3 +324,37 @@ def test_follow_sees_a_writer_process_append_and_reports_a_rewound_thread(
         conn.execute(f"DELETE FROM {schema}.agent_event_log WHERE thread_id = 'live' AND idx >= 10")
         problem = store.changes("live", cursor).problem
         assert problem is not None and problem.kind == "truncated"
+
+
+# --- the key columns and the content keys, from the server --------------------------------------
+
+@pytest.mark.parametrize("schema", ["public", "json_store", "jsonb_store"])
+def test_thread_ids_and_digests_come_from_one_query_and_equal_the_records(postgres: Any, schema: str) -> None:
+    from agentscope.stores.protocol import RowStore, entry_digest
+
+    with open_store(postgres.url(query=f"schema={schema}")) as store:
+        assert store.thread_ids() == [t.thread_id for t in store.threads()] == ["fork", "main", "second"]
+        got = dict(store.digests(["second", "main", "fork"]))
+        # the generic RowStore.digests: one read() per thread, its text hashed
+        want = dict(RowStore.digests(store, ["second", "main", "fork"]))
+        records = {t: [entry_digest(r.text) for batch in store.read(t) for r in batch] for t in got}
+    assert list(got) == ["second", "main", "fork"]
+    assert got == want == records
+    assert [len(got[t]) for t in ("fork", "main", "second")] == [52, 91, 40]
+
+
+def test_digests_of_an_unknown_thread_list_the_threads(postgres: Any) -> None:
+    with open_store(postgres.url()) as store, pytest.raises(ThreadNotFoundError, match=r"'nope'.*fork"):
+        dict(store.digests(["main", "nope"]))
+
+
+def test_digests_keep_non_ascii_text_as_its_utf8_bytes(postgres: Any, scratch: tuple[Any, str]) -> None:
+    from agentscope.stores.protocol import entry_digest
+
+    conn, schema = scratch
+    texts = ['{"a":"\u00e9\u4e2d\U0001f600"}', '{"b":"\\ud800"}']
+    conn.execute(f"CREATE TABLE {schema}.agent_event_log (thread_id text, idx int, entry text)")
+    for i, text in enumerate(texts):
+        conn.execute(f"INSERT INTO {schema}.agent_event_log VALUES ('t', %s, %s)", (i, text))
+    with open_store(postgres.url(query=f"schema={schema}")) as store:
+        assert dict(store.digests(["t"])) == {"t": [entry_digest(t) for t in texts]}

@@ -283,8 +283,8 @@ def test_the_player_data_carries_each_microstep_with_its_own_lit_edges(engine: s
     from agentscope.examples import example_path
     from agentscope.examples.python_machines import triage_machine
     from agentscope.render import state_element_id
-    from agentscope.widgets._source import iter_frames
-    from agentscope.widgets.player import pane_data
+    from agentscope.render.player import pane_data
+    from agentscope.render.source import iter_frames
 
     log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
     m = load_machine(TRIAGE_JS) if engine == "node" else triage_machine()

@@ -360,3 +360,46 @@ def test_fork_at_shows_in_forkview_against_the_original() -> None:
     assert a is not None and b is not None
     assert (a.context["count"], b.context["count"]) == (0 + 1 + 2 + 3, 0)
     assert "/context/count" in view.diff_paths()
+
+
+def test_view_reuses_the_whatif_timelines_and_folds_nothing_again() -> None:
+    """``WhatIf.view()`` shows the what-if's own replays: counting every entry the engines apply
+    (``initial``/``restore``/``transition``), opening the view, stepping it and writing its player
+    apply none. The planted change is the lineage's ESCALATE (entry 6) made a no-op."""
+    pytest.importorskip("ipywidgets")
+    from tests.test_fold import Counting
+
+    lineage = _lineage()
+    states = dict(ticket_v2().config["states"])
+    in_progress = {**states["inProgress"], "on": {**states["inProgress"]["on"], "ESCALATE": {}}}
+    new = Counting(_ticket_v2_variant(states={**states, "inProgress": in_progress}))
+    new_v1, base, base_v1 = Counting(ticket_v1()), Counting(ticket_v2()), Counting(ticket_v1())
+    engines = (new, new_v1, base, base_v1)
+    out = agentscope.whatif(lineage, new, machines={"1": new_v1}, baseline=base,
+                            baseline_machines={"1": base_v1})
+    assert (out[0].kind, out[0].first_divergence) == ("diverges", 6)
+    folded = [m.applied for m in engines]
+    assert folded[0] + folded[1] == len(lineage) == folded[2] + folded[3]  # each side once
+    view = out.view()
+    assert view.divergence == 6 and view.step == 6
+    a, b = view.frames()
+    assert a is not None and b is not None and a.context != b.context  # recorded escalates, new does not
+    assert (a.verdict.value, b.verdict.value) == ("verified", "mismatch")
+    for step in (0, 5, 7, len(lineage) - 1):
+        view.go(step)
+    view.to_html()
+    assert [m.applied for m in engines] == folded  # nothing applied again
+    assert view.timelines[1] is out[0].timelines[1]  # the what-if's own timeline
+
+
+def test_view_of_a_store_keeps_only_the_default_threads_timelines() -> None:
+    """Over several logs, the what-if keeps the timelines of the thread ``view()`` opens by
+    default (the first that diverges) and lets the others go."""
+    lineage = _lineage()
+    states = dict(ticket_v2().config["states"])
+    in_progress = {**states["inProgress"], "on": {**states["inProgress"]["on"], "ESCALATE": {}}}
+    changed = _ticket_v2_variant(states={**states, "inProgress": in_progress})
+    v1_only = list(load_json("e_bridge.v1.log.json"))
+    out = agentscope.whatif({"same": v1_only, "changed": lineage}, changed, machines={"1": ticket_v1()})
+    assert [t.kind for t in out.threads] == ["identical", "diverges"]
+    assert out["same"].timelines is None and out["changed"].timelines is not None

@@ -17,10 +17,10 @@ import pytest
 from agentscope.engines.base import Graph
 from agentscope.frames import Frame, Verdict
 from agentscope.render import graph_from_config, state_element_id
+from agentscope.render.player import bound
 from agentscope.widgets import ForkView, TimeTravel
 from agentscope.widgets._source import usage_series
 from agentscope.widgets.forkview import common_prefix, differing_paths
-from agentscope.widgets.player import bound
 from tests.conftest import load_json, requires_node
 
 TRIAGE = "supportTriage"
@@ -84,7 +84,7 @@ def test_slider_moves_frame_chart_and_badge(triage_graph: Graph) -> None:
     tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
     assert tt.n == 4 and tt.step == 0
     assert lit_states(tt._chart.value) == {state_element_id(f"{TRIAGE}.standby")}
-    assert 'data-verdict="verified"' in tt._header.value and "d9dc92dc" in tt._header.value
+    assert tt._header.frame["v"] == "verified" and tt._header.frame["r"] == "d9dc92dc"
     svg_before = tt.layout_.svg
     tt._slider.value = 1  # what the browser does
     assert tt.step == 1 and tt.frame is frames[1]
@@ -93,12 +93,12 @@ def test_slider_moves_frame_chart_and_badge(triage_graph: Graph) -> None:
         state_element_id(f"{TRIAGE}.working.awaitingAgent"),
         state_element_id(f"{TRIAGE}.working.awaitingAgent.reviewing"),
     }
-    assert "f9b4cc6c" in tt._header.value and "DRAFT_READY" in tt._header.value
+    assert tt._header.frame["r"] == "f9b4cc6c" and tt._header.frame["t"] == "DRAFT_READY"
     assert tt.layout_.svg is svg_before  # laid out once
     # the tampered step: mismatch badge with both hashes; the jump buttons find it
     tt.step = 2
-    assert 'data-verdict="mismatch"' in tt._header.value
-    assert "deadbeef" in tt._header.value and "3bbc8ce3" in tt._header.value
+    assert tt._header.frame["v"] == "mismatch"
+    assert {tt._header.frame["r"], tt._header.frame["h"]} == {"deadbeef", "3bbc8ce3"}
     tt.step = 3
     assert lit_states(tt._chart.value) == {state_element_id(f"{TRIAGE}.closed")}
     assert "as-changed" in tt._context.value  # changed paths highlighted
@@ -170,7 +170,7 @@ def test_no_machine_mode_shows_entries_and_says_replay_needs_a_machine() -> None
     assert tt.n == 91 and tt.machine is None and tt.layout_ is None
     assert "needs a machine" in tt._note.value
     tt.step = 17
-    assert 'data-verdict="unchecked"' in tt._header.value and "f9b4cc6c" in tt._header.value
+    assert tt._header.frame["v"] == "unchecked" and tt._header.frame["r"] == "f9b4cc6c"
     assert tt._chart.value == ""
     labels = [label for label, _ in tt._rows.options]
     assert len(labels) == 17 and any(" 17 " in lab and "DRAFT_READY" in lab for lab in labels)
@@ -254,7 +254,8 @@ def test_common_prefix_of_real_fork_threads() -> None:
 def test_differing_paths() -> None:
     a = {"q": [1, 2], "n": 1, "o": {"x": 1}}
     b = {"q": [1, 3, 4], "n": 1, "o": {"y": 1}}
-    assert differing_paths(a, b) == ["/context/q/1", "/context/q/2", "/context/o/x", "/context/o/y"]
+    # diff_json's paths, in document (UTF-16 key) order
+    assert differing_paths(a, b) == ["/context/o/x", "/context/o/y", "/context/q/1", "/context/q/2"]
     assert differing_paths(a, a) == []
 
 
@@ -291,7 +292,7 @@ def test_forkview_marks_and_jumps_to_divergence(triage_graph: Graph) -> None:
     assert fv._context.value.count("as-changed") >= 2  # the differing paths lit on both sides
     fv._mode.value = "diff"
     assert all(f'data-path="{p}"' in fv._context.value for p in paths)  # the aligned diff table
-    assert 'data-side="1"' in fv._sides[1].value
+    assert fv._sides[1].title == "fork" and fv._sides[1].frame["t"] == fv.frames()[1].event_type
     chart = fv._chart.value  # one full-width chart: a's states and b's states in two colours
     assert (
         chart.count('id="as_graph"') == 1
@@ -375,10 +376,13 @@ def test_widget_views_escape_hostile_content(triage_graph: Graph) -> None:
     tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(frames))
     tt.step = 1
     tt._search.value = "script"
-    for w in (tt._header, tt._chart, tt._context, tt._actors, tt._strip):
+    for w in (tt._chart, tt._context, tt._strip):
         assert "<script" not in w.value and "<!--" not in w.value
         assert len(w.value) < 300_000
-    assert "&lt;script&gt;" in tt._header.value and "&lt;script&gt;" in tt._context.value
+    assert "&lt;script&gt;" in tt._context.value
+    # the panels get bounded data, drawn as text by render/frame.js (tests/browser: shown inert)
+    sent = json.dumps(tt._header.frame)
+    assert len(sent) < 300_000 and tt._header.frame["t"] == xss and tt._header.frame["x"] == xss
 
 
 def test_forkview_strip_ticks_the_divergence_and_follows_the_step() -> None:
@@ -454,7 +458,7 @@ def test_steps_arriving_together_render_once(triage_graph: Graph) -> None:
 
     asyncio.run(drag())
     assert drawn == [2]  # only the latest requested step is drawn
-    assert tt._jump.value == 2 and "#2<" in tt._header.value
+    assert tt._jump.value == 2 and tt._header.index == 2
 
 
 def test_play_and_slider_drive_one_step_through_the_kernel(triage_graph: Graph) -> None:
@@ -521,7 +525,7 @@ def test_forkview_says_when_a_side_has_ended(triage_graph: Graph) -> None:
     fv.go(3)
     assert "short ended at entry 1; long continues" in fv._summary.value
     assert "differing context path" not in fv._summary.value
-    assert "short ended at entry 1" in fv._sides[1].value
+    assert fv._sides[1].frame == {} and fv._sides[1].note == "short ended at entry 1 (2 entries)"
     assert "(ended)" in fv._entries.value
     fv._mode.value = "diff"
     assert "one side has ended" in fv._context.value
@@ -689,3 +693,28 @@ def test_the_front_end_applies_the_context_patch_as_python_does(triage_graph: Gr
     out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [True, True, True]
+
+
+def test_the_player_and_the_widget_draw_a_frame_through_the_same_javascript(triage_graph: Graph) -> None:
+    """One frame renderer (``render/frame.js``): the static page inlines it and the widget's
+    anywidget module bundles it, byte for byte; neither keeps a second copy of the panels or of
+    the chart's class painting."""
+    from importlib.resources import files
+
+    from agentscope.render.player import frame_js
+    from agentscope.widgets._chartwidget import ChartWidget
+
+    source = frame_js()
+    assert "var AS_FRAME" in source and "PANELS" in source
+    tt = TimeTravel(GraphOnly(triage_graph), timeline=ListTimeline(prefix_frames()))
+    page = tt.to_html()
+    assert page.count(source) == 1
+    assert ChartWidget._esm.count(source) == 1
+    glue = {
+        "player.js": files("agentscope.render").joinpath("player.js").read_text(encoding="utf-8"),
+        "chart.js": files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8"),
+    }
+    for name, js in glue.items():
+        for own in ("'as-badge as-badge-'", "'as-active'", "as-taken", "no actors in flight", "function badge"):
+            assert own not in js, (name, own)
+        assert "AS_FRAME" in js or "var F = AS_FRAME" in js, name

@@ -6,7 +6,6 @@ cached snapshot with ``agentMeta``).
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -475,41 +474,23 @@ class EventLog:
         return f"<EventLog{src}: {self._headline()}>"
 
     def _repr_html_(self) -> str:
-        """HTML for Jupyter: a summary line and the first rows (log content is escaped)."""
-        head = self.df.head(10)
-        rows = []
-        for _, row in head.iterrows():
-            cells = [
-                row["index"],
-                row["id"],
-                row["recorded_at"],
-                row["event_type"],
-                row["state_hash"],
+        """HTML for Jupyter: a summary line and the first rows, drawn (escaped and bounded) by
+        :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import Bold, Code, Para, Table, guarded
+
+        def build() -> list[Any]:
+            df = self.df
+            cols = [c for c in ("index", "id", "recorded_at", "event_type", "state_hash") if c in df.columns]
+            src = (" from ", Code(self.source)) if self.source else ()
+            return [
+                Para(Bold("EventLog"), *src, ": ", self._headline()),
+                Table.of(df[cols], limit=10, noun="entries"),
             ]
-            rows.append(
-                "<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in cells) + "</tr>"
-            )
-        header = "".join(
-            f"<th>{h}</th>" for h in ("index", "id", "recorded_at", "event_type", "state_hash")
-        )
-        more = f"<p>… {len(self) - len(head)} more entries</p>" if len(self) > len(head) else ""
-        src = f" from <code>{html.escape(self.source)}</code>" if self.source else ""
-        return (
-            f"<div class='agentscope-eventlog'><p><b>EventLog</b>{src}: "
-            f"{html.escape(self._headline())}</p>"
-            f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</div>"
-        )
+
+        return guarded(self, "eventlog", build)
 
 
 _SENTINEL: Any = object()
-
-
-def _cell(value: object) -> str:
-    import pandas as pd
-
-    if value is None or (not isinstance(value, str | Mapping) and pd.isna(value)):  # type: ignore[call-overload]
-        return ""
-    return str(value)
 
 
 def _index_cell(value: Any) -> int:

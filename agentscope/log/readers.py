@@ -293,15 +293,8 @@ def read_jsonl(data: bytes, *, source: str | None, errors: ErrorsMode, era: Era 
         lines.append(number)
         positions.append(position)
         position += 1
-    log = build_log(
-        items,
-        source=source,
-        errors=errors,
-        era=era,
-        lines=lines,
-        positions=positions,
-        early_problems=early,
-    )
+    log = build_log(items, source=source, errors=errors, era=era, lines=lines,
+                    positions=positions, early_problems=early)
     if tail_error is not None:
         warnings.warn(
             f"{source or '<jsonl>'}: {tail_error.detail}; read the {len(log)} entries before it "
@@ -331,64 +324,12 @@ def read_log(
     era: Era | None = None,
     table: str | None = None,
 ) -> EventLog:
-    """Read an event log from any supported source.
-
-    Parameters
-    ----------
-    source : str | os.PathLike | bytes | file-like | list[dict] | pandas.DataFrame | EventLog
-        A path (``str`` is always a path), raw bytes, a binary or text file object, a list of
-        entry dicts, a DataFrame (with ``columns=``), or an :class:`EventLog` (returned as is
-        when :attr:`EventLog.validated`, else validated).
-    thread : str, optional
-        The thread to read from a SQLite store (§5.2). A store with one thread needs none.
-    format : {"json", "jsonl", "sqlite", "csv", "parquet", "dataframe", "records"}, optional
-        Skip sniffing and read as this format.
-    errors : {"raise", "collect"}
-        ``"raise"`` (default) raises the first problem. ``"collect"`` keeps every entry that
-        passes the envelope checks and lists each problem in :attr:`EventLog.problems`.
-    columns : Mapping, optional
-        For tabular sources: entry field to column name, see
-        :func:`agentscope.log.tabular.entries_from_frame` for the keys.
-    era : {"C", "B", "A"}, optional
-        Force the era instead of detecting it (spec §0).
-    table : str, optional
-        SQLite: the event-log table when the store has several with the §5.2 columns.
-
-    Returns
-    -------
-    EventLog
-        Entries exactly as read; ``.source``, ``.thread``, ``.era``, ``.cached_snapshot`` set.
-
-    Raises
-    ------
-    LogFormatError
-        Unreadable source, bad JSON (with ``.line``), unknown format.
-    EntryValidationError, NonSerializableError
-        An entry breaks spec §1.2/§1.3 (``.index``, ``.line``, ``.field`` name the place).
-    MachineVersionMismatchError
-        An entry targets another machine than the rest of the log (§1.3).
-    ThreadNotFoundError
-        ``thread`` is not in the store, or the store has several threads and none was named,
-        or ``thread`` was given for a source that is not a store (JSON, JSONL, CSV, Parquet, a
-        list or DataFrame hold one log and no threads).
-    IncompleteRecordError
-        A torn JSONL record (see :func:`read_jsonl`).
-    DamagedStoreError
-        The SQLite file is corrupt where the thread's rows are (§5.2).
-    UnreadableSourceError
-        The file exists but cannot be read (permission denied, I/O error), or a ``str`` that
-        cannot be a path (longer than 4096 characters, a NUL, a name too long: e.g. JSON text
-        passed as ``str``; pass it as ``bytes`` or ``io.StringIO``).
-
-    Examples
-    --------
-    >>> import agentscope as asc
-    >>> from agentscope.examples import example_path
-    >>> log = asc.read_log(example_path("g_triage.sqlite"), thread="fork")
-    >>> len(log), log.thread, log.machine_id
-    (52, 'fork', 'supportTriage')
-    >>> log.df["event_type"].value_counts().head(2).to_dict()
-    {'xstate.done.actor': 21, 'DRAFT_READY': 11}
+    """Parse an event log from a log file, bytes, a file object, entries or a DataFrame: the
+    parsing half of :func:`agentscope.read_log` (:func:`agentscope.stores.read_log`), which
+    opens paths and URLs through :func:`agentscope.stores.open_store` and hands what is already
+    in memory to this function. Parameters, return value and errors are that function's; a
+    ``str`` is always a path, and ``thread`` is for a SQLite store (a §5.2 file read here
+    until :mod:`agentscope.log.sqlite` moves into :mod:`agentscope.stores`).
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
@@ -414,7 +355,7 @@ def read_log(
     if isinstance(source, list | tuple):
         return build_log(list(source), source="<list>", errors=errors, era=era)
     if isinstance(source, str | os.PathLike):
-        path, name = _existing_path(source)
+        path, name = existing_path(source)
         fmt: str | None = format
         try:
             if fmt is None:
@@ -522,12 +463,23 @@ _MAX_PATH_TEXT = 4096
 """A ``str`` source longer than this (PATH_MAX on Linux) cannot be a path."""
 
 
-def _existing_path(source: str | os.PathLike[str]) -> tuple[Path, str]:
-    """``source`` as an existing file's path, or a typed error saying why it is not one."""
+def existing_path(source: str | os.PathLike[str], *, directory: bool = False) -> tuple[Path, str]:
+    """``source`` as an existing file's path (or directory's, with ``directory=True``) and its
+    display name, or a typed error saying why it is not one.
+
+    Raises
+    ------
+    UnreadableSourceError
+        A ``str`` that cannot be a path (a NUL, longer than 4096 characters, a name component
+        too long); JSON text gets a hint to pass it as bytes.
+    LogFormatError
+        ``no such file``; ``is a directory, not a log file`` (unless ``directory``).
+    """
     name = os.fspath(source)
     if isinstance(name, bytes):  # pragma: no cover - os.PathLike[bytes]
         name = os.fsdecode(name)
-    short = name if len(name) <= 80 else name[:77] + "..."
+    # a long string is cut in its middle: the file name at its end stays readable
+    short = name if len(name) <= 120 else name[:40] + "..." + name[-77:]
     looks_like_json = name.lstrip()[:1] in ("[", "{")
     hint = (
         "; it looks like JSON text: pass it as bytes (read_log(text.encode())) or a file object "
@@ -546,7 +498,7 @@ def _existing_path(source: str | os.PathLike[str]) -> tuple[Path, str]:
         ) from None
     if not exists:
         raise LogFormatError(f"no such file{hint}", source=short)
-    if is_dir:
+    if is_dir and not directory:
         raise LogFormatError("is a directory, not a log file", source=name)
     return path, name
 

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 from agentscope.errors import DamagedStoreError, LogFormatError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from agentscope.log.model import ErrorsMode, EventLog
     from agentscope.log.validate import Era
 
-__all__ = ["Record", "log_from_records"]
+__all__ = ["THREAD_COLUMNS", "Record", "log_from_records", "thread_row", "threads_frame"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +89,8 @@ def log_from_records(
             continue
         items.append(value)
         positions.append(position)
-    log = build_log(
-        items,
-        source=source,
-        errors=errors,
-        era=era,
-        positions=positions,
-        thread=thread,
-        early_problems=early,
-        cached_snapshot=cached_snapshot,
-    )
+    log = build_log(items, source=source, errors=errors, era=era, positions=positions,
+                    thread=thread, early_problems=early, cached_snapshot=cached_snapshot)
     if damage is not None:
         import warnings
 
@@ -104,3 +98,79 @@ def log_from_records(
 
         warnings.warn(f"{source}: {damage.detail}", LogReadWarning, stacklevel=5)
     return log
+
+
+THREAD_COLUMNS = ("thread_id", "length", "first_recorded_at", "last_recorded_at", "machine_id",
+                  "machine_version", "machine_versions", "execution_id", "readable", "error")
+"""The columns of ``read_threads`` (:func:`threads_frame`), in order."""
+
+
+def thread_row(thread: str, length: int, texts: Iterable[object], *,
+               error: str | None = None) -> dict[str, Any]:
+    """One row of ``read_threads`` from a thread's stored entry texts (each parsed once; a text
+    that is not a JSON object is skipped): ``length`` as the store counts it, ``readable`` the
+    texts given, the ``recordedAt`` of the first and last readable entries (epoch ns, ``None``
+    when invalid), the last entry's machine, the distinct ``machineVersion`` values in order
+    and the init entry's ``executionId`` (§1.5)."""
+    from agentscope.log.entry import execution_id, recorded_at_ns
+    from agentscope.log.validate import loads
+
+    versions: list[str] = []
+    first: dict[str, Any] = {}
+    last: dict[str, Any] = {}
+    readable = 0
+    for i, text in enumerate(texts):
+        readable += 1
+        try:
+            entry = loads(text) if isinstance(text, str) else None
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if i == 0:
+            first = entry
+        last = entry
+        v = entry.get("machineVersion")
+        if isinstance(v, str) and v not in versions:
+            versions.append(v)
+    init_execution = execution_id(first)
+    return {
+        "thread_id": thread,
+        "length": length,
+        "first_recorded_at": recorded_at_ns(first),
+        "last_recorded_at": recorded_at_ns(last),
+        "machine_id": last.get("machineId"),
+        "machine_version": last.get("machineVersion"),
+        "machine_versions": tuple(versions),
+        "execution_id": init_execution if isinstance(init_execution, str) else None,
+        "readable": readable,
+        "error": error,
+    }
+
+
+def threads_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """``read_threads``' DataFrame from :func:`thread_row` rows (:data:`THREAD_COLUMNS`; the
+    ``recordedAt`` columns ``datetime64[ns, UTC]``, ``NaT`` outside the ns range; ids as text
+    with lone surrogates kept; ``error`` ``None``, never ``NaN``)."""
+    import pandas as pd
+
+    from agentscope.log.model import NS_MAX, NS_MIN, text_series
+
+    def stamp(ns: int | None) -> pd.Timestamp | None:
+        if ns is None or not NS_MIN <= ns <= NS_MAX:
+            return None
+        return pd.Timestamp(ns, unit="ns", tz="UTC")
+
+    rows = [dict(r, first_recorded_at=stamp(r["first_recorded_at"]),
+                 last_recorded_at=stamp(r["last_recorded_at"])) for r in rows]
+    frame = pd.DataFrame(rows, columns=list(THREAD_COLUMNS))
+    frame["error"] = pd.Series([r["error"] for r in rows], dtype=object)  # None, not NaN
+    for name in ("thread_id", "machine_id", "machine_version", "execution_id"):
+        values = [r[name] if isinstance(r[name], str) else None for r in rows]
+        frame[name] = text_series(values)  # lone surrogates kept (a JS string may hold one)
+    return frame.astype({
+        "length": "int64",
+        "first_recorded_at": "datetime64[ns, UTC]",
+        "last_recorded_at": "datetime64[ns, UTC]",
+        "readable": "int64",
+    })

@@ -43,14 +43,10 @@ from agentscope.errors import (
     UnreadableSourceError,
 )
 from agentscope.log.model import (
-    NS_MAX,
-    NS_MIN,
     ErrorsMode,
     EventLog,
-    recorded_at_to_ns,
-    text_series,
 )
-from agentscope.log.rows import Record, log_from_records
+from agentscope.log.rows import Record, log_from_records, thread_row, threads_frame
 from agentscope.log.validate import Era, loads
 
 if TYPE_CHECKING:
@@ -426,61 +422,11 @@ def read_sqlite_bytes(
         return read_sqlite(copy, thread=thread, errors=errors, era=era, table=table, source=source)
 
 
-def _stamp(value: object) -> pd.Timestamp | None:
-    """A ``recordedAt`` as a ns ``Timestamp`` (``None`` when invalid or outside the ns range)."""
-    import pandas as pd
-
-    ns = recorded_at_to_ns(value)
-    if ns is None or not NS_MIN <= ns <= NS_MAX:
-        return None
-    return pd.Timestamp(ns, unit="ns", tz="UTC")
-
-
 def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
-    """List the threads of a §5.2 store, one row per thread (read-only).
-
-    Parameters
-    ----------
-    path : str | os.PathLike
-        The SQLite store (spec §5.2). It is opened read-only and never written.
-    table : str, optional
-        The event-log table, when the database has several with the §5.2 columns.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``thread_id`` (str), ``length`` (int64), ``first_recorded_at`` and
-        ``last_recorded_at`` (``datetime64[ns, UTC]``, from entry 0 and the last readable
-        entry), ``machine_id`` and ``machine_version`` (of the last readable entry),
-        ``machine_versions`` (tuple of the distinct versions in log order), ``execution_id``
-        (the init entry's ``metadata.executionId``), ``readable`` (int64: rows that could be
-        read) and ``error`` (``None``, or why the thread cannot be read in full: on a damaged
-        file, "… thread 'b' stops after idx 41 …"; see :class:`DamagedStoreError`).
-
-    A damaged file (e.g. a zeroed page) does not stop the listing: every thread whose ids are
-    still readable is listed and the damaged ones are marked in ``error``.
-
-    Raises
-    ------
-    LogFormatError
-        Not a store, or no / several event-log tables (pass ``table=``); the message lists the
-        tables the database has.
-    UnreadableSourceError
-        The file cannot be opened (permission denied).
-
-    Examples
-    --------
-    >>> import agentscope as asc
-    >>> from agentscope.examples import example_path
-    >>> threads = asc.read_threads(example_path("g_triage.sqlite"))
-    >>> print(threads[["thread_id", "length", "machine_version"]])
-      thread_id  length machine_version
-    0      fork      52        efe50ed5
-    1      main      91        efe50ed5
-    2    second      40        efe50ed5
+    """List the threads of a §5.2 SQLite store file, one row per thread (read-only): the
+    frame of :func:`agentscope.read_threads` (:func:`agentscope.stores.read_threads`, which
+    reads any store), kept here for the callers that still pass a file path to the log layer.
     """
-    import pandas as pd
-
     src = str(path)
     rows: list[dict[str, Any]] = []
     with connect(path) as conn:
@@ -494,64 +440,7 @@ def read_threads(path: str | Path, *, table: str | None = None) -> pd.DataFrame:
             except DAMAGE:
                 count = None
             read, damage = thread_rows(conn, name, thread, src, what="entry")
-            texts = [r[1] for r in read]
-            if count is None:
-                count = len(texts)
-            versions: list[str] = []
-            first: dict[str, Any] = {}
-            last: dict[str, Any] = {}
-            for i, text in enumerate(texts):
-                try:
-                    entry = loads(text)
-                except ValueError:
-                    continue
-                if not isinstance(entry, dict):
-                    continue
-                if i == 0:
-                    first = entry
-                last = entry
-                v = entry.get("machineVersion")
-                if isinstance(v, str) and v not in versions:
-                    versions.append(v)
-            meta = first.get("metadata")
-            execution_id = meta.get("executionId") if isinstance(meta, dict) else None
-            rows.append(
-                {
-                    "thread_id": thread,
-                    "length": count,
-                    "first_recorded_at": _stamp(first.get("recordedAt")),
-                    "last_recorded_at": _stamp(last.get("recordedAt")),
-                    "machine_id": last.get("machineId"),
-                    "machine_version": last.get("machineVersion"),
-                    "machine_versions": tuple(versions),
-                    "execution_id": execution_id if isinstance(execution_id, str) else None,
-                    "readable": len(texts),
-                    "error": None if damage is None else damage.detail,
-                }
-            )
-    columns = [
-        "thread_id",
-        "length",
-        "first_recorded_at",
-        "last_recorded_at",
-        "machine_id",
-        "machine_version",
-        "machine_versions",
-        "execution_id",
-        "readable",
-        "error",
-    ]
-    frame = pd.DataFrame(rows, columns=columns)
-    frame["error"] = pd.Series([r["error"] for r in rows], dtype=object)  # None, not NaN
-    for name in ("thread_id", "machine_id", "machine_version", "execution_id"):
-        values = [r[name] if isinstance(r[name], str) else None for r in rows]
-        frame[name] = text_series(values)  # lone surrogates kept (a JS string may hold one)
-    return frame.astype(
-        {
-            "length": "int64",
-            "first_recorded_at": "datetime64[ns, UTC]",
-            "last_recorded_at": "datetime64[ns, UTC]",
-            "readable": "int64",
-            "error": "object",
-        }
-    )
+            rows.append(thread_row(thread, len(read) if count is None else count,
+                                   [r[1] for r in read],
+                                   error=None if damage is None else damage.detail))
+    return threads_frame(rows)

@@ -6,7 +6,6 @@ Private module: the public name is :class:`agentscope.pipeline.VerifyReport`.
 from __future__ import annotations
 
 import heapq
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -207,33 +206,27 @@ class VerifyReport:
         return f"<VerifyReport {self.summary()}>"
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        out = [f"<div class='agentscope-verify'><p><b>{esc(self.summary())}</b></p>"]
-        p = self.problems
-        whole = p[p["index"].isna()]
-        if len(whole):
-            out.append("<ul>")
-            for kind, detail in zip(whole["kind"], whole["message"], strict=True):
-                tag = "error" if kind in FAILS_THE_LOG else "note"
-                out.append(f"<li>{esc(tag)}: {esc(str(kind))}: {esc(str(detail))}</li>")
-            out.append("</ul>")
-        probs = self.mismatches
-        if not probs.empty:
-            shown = probs.head(_HTML_ROWS)
-            cols = ["index", "id", "event_type", "recorded_hash", "computed_hash", "verdict",
-                    "kind", "explanation"]
-            out.append("<table><thead><tr>")
-            out.extend(f"<th>{esc(c)}</th>" for c in cols)
-            out.append("</tr></thead><tbody>")
-            for row in shown[cols].itertuples(index=False):
-                out.append("<tr>")
-                out.extend(f"<td>{esc('' if v is None else str(v))}</td>" for v in row)
-                out.append("</tr>")
-            out.append("</tbody></table>")
-            if len(probs) > _HTML_ROWS:
-                out.append(f"<p>… {len(probs) - _HTML_ROWS} more rows in .mismatches</p>")
-        out.append("</div>")
-        return "".join(out)
+        """The summary, the whole-log problems and the first mismatching rows, drawn (escaped and
+        bounded) by :func:`agentscope.render.reprs.repr_html`."""
+        from agentscope.render.reprs import Bold, Items, Para, Table, guarded
+
+        def build() -> list[Any]:
+            blocks: list[Any] = [Para(Bold(self.summary()))]
+            p = self.problems
+            whole = p[p["index"].isna()]
+            if len(whole):
+                blocks.append(Items([
+                    f"{'error' if kind in FAILS_THE_LOG else 'note'}: {kind}: {detail}"
+                    for kind, detail in zip(whole["kind"], whole["message"], strict=True)
+                ]))
+            probs = self.mismatches
+            if not probs.empty:
+                cols = ["index", "id", "event_type", "recorded_hash", "computed_hash", "verdict",
+                        "kind", "explanation"]
+                blocks.append(Table.of(probs[cols], limit=_HTML_ROWS, where=".mismatches"))
+            return blocks
+
+        return guarded(self, "verify", build)
 
 
 def _hex(values: np.ndarray[Any, Any], present: np.ndarray[Any, Any]) -> list[str | None]:

@@ -18,7 +18,7 @@ __all__ = ["Segment", "as_log", "segments_of"]
 def as_log(log: Any) -> Any:
     """Read ``log`` with :func:`agentscope.read_log` when it is a path; return anything else as is."""
     if isinstance(log, (str, os.PathLike)):
-        from agentscope.log.readers import read_log
+        from agentscope.stores import read_log
 
         return read_log(log)
     return log

@@ -8,6 +8,8 @@ inside a ``<script>`` element). Nothing from a log is ever evaluated.
 from __future__ import annotations
 
 import html
+import json
+import re
 from typing import Any
 
 import orjson
@@ -52,6 +54,22 @@ def json_for_script(value: Any) -> str:
     except orjson.JSONEncodeError:  # lone surrogate, > 64-bit integer, > 255 levels
         text = js_json(value, integers="exact")
     return text.translate(_SCRIPT_UNSAFE)
+
+
+_LONE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89a-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def widget_safe(value: Any) -> Any:
+    """Return JSON-able ``value`` with every lone surrogate (in keys and strings) replaced by the
+    text ``\\udxxx``, as :func:`esc` shows it: a widget's state travels as UTF-8 JSON, which
+    cannot carry one. ``value`` itself is returned when it holds none (the common case)."""
+    try:
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        return value
+    except orjson.JSONEncodeError:
+        pass
+    text = json_for_script(value)  # lone surrogates are \udxxx escapes here, nothing else is
+    return json.loads(_LONE_ESCAPE.sub(lambda m: m.group(1) + "\\\\u" + m.group(2), text))
 
 
 def truncate(text: str, limit: int) -> tuple[str, int]:

@@ -45,6 +45,7 @@ from agentscope.render.dot import (
     ObservedEdge,
     _inside,
     edge_label,
+    edge_title,
     observed_ids,
     plan_dot,
     short_event,
@@ -81,6 +82,8 @@ Engine = Literal["graphviz-pure", "pygraphviz", "dot", "text"]
 CHART_CSS = """
 .as-chart{overflow:auto;max-width:100%}
 .as-chart svg{max-width:100%;height:auto}
+.as-chart.as-zoomed svg{max-width:none}
+.as-zoom{font-size:11px;margin:2px 0;cursor:pointer}
 .as-chart .as-active>path,.as-chart .as-active>polygon:first-of-type,
 .as-chart .as-active>ellipse{fill:#fff3c4;stroke:#f9a825;stroke-width:2.5}
 .as-chart g.cluster.as-active>path,.as-chart g.cluster.as-active>polygon{fill:#fffdf3}
@@ -563,13 +566,33 @@ def _declutter(svg: str) -> str:
 _SVG_W = re.compile(r'<svg width="([\d.]+)pt"')
 
 
+def _edge_titles(svg: str, graph: Graph, plan: DotPlan) -> str:
+    """Each edge's ``<title>`` (its hover text) says what it draws (:func:`edge_title`: the guard
+    in full, an anonymous one as such) instead of Graphviz's ``a->b``."""
+    titles: dict[str, list[str]] = {}
+    for i, eids in plan.transitions.items():
+        for eid in eids:
+            titles.setdefault(eid, []).append(edge_title(graph.transitions[i]))
+
+    def sub(m: re.Match[str]) -> str:
+        got = titles.get(m.group(2))
+        if not got:
+            return m.group(0)
+        text = "\n".join(dict.fromkeys(got[:8])) + (f"\n+{len(got) - 8} more" if len(got) > 8 else "")
+        return f"{m.group(1)}{esc(text)}</title>"
+
+    return re.sub(r'(<g id="([A-Za-z0-9_]+)" class="edge[^"]*">\s*<title>)[^<]*</title>', sub, svg)
+
+
 def _min_width(svg: str) -> str:
-    """Give the ``<svg>`` a ``min-width`` so a narrow page scrolls instead of shrinking the text."""
+    """Give the ``<svg>`` its readable width, ``data-readable-width`` (px): the chart fits its
+    container by default (scaled down, CSS ``max-width:100%``); the zoom control of
+    ``render/frame.js`` shows it at this width (labels >= 9 px) and the container pans."""
     m = _SVG_W.match(svg)
     if m is None:
         return svg
     px = float(m.group(1)) * 4 / 3 * _MIN_SCALE
-    return svg[: m.end()] + f' style="min-width:{px:.0f}px"' + svg[m.end() :]
+    return svg[: m.end()] + f' data-readable-width="{px:.0f}"' + svg[m.end() :]
 
 
 def _assemble(
@@ -611,6 +634,18 @@ def _assemble(
 
 _CACHE: OrderedDict[tuple[str, str, float], Layout] = OrderedDict()
 _CACHE_SIZE = 32
+
+
+def _drawn(graph: Graph, folded: Iterable[str]) -> int:
+    """How many states a drawing with the compound states ``folded`` summarised shows."""
+    boxes = set(folded)
+    out = 0
+    for n in graph.nodes.values():
+        cur = n.parent
+        while cur is not None and cur not in boxes:
+            cur = graph.nodes[cur].parent if cur in graph.nodes else None
+        out += cur is None
+    return out
 
 
 def _collapse_set(graph: Graph, depth: int) -> set[str]:
@@ -657,7 +692,9 @@ def layout(
     LayoutError
         When the forced ``engine`` is unavailable or fails.
     """
-    base = _base_layout(graph, engine, prefix, budget)
+    # how to draw is decided by the chart's size, never by how fast this machine lays it out: a
+    # chart of more than EXPAND_MAX_STATES states is drawn collapsed on every machine
+    base = _base_layout(graph, engine, prefix, budget, skip_full=len(graph.nodes) > EXPAND_MAX_STATES)
     return base.with_observed(observed_edges)
 
 
@@ -678,6 +715,8 @@ def _base_layout(
     n_states, n_trans = len(graph.nodes), len(graph.transitions)
     for depth in (2, 1):
         folded = _collapse_set(graph, depth)
+        if skip_full and attempts and _drawn(graph, attempts[-1][0].collapsed) <= EXPAND_MAX_STATES:
+            break  # the deepest folding small enough is the drawing: one attempt, no race
         if folded:
             attempts.append(
                 (
@@ -720,7 +759,7 @@ def _base_layout(
             continue
         for k, (p, note) in enumerate(attempts):
             left = deadline - time.monotonic()
-            if k + 1 < len(attempts):  # leave time for the collapsed drawings after this one
+            if k + 1 < len(attempts) and not skip_full:  # leave time for the collapsed drawings after it
                 left *= 0.6
             if left <= 0:
                 timed_out = True
@@ -740,7 +779,7 @@ def _base_layout(
                     stacklevel=3,
                 )
                 break
-            svg = _min_width(_declutter(_strip_svg(svg)))
+            svg = _min_width(_declutter(_edge_titles(_strip_svg(svg), graph, p)))
             result = _assemble(graph, name, svg, p.source, p, prefix, note, time.monotonic() - t0)
             break
         if result is not None:

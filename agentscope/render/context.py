@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from agentscope.jsondiff import MISSING, diff_json
 from agentscope.render._escape import esc, truncate
 
 __all__ = ["CONTEXT_CSS", "context_diff_html", "context_html", "diff_rows", "pointer", "pointer_join"]
@@ -210,43 +211,16 @@ def diff_rows(
 ) -> list[tuple[str, str, Any, Any]]:
     """Return where two JSON values differ, as ``(pointer, status, left_value, right_value)`` rows.
 
-    ``status`` is ``"changed"`` (both sides have the path, the values differ: a changed scalar or
-    a type change), ``"only-a"`` (the path exists on the left only) or ``"only-b"``. Containers
-    present on both sides are walked (keys in left order, then the right's extra keys); at most
-    ``limit`` rows, nesting walked to depth 64. A missing side's value is ``None``.
+    The changes of :func:`agentscope.jsondiff.diff_json` (the one definition of a differing
+    path: an element added to or taken from the head of an array is one row), at most
+    ``limit``: ``status`` is ``"changed"`` (both sides have the path), ``"only-a"`` (the left
+    only) or ``"only-b"``. A missing side's value is ``None``.
     """
-    out: list[tuple[str, str, Any, Any]] = []
-
-    def walk(x: Any, y: Any, path: str, depth: int) -> None:
-        if len(out) >= limit:
-            return
-        if isinstance(x, Mapping) and isinstance(y, Mapping) and depth < 64:
-            for k in list(x.keys()) + [k for k in y if k not in x]:
-                if len(out) >= limit:
-                    return
-                p = pointer_join(path, str(k))
-                if k not in y:
-                    out.append((p, "only-a", x[k], None))
-                elif k not in x:
-                    out.append((p, "only-b", None, y[k]))
-                else:
-                    walk(x[k], y[k], p, depth + 1)
-        elif isinstance(x, list) and isinstance(y, list) and depth < 64:
-            for i in range(max(len(x), len(y))):
-                if len(out) >= limit:
-                    return
-                p = pointer_join(path, i)
-                if i >= len(y):
-                    out.append((p, "only-a", x[i], None))
-                elif i >= len(x):
-                    out.append((p, "only-b", None, y[i]))
-                else:
-                    walk(x[i], y[i], p, depth + 1)
-        elif type(x) is not type(y) or x != y:
-            out.append((path, "changed", x, y))
-
-    walk(left, right, base, 0)
-    return out
+    status = {"replace": "changed", "remove": "only-a", "add": "only-b"}
+    return [
+        (c.path, status[c.op], None if c.left is MISSING else c.left, None if c.right is MISSING else c.right)
+        for c in diff_json(left, right, base)[:limit]
+    ]
 
 
 def _short(v: Any, limit: int = 120) -> str:

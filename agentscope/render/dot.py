@@ -154,12 +154,27 @@ def edge_label(t: TransitionInfo) -> str:
         text = "done"
     else:
         text = ev
-    if t.guard:
+    if t.guard and t.guard not in INLINE_GUARDS:  # an anonymous guard: on hover, not in the label
         g = t.guard if len(t.guard) <= 24 else t.guard[:23] + "…"
         text += f" [{g}]"
     if t.dynamic:
         text += " → ?"
     return text
+
+
+INLINE_GUARDS = frozenset({"<inline>", "(inline)"})
+"""The names engines give a guard written as an anonymous function (the Node runner, the Python
+engine): not worth a label, said on hover by :func:`edge_title`."""
+
+
+def edge_title(t: TransitionInfo) -> str:
+    """The hover text of a transition's edge: source, event, the guard in full (an anonymous one
+    as such) and the targets."""
+    guard = ""
+    if t.guard:
+        guard = " [guard: an inline function]" if t.guard in INLINE_GUARDS else f" [guard: {t.guard}]"
+    targets = ", ".join(t.targets) if t.targets else ("?" if t.dynamic else "(no target)")
+    return f"{t.source}: {edge_label(t).removesuffix(' → ?')}{guard} → {targets}"
 
 
 @dataclass(frozen=True)

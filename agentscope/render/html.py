@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.frames import Frame, Verdict, set_html_view
 from agentscope.log.entry import event_of, event_type, recorded_hash
-from agentscope.render._escape import esc, truncate
+from agentscope.render._escape import esc, truncate, widget_safe
 from agentscope.render.chart import CHART_CSS, Layout, frame_svg
 from agentscope.render.context import CONTEXT_CSS, context_html
 
@@ -39,6 +39,7 @@ __all__ = [
     "style_block",
     "table_html",
     "verify_report_html",
+    "widget_safe",
 ]
 
 BASE_CSS = """
@@ -57,6 +58,8 @@ BASE_CSS = """
 .as-table td,.as-table th{border-bottom:1px solid #eceff1;padding:1px 6px;text-align:left;vertical-align:top;
   line-height:1.35}
 .as-table tr.as-current{background:#fff3c4}
+.as-actors .as-table{max-width:100%}
+.as-actors .as-table td{overflow-wrap:anywhere}
 .as-table tr.as-row-mismatch td:first-child{border-left:3px solid #e53935}
 .as-sec{margin:6px 0 2px;font-weight:600;color:#455a64}
 .as-cols{display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap}
@@ -93,6 +96,11 @@ WIDGET_CSS = (
     ".agentscope-timetravel .widget-html-content,.agentscope-forkview .widget-html-content"
     "{min-width:0;max-width:100%}"
     ".as-treew{min-width:0;max-width:100%}"  # the context tree (an anywidget, not a widget-html)
+    # the marker strip under the slider, inset as ipywidgets insets the slider's track (the
+    # handle's centre travels the track): a tick sits under the handle at its entry
+    ".as-track{gap:0}.as-track .widget-html{margin-top:0;margin-bottom:0}"
+    ".as-track .widget-html-content{line-height:0;height:8px;padding:0 var(--as-track-inset,8px)}"
+    ".as-track .widget-html-content svg{width:100%;height:8px}"
     ".agentscope-timetravel .widget-html-content>.as-chart,"
     ".agentscope-forkview .widget-html-content>.as-chart{overflow:auto;max-width:100%}</style>"
 )

@@ -34,7 +34,7 @@ from agentscope.errors import (
     UnreadableSourceError,
 )
 from agentscope.log.rows import Record
-from agentscope.stores.protocol import BATCH, Change, Cursor, ThreadInfo
+from agentscope.stores.protocol import BATCH, Change, Cursor, ThreadInfo, sleep_for
 
 if TYPE_CHECKING:
     from agentscope.log.model import ErrorsMode, EventLog
@@ -193,13 +193,98 @@ class FileStore:
         return len(self._collected().entries)
 
     def read(self, thread: str, from_: int = 0) -> Iterator[list[Record]]:
-        """The entries ``from_`` on, in batches, as records (``text`` is the entry's JSON)."""
+        """The entries ``from_`` on, in batches, as records (``text`` is the entry's JSON).
+
+        A JSON Lines file is streamed: each non-blank line is one record, its text as stored
+        (a leading BOM and the line's surrounding blanks dropped; ``bytes`` when the line is not
+        UTF-8), read a batch at a time, nothing parsed, like a database row (a last line without
+        its newline is a record only when it parses: else it is a write in progress). Any other
+        file is read whole (:meth:`log`) and each entry written back as compact JSON.
+        """
         from agentscope.log.writers import js_json
 
         self._thread(thread)
+        if self.kind == "jsonl":
+            yield from self._jsonl_records(max(from_, 0))
+            return
         entries = self._collected().entries
         for k in range(max(from_, 0), len(entries), BATCH):
             yield [Record(k + j, js_json(e), None) for j, e in enumerate(entries[k : k + BATCH])]
+
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """See :meth:`agentscope.stores.protocol.Store.texts`. A JSON Lines file is read in
+        1 MiB chunks, each decoded and split at once (the lines :meth:`read` gives, without a
+        :class:`Record` each); any other file, :meth:`read`'s texts."""
+        self._thread(thread)
+        if self.kind != "jsonl":
+            for batch in self.read(thread, from_):
+                yield [r.text for r in batch]
+            return
+        k = 0
+        for lines in self._jsonl_chunks():
+            if k + len(lines) > from_:
+                yield lines[max(from_ - k, 0):]
+            k += len(lines)
+
+    def _jsonl_chunks(self) -> Iterator[list[str | bytes]]:
+        try:
+            fh = self.path.open("rb")
+        except OSError as exc:
+            raise _unreadable(exc, self.address) from None
+        with fh:
+            carry = fh.read(len(_BOM))
+            carry = carry.removeprefix(_BOM)
+            while True:
+                chunk = fh.read(1 << 20)
+                data = carry + chunk
+                if not chunk:
+                    tail = data.strip()
+                    if tail and _parses(tail):  # a last line without its newline
+                        yield [_decoded(tail)]
+                    return
+                cut = data.rfind(b"\n") + 1
+                carry, data = data[cut:], data[:cut]
+                try:
+                    lines: list[str | bytes] = list(filter(None, map(  # at C speed
+                        str.strip, data.decode("utf-8").split("\n"))))
+                except UnicodeDecodeError:
+                    lines = [_decoded(t) for t in (line.strip() for line in data.split(b"\n")) if t]
+                if lines:
+                    yield lines
+
+    def _jsonl_records(self, from_: int) -> Iterator[list[Record]]:
+        try:
+            fh = self.path.open("rb")
+        except OSError as exc:
+            raise _unreadable(exc, self.address) from None
+        with fh:
+            batch: list[Record] = []
+            k = 0
+            first = True
+            for line in fh:
+                if first:
+                    line, first = line.removeprefix(_BOM), False
+                raw = line.strip()
+                if raw and not line.endswith(b"\n") and not _parses(raw):
+                    break  # a write in progress
+                if not raw:
+                    continue
+                if k >= from_:
+                    try:
+                        text: str | bytes = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        text = raw
+                    batch.append(Record(k, text, None))
+                    if len(batch) >= BATCH:
+                        yield batch
+                        batch = []
+                k += 1
+            if batch:
+                yield batch
+
+    def wait(self, timeout: float) -> bool:
+        """See :meth:`agentscope.stores.protocol.Store.wait`: sleeps (a file sends no notice)."""
+        return sleep_for(timeout)
 
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
@@ -334,6 +419,25 @@ class FileStore:
                       pending=pending)
 
 
+def _decoded(raw: bytes) -> str | bytes:
+    """A line's text: ``str`` when UTF-8, else the bytes as stored."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _parses(raw: bytes) -> bool:
+    """Whether a JSON Lines line is a complete JSON value."""
+    from agentscope.log.validate import loads
+
+    try:
+        loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
 def _ino(token: object) -> int | None:
     if isinstance(token, _JsonlMark):
         return token.ino
@@ -397,6 +501,11 @@ class DirectoryStore:
         store = self._store(thread)
         return store.read(store.thread_id, from_)
 
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """The thread's file's record texts, in batches."""
+        store = self._store(thread)
+        return store.texts(store.thread_id, from_)
+
     def log(
         self, thread: str | None = None, *, errors: ErrorsMode = "raise", era: Era | None = None
     ) -> EventLog:
@@ -416,6 +525,10 @@ class DirectoryStore:
         """The thread's file's changes (:meth:`FileStore.changes`)."""
         store = self._store(thread)
         return store.changes(store.thread_id, cursor)
+
+    def wait(self, timeout: float) -> bool:
+        """See :meth:`agentscope.stores.protocol.Store.wait`: sleeps."""
+        return sleep_for(timeout)
 
     def close(self) -> None:
         """Forget the per-file stores."""

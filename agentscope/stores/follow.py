@@ -30,8 +30,8 @@ from agentscope.errors import (
     LogReadWarning,
     ThreadNotFoundError,
 )
-from agentscope.stores import open_store, split_thread
 from agentscope.stores.protocol import Cursor, Store
+from agentscope.stores.sources import open_store, split_thread
 
 __all__ = ["Extendable", "Follower", "first_read", "follow_timeline", "open_followed"]
 
@@ -245,7 +245,10 @@ class Follower(Generic[_T]):
                 return
             if idle_exit is not None and time.monotonic() - last_new >= idle_exit:
                 return
-            time.sleep(interval)
+            if self.store is not None:
+                self.store.wait(interval)  # a PostgreSQL store with `listen` wakes on NOTIFY
+            else:
+                time.sleep(interval)
 
 
 def follow_timeline(timeline: _T, source: str | os.PathLike[str] | None = None, *,

@@ -3,7 +3,8 @@
 A source is a URL::
 
     postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?table=agent_event_log&schema=S
-        &thread_col=thread_id&idx_col=idx&entry_col=entry&entry_id_col=entry_id][#THREAD]
+        &thread_col=thread_id&idx_col=idx&entry_col=entry&entry_id_col=entry_id
+        &listen=CHANNEL][#THREAD]
 
 By default the table has §5.2's layout: ``thread_id``, ``idx``, ``entry_id``, ``entry`` (one
 JSON entry per row, keyed by ``(thread_id, idx)``). A host whose table differs names its columns
@@ -30,7 +31,8 @@ read-only transaction (``BEGIN READ ONLY``, and ``default_transaction_read_only`
 rows per round trip (one query per batch, memory bounded by a batch for a 10^6-entry thread);
 :meth:`PostgresStore.threads` reads only the key columns plus each thread's first and last entry.
 Follow polls ``idx`` (:meth:`~agentscope.stores.protocol.RowStore.changes`: one query from the
-last index read).
+last index read); with ``listen=CHANNEL`` a follower's pause between polls ends at the host's
+first ``NOTIFY CHANNEL`` (:meth:`PostgresStore.wait`).
 
 Errors are one type, :class:`~agentscope.errors.StoreError` (``source`` is the address without
 the password): a malformed URL or parameter, the driver missing (naming the extra), a refused
@@ -41,15 +43,25 @@ the mapping parameter), an entry column of another type. A row whose entry is no
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from agentscope.errors import FollowProblem, StoreError, ThreadNotFoundError, UnreadableSourceError
 from agentscope.log.rows import Record
-from agentscope.stores.protocol import BATCH, Change, Cursor, RowStore, ThreadInfo, display_address
+from agentscope.stores.protocol import (
+    BATCH,
+    Change,
+    Cursor,
+    RowStore,
+    ThreadInfo,
+    display_address,
+    sleep_for,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,7 +80,7 @@ ENTRY_TYPES = {"text": "text", "character varying": "text", "json": "json", "jso
 _CURSORS = itertools.count()
 """Server-side cursor names are unique per store process (``agentscope_read_<n>``)."""
 
-_OURS = {"table", "schema", "thread_col", "idx_col", "entry_col", "entry_id_col"}
+_OURS = {"table", "schema", "thread_col", "idx_col", "entry_col", "entry_id_col", "listen"}
 _SCHEMES = ("postgresql", "postgres")
 
 
@@ -102,6 +114,7 @@ class PgSource:
     columns: Columns
     thread: str | None
     secrets: tuple[str, ...]
+    listen: str | None = None
 
     def __repr__(self) -> str:
         return f"PgSource({self.address!r})"
@@ -154,7 +167,8 @@ def parse_url(url: str, *, table: str | None = None, schema: str | None = None,
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(theirs), ""))
     return PgSource(conninfo=conninfo, address=address, table=name,
                     schema=schema or ours.get("schema") or None, columns=cols,
-                    thread=unquote(parts.fragment) or None, secrets=secrets)
+                    thread=unquote(parts.fragment) or None, secrets=secrets,
+                    listen=ours.get("listen") or None)
 
 
 def _secrets(url: str, parts: Any) -> tuple[str, ...]:
@@ -227,6 +241,7 @@ class PostgresStore(RowStore):
         self.table = self._src.table
         self.schema = self._src.schema
         self._conn: psycopg.Connection[Any] | None = None
+        self._listener: psycopg.Connection[Any] | None = None
         self._connect()
         try:
             self._describe()
@@ -276,10 +291,38 @@ class PostgresStore(RowStore):
             raise self._error(exc, doing) from None
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        """Close the connections (idempotent)."""
+        for conn in (self._conn, self._listener):
+            if conn is not None:
+                conn.close()
+        self._conn = self._listener = None
+
+    def wait(self, timeout: float) -> bool:
+        r"""See :meth:`agentscope.stores.protocol.Store.wait`. With ``listen=CHANNEL`` in the URL
+        the store ``LISTEN``\ s on that channel (its own autocommit, read-only connection, opened
+        on the first wait) and returns ``True`` at the first ``NOTIFY`` (any payload: the next
+        poll reads whatever is new), ``False`` after ``timeout``; without it, it sleeps. A host
+        that notifies after each append lets a follower poll rarely and still see entries at
+        once; polling stays the truth (a missed notification only delays an entry)."""
+        if self._src.listen is None:
+            return sleep_for(timeout)
+        psycopg = _driver()
+        try:
+            if self._listener is None:
+                from psycopg import sql
+
+                listener = self._new_connection()
+                listener.autocommit = True
+                listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._src.listen)))
+                self._listener = listener
+            got = False
+            for _ in self._listener.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                got = True
+            for _ in self._listener.notifies(timeout=0):  # drain: one poll reads them all
+                pass
+            return got
+        except psycopg.Error as exc:
+            raise self._error(exc, f"cannot listen on channel {self._src.listen!r}") from None
 
     # -- the table -------------------------------------------------------------------------
 
@@ -344,11 +387,7 @@ class PostgresStore(RowStore):
         return None if oid is None else int(oid)
 
     def _thread_ids(self) -> list[str]:
-        from psycopg import sql
-
-        query = sql.SQL('SELECT {th} FROM {t} GROUP BY {th} ORDER BY {th} COLLATE "C"')
-        rows = self._query("cannot list the threads", query.format(th=self._thread, t=self._t))
-        return [r[0] for r in rows]
+        return self.thread_ids()
 
     def _unknown(self, thread: str) -> ThreadNotFoundError:
         return ThreadNotFoundError(
@@ -429,6 +468,57 @@ class PostgresStore(RowStore):
             raise self._unknown(thread)
 
 
+    def thread_ids(self) -> list[str]:
+        """``SELECT DISTINCT`` of the thread column in code point order (one query over the key
+        column; never an entry)."""
+        from psycopg import sql
+
+        rows = self._query("cannot list the threads", sql.SQL(
+            'SELECT DISTINCT {th} COLLATE "C" FROM {t} ORDER BY 1').format(th=self._thread, t=self._t))
+        return [r[0] for r in rows]
+
+    def digests(self, threads: Iterable[str]) -> Iterator[tuple[str, list[bytes]]]:
+        """See :meth:`~agentscope.stores.protocol.RowStore.digests`: one query for every thread
+        (``thread = ANY(…)``, in ``(thread, idx)`` order, one read-only transaction: one
+        consistent snapshot), the entry column's text (``entry::text``, what :meth:`read` gives)
+        received as its UTF-8 bytes and hashed as they come, no record built.
+
+        Raises
+        ------
+        ThreadNotFoundError
+            A thread has no row.
+        StoreError
+            The query fails.
+        """
+        from psycopg import sql
+        order = list(threads)
+        keys: dict[str, list[bytes]] = {t: [] for t in order}
+        psycopg = _driver()
+        conn = self._cursor_conn()
+        query = sql.SQL("SELECT {th}, {e}::text FROM {t} WHERE {th} = ANY(%s) ORDER BY {th}, {ix}").format(
+            th=self._thread, e=self._entry, t=self._t, ix=self._idx)
+        b2 = blake2b
+        try:
+            with conn.transaction(), conn.cursor(name=f"agentscope_digests_{next(_CURSORS)}",
+                                                 scrollable=False, withhold=False) as cur:
+                cur.adapters.register_loader("text", _raw_text_loader())  # the bytes, never decoded
+                cur.itersize = BATCH
+                cur.execute(query, (list(keys),))
+                raw: Any = None
+                current: list[bytes] = []
+                while rows := cur.fetchmany(BATCH):
+                    for th, data in rows:
+                        if th != raw:
+                            raw = th
+                            current = keys[th.decode() if isinstance(th, bytes) else th]
+                        current.append(b2(data, digest_size=16).digest())
+        except psycopg.Error as exc:
+            raise self._error(exc, "cannot read the threads' entries") from None
+        for thread in order:
+            if not keys[thread]:
+                raise self._unknown(thread)
+            yield thread, keys[thread]
+
     def changes(self, thread: str, cursor: Cursor) -> Change:
         """See :meth:`agentscope.stores.protocol.Store.changes`: polls ``idx`` (one query from the
         last index read, :meth:`~agentscope.stores.protocol.RowStore.changes`) after a catalog
@@ -444,6 +534,18 @@ class PostgresStore(RowStore):
                 "replaced", None, f"table {self._qualified} was replaced (dropped and created again) "
                 "after it was read", source))
         return super().changes(thread, cursor)
+
+
+@functools.cache
+def _raw_text_loader() -> Any:
+    """A psycopg loader giving a ``text`` value as the bytes the server sent (UTF-8), undecoded."""
+    from psycopg.adapt import Loader
+
+    class RawText(Loader):
+        def load(self, data: Any) -> bytes:
+            return bytes(data)
+
+    return RawText
 
 
 def open_url(address: str, *, table: str | None = None, columns: Mapping[str, Any] | None = None,

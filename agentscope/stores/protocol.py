@@ -73,8 +73,10 @@ class ThreadInfo:
         ``recordedAt`` of entry 0 and of the last entry, as stored (ISO-8601 text), ``None`` when
         unknown or unreadable.
     parent : str | None
-        The thread this one was forked from, where the store knows it (§5.1 ``fork`` copies the
-        prefix verbatim, so a store usually does not); ``None`` otherwise.
+        The thread this one was forked from, where the store records it. §5.1/§5.2 define no
+        fork metadata (``fork`` copies the prefix rows byte for byte and keeps nothing else), so
+        no store of this package knows it and it is ``None``; the parent found from the copied
+        prefixes themselves is :func:`agentscope.fork_tree`'s (it reads every thread).
     error : str | None
         Why the thread cannot be read in full (a damaged page: "… stops after idx 41 …"), or
         ``None``.
@@ -156,6 +158,11 @@ class Store(Protocol):
         :class:`~agentscope.errors.DamagedStoreError` naming the last ``idx`` read."""
         ...
 
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """The ``text`` of each record :meth:`read` gives, alone, in batches: the cheapest whole
+        scan of a thread (``compare`` of two stored logs reads only this)."""
+        ...
+
     def log(
         self, thread: str | None = None, *, errors: ErrorsMode = "raise", era: Era | None = None
     ) -> EventLog:
@@ -169,6 +176,13 @@ class Store(Protocol):
         """What is new in ``thread`` since ``cursor`` (live follow). A thread or source that no
         longer extends what was read is a :class:`Change` with a ``problem``; a source not there
         yet (``cursor.token is None``, nothing read) is an empty change."""
+        ...
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the source may have changed, at most ``timeout`` seconds (a follower's
+        pause between two :meth:`changes`): ``True`` when the source said it changed (a
+        PostgreSQL ``NOTIFY`` on the store's ``listen`` channel), ``False`` after the timeout
+        (a store that cannot be told just sleeps)."""
         ...
 
     def close(self) -> None:
@@ -238,6 +252,15 @@ class RowStore(abc.ABC):
     ) -> None:
         self.close()
 
+    def texts(self, thread: str, from_: int = 0) -> Iterator[list[str | bytes]]:
+        """See :meth:`Store.texts`: each :meth:`read` batch's texts."""
+        for batch in self.read(thread, from_):
+            yield [r.text for r in batch]
+
+    def wait(self, timeout: float) -> bool:
+        """See :meth:`Store.wait`: sleeps ``timeout`` seconds (no notifications)."""
+        return sleep_for(timeout)
+
     def thread_source(self, thread: str) -> str:
         """``ADDRESS#THREAD``: how a thread of this store is named in messages."""
         return f"{self.address}#{thread}"
@@ -255,18 +278,12 @@ class RowStore(abc.ABC):
             self.length(thread)  # raises ThreadNotFoundError naming the threads held
             return thread
         names = [t.thread_id for t in self.threads()]
-        if thread is None:
-            if len(names) != 1:
-                raise ThreadNotFoundError(
-                    f"the store holds {len(names)} threads; pass thread= one of {names}",
-                    source=self.address,
-                )
-            return names[0]
-        if thread not in names:
+        if len(names) != 1:
             raise ThreadNotFoundError(
-                f"no thread {thread!r}; available threads: {names}", source=self.address
+                f"the store holds {len(names)} threads; pass thread= one of {names}",
+                source=self.address,
             )
-        return thread
+        return names[0]
 
     def thread_ids(self) -> list[str]:
         """The thread ids, ordered (:meth:`threads` without counts or ends; a store may list
@@ -366,6 +383,14 @@ class RowStore(abc.ABC):
         problem = None if damage is None else FollowProblem(
             "invalid", position, f"the store is damaged: {damage.detail}", source)
         return Change(out, Cursor(position, last, now.token), problem)
+
+
+def sleep_for(timeout: float) -> bool:
+    """:meth:`Store.wait` of a store that cannot be told of a change: sleep, ``False``."""
+    import time
+
+    time.sleep(max(timeout, 0.0))
+    return False
 
 
 def _text(text: str | bytes) -> str:

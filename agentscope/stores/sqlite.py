@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from hashlib import blake2b
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscope.errors import FollowProblem, LogFormatError, ThreadNotFoundError
 from agentscope.log.rows import Record
@@ -26,10 +26,15 @@ from agentscope.log.sqlite import (
     is_wal,
     pick_table,
     quote_ident,
+    read_sqlite,
     thread_ids,
     thread_rows,
 )
 from agentscope.stores.protocol import BATCH, Change, Cursor, RowStore, ThreadInfo, entry_digest
+
+if TYPE_CHECKING:
+    from agentscope.log.model import ErrorsMode, EventLog
+    from agentscope.log.validate import Era
 
 __all__ = ["SqliteStore"]
 
@@ -178,6 +183,15 @@ class SqliteStore(RowStore):
 
     def close(self) -> None:
         """Nothing held open between calls (each call opens and closes its connection)."""
+
+    def log(
+        self, thread: str | None = None, *, errors: ErrorsMode = "raise", era: Era | None = None
+    ) -> EventLog:
+        """See :meth:`agentscope.stores.protocol.Store.log`: the thread read in one read
+        transaction (:func:`agentscope.log.sqlite.read_sqlite`), rows named ``table thread idx``
+        in errors, the ``agent_snapshots`` row as its cached snapshot (§4.2)."""
+        return read_sqlite(self.path, thread=thread, errors=errors, era=era, table=self.table,
+                           source=self.address)
 
     def cached_snapshot(self, thread: str, execution_id: str | None) -> dict[str, Any] | None:
         """The thread's persisted snapshot from an ``agent_snapshots`` table (§4.2, §5.2)."""

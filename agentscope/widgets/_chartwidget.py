@@ -16,6 +16,8 @@ from importlib.resources import files
 import anywidget
 import traitlets
 
+from agentscope.render.player import frame_js
+
 __all__ = ["ChartWidget"]
 
 _ID_CLASS = re.compile(r'id="([A-Za-z0-9_]+)" class="([^"]*)"')
@@ -24,7 +26,7 @@ _ID_CLASS = re.compile(r'id="([A-Za-z0-9_]+)" class="([^"]*)"')
 class ChartWidget(anywidget.AnyWidget):  # type: ignore[misc,unused-ignore]
     """Front-end restyled chart (traits: ``svg``, ``head``, ``boxes``, ``lit``, ``step``)."""
 
-    _esm = files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8")
+    _esm = frame_js() + "\n" + files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8")
     svg = traitlets.Unicode("", help="The chart HTML (SVG and legend), sent once.").tag(sync=True)
     head = traitlets.Unicode("", help="Note and active path above the chart.").tag(sync=True)
     boxes = traitlets.Unicode("", help="The expanded boxes of a collapsed chart (unstyled).").tag(sync=True)

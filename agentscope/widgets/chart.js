@@ -1,5 +1,6 @@
-// agentscope chart widget (anywidget ESM). The drawing arrives once (`svg`); each step only sends
-// `lit` ([element id, classes] pairs) and the classes are moved here. Everything shown was
+// agentscope chart widget (anywidget ESM, bundled after render/frame.js: AS_FRAME is the frame
+// renderer the static player uses too). The drawing arrives once (`svg`); each step only sends
+// `lit` ([element id, classes] pairs) and AS_FRAME.paint moves the classes. Everything shown was
 // escaped in Python; log data is never evaluated.
 function render({ model, el }) {
   el.classList.add('as-chartw');
@@ -13,16 +14,7 @@ function render({ model, el }) {
     index = new Map();
     el.querySelectorAll('[id]').forEach((e) => { if (!index.has(e.id)) index.set(e.id, e); });
   }
-  function restyle() {
-    for (const [e, cls] of lit) e.classList.remove(...cls);
-    lit = [];
-    for (const [id, classes] of model.get('lit') || []) {
-      const e = index.get(id);
-      if (!e) continue;
-      const cls = String(classes).split(' ').filter((c) => c && !e.classList.contains(c));
-      if (cls.length) { e.classList.add(...cls); lit.push([e, cls]); }
-    }
-  }
+  function restyle() { lit = AS_FRAME.paint((id) => index.get(id) || null, model.get('lit'), lit); }
   function setStep() { el.dataset.step = String(model.get('step')); }
   function setHead() { head.innerHTML = model.get('head') || ''; }
   function setBoxes() {
@@ -43,6 +35,8 @@ function render({ model, el }) {
         if (d) { d.open = !d.open; if (d.open) d.scrollIntoView({ block: 'nearest' }); }
       });
     });
+    const box = body.querySelector('.as-chart');
+    if (box) AS_FRAME.zoomable(box);
     reindex(); restyle();
   }
   model.on('change:svg', setSvg);

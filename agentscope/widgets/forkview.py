@@ -15,6 +15,7 @@ from agentscope.render.context import context_diff_html, context_html, diff_rows
 from agentscope.render.dot import ObservedEdge
 from agentscope.render.html import WIDGET_CSS, MarkerStrip, badge_html, event_html, style_block
 from agentscope.widgets._chartwidget import ChartWidget
+from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
     FrameCache,
@@ -41,12 +42,13 @@ def common_prefix(a: Any, b: Any) -> int:
 
 
 def differing_paths(left: Any, right: Any, base: str = "/context", *, limit: int = 500) -> list[str]:
-    """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, leaves first-found.
+    """Return JSON Pointers (under ``base``) where ``left`` and ``right`` differ, at most ``limit``.
 
-    A key present on one side only, a changed scalar, or a type change each give one path; at
-    most ``limit`` paths are returned (see :func:`agentscope.render.context.diff_rows`).
+    :func:`agentscope.jsondiff.differing_paths`, the definition ``agentscope diff`` lists too.
     """
-    return [p for p, *_ in diff_rows(left, right, base, limit=limit)]
+    from agentscope.jsondiff import differing_paths as paths
+
+    return paths(left, right, base)[:limit]
 
 
 def _paths(fa: Frame | None, fb: Frame | None) -> list[str]:
@@ -95,8 +97,8 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
     18
     >>> fv.step, [frame.event_type for frame in fv.frames()]
     (18, ['APPROVE', 'REJECT'])
-    >>> fv.diff_paths()[0]
-    '/context/queue/0/id'
+    >>> len(fv.diff_paths()), fv.diff_paths()[-3:]  # as many as `agentscope diff` lists there
+    (9, ['/context/queue/0', '/context/rejections', '/context/triage'])
 
     In a notebook, ``fv`` as the last expression of a cell shows both sides on one chart;
     ``fv.to_html(path)`` writes them as one self-contained page.
@@ -152,11 +154,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
         self._play = ipywidgets.Play(min=0, max=self.n - 1, interval=500, show_repeat=False)
         self._play.add_class("as-play")
+        # slider and marker strip in one column, as in TimeTravel (WIDGET_CSS .as-track)
         self._slider = ipywidgets.IntSlider(
-            min=0,
-            max=self.n - 1,
-            description="step",
-            layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
+            min=0, max=self.n - 1, description="", readout=False, layout=ipywidgets.Layout(width="100%")
         )
         # the slider is the step; Play's ticks move it, each frame sets Play's value back (one
         # kernel request per key press, as in TimeTravel)
@@ -181,9 +181,14 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             svg=f'<div class="as-chart">{self.layout_.svg}</div>{legend_html(fork=True, names=self.names)}',
             layout=ipywidgets.Layout(width="100%", overflow="auto"),
         )
+        # each side's name, badge and event, drawn by render/frame.js as in the static player
         self._sides = tuple(
-            ipywidgets.HTML(layout=ipywidgets.Layout(flex="1 1 360px", min_width="0", overflow="auto"))
-            for _ in range(2)
+            FrameWidget(
+                skip=["as-actors"],
+                title=str(name),
+                layout=ipywidgets.Layout(flex="1 1 360px", min_width="0", overflow="auto"),
+            ).add_class(f"as-side-{k}")
+            for k, name in enumerate(self.names)
         )
         self._mode = ipywidgets.ToggleButtons(
             options=[("auto", "auto"), ("only differences", "diff"), ("both in full", "all")],
@@ -202,10 +207,18 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             children=(
                 ipywidgets.HTML(style_block() + WIDGET_CSS),
                 ipywidgets.HBox(
-                    [self._prev, self._play, self._slider, self._next, self._div],
+                    [
+                        self._prev,
+                        self._play,
+                        ipywidgets.VBox(
+                            [self._slider, self._strip],
+                            layout=ipywidgets.Layout(flex="1 1 320px", min_width="220px", max_width="560px"),
+                        ).add_class("as-track"),
+                        self._next,
+                        self._div,
+                    ],
                     layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center", width="100%"),
                 ),
-                self._strip,
                 self._summary,
                 self._chart,
                 ipywidgets.HBox(
@@ -406,8 +419,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
             self._strip.value = self._strip_svg.svg(self.step)
             self._summary.value = self.summary_html(fa, fb)
             self._chart.show(*self.chart_styling(fa, fb), step=self.step)
-            self._sides[0].value = self.side_html(0, fa)
-            self._sides[1].value = self.side_html(1, fb)
+            for k, f in enumerate((fa, fb)):
+                ended = f"{self.names[k]} ended at entry {self.lengths[k] - 1} ({self.lengths[k]} entries)"
+                self._sides[k].show(f, self.step, note=ended)
             self._context.value = self.context_view(fa, fb)
             self._entries.value = self.entries_html()
             if self._play.value != self.step:
@@ -440,9 +454,9 @@ class ForkView(ipywidgets.VBox):  # type: ignore[misc]
 
         ``fork.html#divergence`` opens at the divergence, ``#45`` at step 45; ``redact`` as in
         :meth:`agentscope.widgets.TimeTravel.to_html`. Built from the timelines and
-        :attr:`diff` (:func:`agentscope.widgets.player.fork_page`, no fold).
+        :attr:`diff` (:func:`agentscope.render.player.fork_page`, no fold).
         """
-        from agentscope.widgets.player import fork_page
+        from agentscope.render.player import fork_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)
         page = fork_page(

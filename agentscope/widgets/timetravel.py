@@ -23,12 +23,12 @@ from agentscope.render.html import (
     WIDGET_CSS,
     MarkerStrip,
     Sparkline,
-    actors_html,
     badge_html,
     event_html,
     style_block,
 )
 from agentscope.widgets._chartwidget import ChartWidget
+from agentscope.widgets._framewidget import FrameWidget
 from agentscope.widgets._source import (
     OBSERVE_UP_TO,
     EntriesOnly,
@@ -214,13 +214,17 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         self._play = ipywidgets.Play(min=0, max=n - 1, interval=400, description="play", show_repeat=False)
         # ipywidgets' Play "stop" button resets the value to ``min``; only play/pause are shown
         self._play.add_class("as-play")
+        # the slider and the marker strip share one column, the strip inset like the slider's
+        # track (WIDGET_CSS .as-track): a tick sits under the handle at its entry. No description
+        # and no readout beside the track (the "go to" box shows the step).
         self._slider = ipywidgets.IntSlider(
             min=0,
             max=n - 1,
             value=0,
-            description="step",
+            description="",
+            readout=False,
             continuous_update=True,
-            layout=ipywidgets.Layout(width="auto", flex="1 1 320px", min_width="220px", max_width="560px"),
+            layout=ipywidgets.Layout(width="100%"),
         )
         # The slider is the step; Play's ticks move it and each frame sets Play's value back (see
         # _render_step). No jslink between the two: a key press on a jslinked slider makes the
@@ -268,7 +272,9 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
 
         self._style = ipywidgets.HTML(style_block() + WIDGET_CSS)
         self._strip = ipywidgets.HTML()
-        self._header = ipywidgets.HTML()
+        # the step's panels (badge, event, ...; actors and timers beside the context) are drawn in
+        # the browser by render/frame.js from the frame data, as in the static player
+        self._header = FrameWidget(skip=["as-actors"])
         # the drawing goes to the front end once; a step sends only the classes to move
         self._chart = ChartWidget(
             svg=(
@@ -283,7 +289,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         )
         traitlets.link((self._search, "value"), (self, "context_filter"))
         self._context = TreeWidget()  # a step sends the rows that changed, not the tree
-        self._actors = ipywidgets.HTML()
+        self._actors = FrameWidget(only=["as-actors"])
         self._spark = ipywidgets.HTML()
         self._rows = ipywidgets.Select(
             options=[], rows=2 * _WINDOW + 1, layout=ipywidgets.Layout(width="98%")
@@ -310,7 +316,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
                 self._first,
                 self._prev,
                 self._play,
-                self._slider,
+                ipywidgets.VBox(
+                    [self._slider, self._strip],
+                    layout=ipywidgets.Layout(flex="1 1 320px", min_width="220px", max_width="560px"),
+                ).add_class("as-track"),
                 self._next,
                 self._first_mm,
                 self._next_mm,
@@ -329,7 +338,6 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             children=(
                 self._style,
                 controls,
-                self._strip,
                 self._note,
                 self._header,
                 self._chart,
@@ -520,17 +528,10 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         previous = self._frames.at(i - 1) if i > 0 and self.machine is not None else None
         frame = self.frame
         with self.hold_sync():
-            self._header.value = (
-                f'<div class="as-root"><div class="as-step">{badge_html(frame)}</div>'
-                f"{event_html(frame)}</div>"
-            )
+            self._header.show(frame, i)
             self._chart.show(*self.chart_styling(frame, previous), step=i)
             self._context.value = self.context_view(frame)
-            self._actors.value = (
-                f'<div class="as-root"><div class="as-sec">actors and timers</div>{actors_html(frame)}</div>'
-                if frame.persisted is not None
-                else ""
-            )
+            self._actors.show(frame, i)
             self._strip.value = self._strip_svg.svg(i)
             if self._spark_svg is not None:
                 self._spark.value = self._spark_svg.svg(i)
@@ -603,7 +604,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
         ``event.email``; ``*`` any key or index; into the entry or the persisted snapshot, e.g.
         ``/context/customer/*``) whose values are replaced by ``[redacted]`` everywhere in the
         page; hashes and verdicts stay those of the original log. See
-        :func:`agentscope.widgets.player.timeline_page` (built from the timeline, no fold) and
+        :func:`agentscope.render.player.timeline_page` (built from the timeline, no fold) and
         :mod:`agentscope.render.redact`.
 
         ``coverage=True`` adds a heat-map toggle to the chart: the visits per state of this log,
@@ -621,7 +622,7 @@ class TimeTravel(ipywidgets.VBox):  # type: ignore[misc]
             :class:`~agentscope.pipeline.Timeline` (pass a ``Coverage`` then); a ``Coverage`` of
             another machine.
         """
-        from agentscope.widgets.player import timeline_page
+        from agentscope.render.player import timeline_page
 
         paths = [redact] if isinstance(redact, str) else list(redact)
         page = timeline_page(

@@ -190,7 +190,10 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
     legend = tt.locator(".as-legend [data-legend]").evaluate_all("els => els.map(e => e.dataset.legend)")
     assert legend == ["active", "entered", "exited", "taken edge", "observed edge", "dynamic target",
                       "history", "final"]
-    assert tt.locator(".as-chart .as-taken").count() == 1
+    # step 1 took two edges, both lit: TICKETS_RECEIVED (standby -> working) and the eventless
+    # `always` it led to (selecting -> analyzing, edge 5), as the engine reports them
+    lit_now = tt.locator(".as-chart .as-taken").evaluate_all("els => els.map(e => e.id)")
+    assert len(lit_now) == 2 and "as_t5_0" in lit_now, lit_now
     # the output carries a static text/html frame for front ends without the widget manager
     htmls = page.evaluate(
         "() => { const cells = window.jupyterapp.shell.currentWidget.content.model.cells, out = [];"
@@ -320,12 +323,18 @@ def test_quickstart_in_jupyterlab(lab: tuple[str, str], browser_context: Any) ->
         "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect().right)"
     )
     assert box is not None and right and max(right) <= box["x"] + box["width"] + 1, (right, box)
-    # the chart is wider than the notebook here: it scrolls inside the widget instead of spilling
-    sw, cw, right_edge, ox = tt.evaluate(
+    # the chart is wider than the notebook here: it fits the widget (scaled down), and the zoom
+    # button shows it at full size, panned inside its box instead of spilling
+    geometry = (
         "e => { const c = e.querySelector('.as-chartw > div > .as-chart'), r = c.getBoundingClientRect();"
         " return [c.scrollWidth, c.clientWidth, r.right, getComputedStyle(c).overflowX]; }"
     )
-    assert right_edge <= box["x"] + box["width"] + 1 and sw > cw and ox in ("auto", "scroll")
+    sw, cw, right_edge, ox = tt.evaluate(geometry)
+    assert right_edge <= box["x"] + box["width"] + 1 and sw <= cw + 1 and ox in ("auto", "scroll")
+    tt.locator(".as-chartw button.as-zoom").click()
+    sw, cw, right_edge, _ = tt.evaluate(geometry)
+    assert right_edge <= box["x"] + box["width"] + 1 and sw > cw
+    tt.locator(".as-chartw button.as-zoom").click()
     legend = tt.locator(".as-legend").bounding_box()
     assert legend is not None and legend["x"] + legend["width"] <= box["x"] + box["width"] + 4  # padding
     tt.screenshot(path=str(ARTIFACTS / "lab-timetravel-narrow.png"))
@@ -392,8 +401,8 @@ def test_forkview_in_jupyterlab(lab: tuple[str, str], browser_context: Any) -> N
             assert state_element_id(f"{T}.working.{a}") in only_a - only_b, (k, only_a)
             want_b = state_element_id(f"{T}.working.awaitingAgent.{b}")
             assert want_b in only_b - only_a, (k, only_b)
-        if k == 18:  # each side's own move, once
-            assert len(ids("as-taken")) == 1 and len(ids("as-taken-b")) == 1
+        if k == 18:  # each side's own moves: main APPROVE + its eventless `always`; fork REJECT
+            assert len(ids("as-taken")) == 2 and "as_t5_0" in ids("as-taken") and len(ids("as-taken-b")) == 1
         no_phantom = fv.evaluate(
             "e => [...e.querySelectorAll('.as-chart g.node text')].every(t => !/^as_s_/.test(t.textContent))"
         )

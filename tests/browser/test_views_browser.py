@@ -84,7 +84,7 @@ def _common_checks(page: Any) -> None:
 
 
 @requires_node
-def test_player_steps_with_one_lit_edge_and_follows_the_url(
+def test_player_lights_the_edges_each_step_took_and_follows_the_url(
     browser_context: Any, players: dict[str, Path]
 ) -> None:
     page, errors = _open(browser_context, players["main"].as_uri() + "#18")
@@ -98,8 +98,11 @@ def test_player_steps_with_one_lit_edge_and_follows_the_url(
             page.locator("#as-slider").fill(str(step))
         assert page.evaluate("() => location.hash") == f"#{step}"  # the URL follows the slider
         lit = page.evaluate(TAKEN, "as-taken")
-        assert len(lit) == 1, (step, lit)  # exactly the edge that fired
-        seen.append(lit[0])
+        # exactly the edges the engine reports: step 18 is APPROVE and the eventless `always`
+        # (selecting -> analyzing, edge 5) it led to; 19 and 22 one edge each
+        assert len(lit) == {18: 2, 19: 1, 22: 1}[step], (step, lit)
+        assert ("as_t5_0" in lit) == (step == 18), (step, lit)
+        seen.extend(lit)
         page.screenshot(path=str(ARTIFACTS / f"player-main-step{step}.png"), full_page=True)
     assert len(set(seen)) >= 2
     # nothing to verify is hidden; here every hash verifies, so the buttons are there but disabled
@@ -141,6 +144,10 @@ def test_fork_player_compares_on_one_chart(browser_context: Any, players: dict[s
     page, errors = _open(browser_context, players["fork"].as_uri() + "#divergence")
     assert page.input_value("#as-slider") == "18"
     assert "at the divergence (fork, entry 18: main APPROVE vs fork REJECT)" in page.inner_text("#as-summary")
+    # the count Python computed (jsondiff: the paths `agentscope diff` lists), one row per path
+    assert "· 9 differing context path(s)" in page.inner_text("#as-summary")
+    assert page.locator("#as-cdiff tr[data-path]").count() == 9
+    assert page.locator('#as-cdiff tr[data-path="/context/queue/0"]').count() == 1
     assert page.evaluate("() => location.hash") == "#divergence"
     assert page.locator("#as-chart svg").count() == 1  # one full-width chart
     _common_checks(page)
@@ -148,7 +155,9 @@ def test_fork_player_compares_on_one_chart(browser_context: Any, players: dict[s
     b = set(page.evaluate(TAKEN, "as-active-b"))
     assert state_element_id(f"{T}.working.analyzing") in a - b
     assert state_element_id(f"{T}.working.awaitingAgent.drafting") in b - a
-    assert len(page.evaluate(TAKEN, "as-taken")) == 1 and len(page.evaluate(TAKEN, "as-taken-b")) == 1
+    # main: APPROVE and its eventless `always` (edge 5); fork: REJECT
+    taken_a = page.evaluate(TAKEN, "as-taken")
+    assert len(taken_a) == 2 and "as_t5_0" in taken_a and len(page.evaluate(TAKEN, "as-taken-b")) == 1
     # only the differences by default from the divergence on, one-side-only paths marked
     assert page.locator("#as-cdiff tr.as-d-changed").count() > 0
     assert page.locator("#as-cdiff tr.as-d-only-a, #as-cdiff tr.as-d-only-b").count() > 0
@@ -310,7 +319,6 @@ def test_widget_chart_front_end_restyles_and_follows_the_active_box(
     each step of the huge machine's log: one drawing, classes moved per step, the expanded box
     opened on a click on its summary box and following the active path."""
     import json
-    from importlib.resources import files
 
     from agentscope.render._escape import json_for_script
     from agentscope.render.chart import expansion
@@ -322,7 +330,7 @@ def test_widget_chart_front_end_restyles_and_follows_the_active_box(
     names = ("svg", "head", "boxes", "lit", "step")
     tt.step = 4
     path = tmp_path / "widget.html"
-    esm = files("agentscope.widgets").joinpath("chart.js").read_text(encoding="utf-8")
+    esm = str(w._esm)  # the module the widget ships: render/frame.js, then widgets/chart.js
     assert "</" not in esm  # embeddable in a <script> as is
     traits = json_for_script({k: getattr(w, k) for k in names})
     path.write_text(
@@ -429,16 +437,17 @@ def test_widget_context_tree_keeps_the_folders_the_reader_opened(browser_context
     def is_open(pointer: str) -> bool:
         return bool(page.locator(f"#w details.as-node[data-path='{pointer}']").first.evaluate("d => d.open"))
 
-    assert not is_open("/context/queue") and is_open("/context/outcomes") and is_open("/context/current")
-    page.locator("#w details.as-node[data-path='/context/queue'] > summary").first.click()
+    # step 5 changed outcomes and current (open by default), not kbErrors (closed by default)
+    assert not is_open("/context/kbErrors") and is_open("/context/outcomes") and is_open("/context/current")
+    page.locator("#w details.as-node[data-path='/context/kbErrors'] > summary").first.click()
     page.locator("#w details.as-node[data-path='/context/outcomes'] > summary").first.click()
-    assert is_open("/context/queue") and not is_open("/context/outcomes")
+    assert is_open("/context/kbErrors") and not is_open("/context/outcomes")
     for step in (6, 7, 12):
         tt.step = step
         sent = json.loads(json.dumps({"base": w.base, "patch": w.patch}))
         page.evaluate("(t) => { window.model.set('base', t.base); window.model.set('patch', t.patch); }", sent)
         shown = "".join(jsonpatch.apply_patch(w.base, w.patch))  # the rows the kernel meant
-        assert is_open("/context/queue") and not is_open("/context/outcomes"), step
+        assert is_open("/context/kbErrors") and not is_open("/context/outcomes"), step
         default = 'data-path="/context/current" open' in shown
         assert is_open("/context/current") == default, step  # untouched: the kernel's default
     assert errors == []

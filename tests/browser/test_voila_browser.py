@@ -206,6 +206,13 @@ def test_quickstart_in_voila(voila_url: str, browser_context: Any) -> None:
         assert bad.locator(".as-event-type").inner_text() == "APPROVE"
         assert bad.locator(".as-badge").get_attribute("data-verdict") == "mismatch"
         assert LOG[k]["verification"]["stateHash"] in bad.locator(".as-badge").inner_text()
+        # the marker strip is aligned with the slider: the mismatch's red tick sits under the
+        # handle, which stands on that entry
+        tick = bad.locator(".as-track svg rect[fill='#e53935']").first.bounding_box()
+        handle = bad.locator(".noUi-handle").first.bounding_box()
+        assert tick is not None and handle is not None
+        centre = handle["x"] + handle["width"] / 2
+        assert abs(tick["x"] + tick["width"] / 2 - centre) <= 2, (tick, handle)
 
         # the slider from the keyboard: one step left is the init entry, the machine in standby
         tt.locator(".noUi-handle").first.focus()

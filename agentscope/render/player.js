@@ -4,9 +4,7 @@
 var D = JSON.parse(document.getElementById('as-data').textContent);
 var N = D.n, K = D.K, cur = 0, timer = null;
 var $ = function(id){ return document.getElementById(id); };
-function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text); return e; }
-function ptrJoin(base, key){ return base + '/' + String(key).replace(/~/g,'~0').replace(/\//g,'~1'); }
+var F = AS_FRAME, el = F.el, tree = F.tree, shortJ = F.shortJ;  // the frame renderer (render/frame.js)
 function ptrParts(p){ return p === '' ? [] : p.split('/').slice(1).map(function(s){ return s.replace(/~1/g,'/').replace(/~0/g,'~'); }); }
 function clone(v){ return v === undefined ? undefined : JSON.parse(JSON.stringify(v)); }
 function getAt(doc, parts){ var o = doc; for (var i=0;i<parts.length;i++){ o = o[Array.isArray(o) ? +parts[i] : parts[i]]; } return o; }
@@ -45,49 +43,6 @@ function ctxAt(p, i){
     if (fr.k !== undefined) doc = clone(fr.k); else if (fr.d) { for (var q=0;q<fr.d.length;q++) doc = applyOp(doc, fr.d[q]); } }
   c.i = i; c.ctx = doc; return doc;
 }
-var MAXS = 200, MAXD = 12, MAXI = 200;
-function leafNode(v){
-  if (typeof v === 'string'){
-    var s = el('span','as-str');
-    if (v.length > MAXS){ s.textContent = '"' + v.slice(0, MAXS);
-      var more = el('button','as-more','… +' + (v.length - MAXS) + ' chars');
-      more.addEventListener('click', function(){ s.textContent = '"' + v + '"'; more.remove(); });
-      var w = el('span'); w.appendChild(s); w.appendChild(more); return w; }
-    s.textContent = '"' + v + '"'; return s; }
-  if (v === null) return el('span','as-lit','null');
-  if (typeof v === 'boolean') return el('span','as-lit', String(v));
-  if (typeof v === 'number') return el('span','as-num', String(v));
-  return el('span','as-meta', String(v));
-}
-function tree(v, key, path, depth, changed, anc, q, force, budget){
-  var isObj = v !== null && typeof v === 'object';
-  var selfMatch = force || !q || path.toLowerCase().indexOf(q) >= 0 || String(key).toLowerCase().indexOf(q) >= 0;
-  var cls = (changed.has(path) ? ' as-changed' : '') + (anc.has(path) ? ' as-haschange' : '');
-  if (isObj){
-    var keys = Array.isArray(v) ? v.map(function(_, i){ return String(i); }) : Object.keys(v);
-    var size = Array.isArray(v) ? '[' + keys.length + ']' : '{' + keys.length + '}';
-    budget.n--;
-    if (depth >= MAXD || budget.n < 0){ if (!selfMatch) return null;
-      var d0 = el('div','as-leaf' + cls); d0.dataset.path = path; d0.appendChild(el('span','as-k', key));
-      d0.appendChild(document.createTextNode(': ')); d0.appendChild(el('span','as-trunc', size + ' (limit)')); return d0; }
-    var det = el('details','as-node' + cls); det.dataset.path = path;
-    var sum = el('summary'); sum.appendChild(el('span','as-k', key)); sum.appendChild(document.createTextNode(' '));
-    sum.appendChild(el('span','as-meta', size)); det.appendChild(sum);
-    var any = false, kf = force || (q && selfMatch);
-    for (var i = 0; i < keys.length && i < MAXI; i++){
-      var ch = tree(Array.isArray(v) ? v[i] : v[keys[i]], keys[i], ptrJoin(path, keys[i]), depth+1, changed, anc, q, kf, budget);
-      if (ch){ det.appendChild(ch); any = true; } }
-    if (keys.length > MAXI) det.appendChild(el('div','as-leaf as-trunc','… ' + (keys.length - MAXI) + ' more members'));
-    if (q && !selfMatch && !any) return null;
-    if (depth < 1 || anc.has(path) || (q && !force)) det.open = true;
-    return det;
-  }
-  budget.n--;
-  var text = v === null ? 'null' : String(v);
-  if (q && !selfMatch && text.toLowerCase().indexOf(q) < 0) return null;
-  var d = el('div','as-leaf' + cls); d.dataset.path = path; d.appendChild(el('span','as-k', key));
-  d.appendChild(document.createTextNode(': ')); d.appendChild(leafNode(v)); return d;
-}
 function ctxBox(p){ return document.querySelectorAll('#as-ctxs .as-ctx')[p]; }
 function renderCtx(p, i, paths){
   var box = ctxBox(p);
@@ -101,7 +56,6 @@ function renderCtx(p, i, paths){
   var t = tree(ctx, 'context', '/context', 0, changed, anc, q, false, {n: 2000});
   box.appendChild(t || el('div','as-meta','no match'));
 }
-function shortJ(v){ var s = JSON.stringify(v); if (s === undefined) s = String(v); return s.length > 120 ? s.slice(0,120) + '…' : s; }
 function diffTable(rows){
   var box = $('as-cdiff'); box.textContent = '';
   if (!rows.length){ box.appendChild(el('div','as-meta as-cdiff-none','the two contexts are identical')); return; }
@@ -115,28 +69,8 @@ function diffTable(rows){
     tr.appendChild(el('td','as-d-b', r[1] === 'only-a' ? '(absent)' : shortJ(r[3]))); t.appendChild(tr); });
   box.appendChild(t);
 }
-function badge(f){
-  var b = el('span','as-badge as-badge-' + f.v); b.dataset.verdict = f.v;
-  if (f.h === undefined && f.v !== 'unchecked') f = Object.assign({}, f, {h: f.r});
-  var t = {verified: '✓ verified ' + f.r, mismatch: '✗ mismatch: recorded ' + f.r + ', replayed ' + f.h,
-    explained: '≈ explained: recorded ' + f.r + ', replayed ' + f.h + ' — ' + (f.x || ''),
-    missing: 'no hash recorded' + (f.h ? ' (replayed ' + f.h + ')' : ''),
-    unchecked: 'unchecked (recorded ' + (f.r || '—') + ')'}[f.v] || f.v;
-  b.textContent = t; if (f.x) b.title = f.x; return b;
-}
-function eventBox(f, i){
-  var d = el('div','as-event');
-  d.appendChild(el('span','as-meta','#' + i + ' ')); d.appendChild(el('span','as-event-type', f.t));
-  if (f.ig){ var g = el('span','as-ignored','ignored'); g.title = 'the state did not react to this event'; d.appendChild(g); }
-  var meta = 'id ' + f.id + (f.c ? ' · caused by ' + f.c : '') + (f.at ? ' · ' + f.at : '');
-  d.appendChild(el('span','as-meta',' ' + meta));
-  var keys = Object.keys(f.p || {});
-  if (keys.length){ var t = tree(f.p, 'payload', '/event', 0, new Set(), new Set(), '', false, {n: 300}); if (t) d.appendChild(t); }
-  else d.appendChild(el('span','as-meta',' (no payload)'));
-  return d;
-}
 var lit = [];
-function clearLit(){ lit.forEach(function(x){ var e = document.getElementById(x[0]); if (e) e.classList.remove(x[1]); }); lit = []; }
+function clearLit(){ lit = F.paint(null, [], lit); }
 var heat = false, heatTitles = [];
 function setHeat(on){
   // the chart shows either the current step or the coverage heat map (classes of render/coverage.py)
@@ -150,30 +84,13 @@ function setHeat(on){
   if (!heat){ show(cur); return; }
   C.states.forEach(function(s){ var e = document.getElementById(s[0]);
     if (!e || !chart.contains(e)) return;
-    e.classList.add(s[3]); lit.push([s[0], s[3]]); e.dataset.visits = s[2];
+    e.classList.add(s[3]); lit.push([e, [s[3]]]); e.dataset.visits = s[2];
     var t = e.querySelector('title');
     if (t){ heatTitles.push([t, t.textContent]); t.textContent = s[1] + ': ' + s[2] + ' visit' + (s[2] === 1 ? '' : 's'); } });
   $('as-heat-summary').textContent = C.visited + ' of ' + C.total + ' states visited over ' + C.logs + ' log(s); the most visited: ' + C.most + ' entries';
 }
 function inChart(e){ return $('as-chart').contains(e) || $('as-xcharts').contains(e); }
-function restyle(p, f){
-  if (heat || !f || f.a === undefined || f.a < 0) return;
-  function add(ids, c){ (ids || []).forEach(function(id){ var e = document.getElementById(id);
-    if (e && inChart(e) && !e.classList.contains(c)){ e.classList.add(c); lit.push([id, c]); } }); }
-  if (p === 0){ add(D.panes[p].configs[f.a], 'as-active'); add(f.en, 'as-entered'); add(f.ex, 'as-exited'); add(f.tk, 'as-taken'); }
-  else { add(D.panes[p].configs[f.a], 'as-active-b'); add(f.tk, 'as-taken-b'); }
-}
-function actors(f){
-  var d = el('div');
-  if (!f || !f.ac){ return d; }
-  if (!f.ac.length) d.appendChild(el('div','as-meta','no actors in flight'));
-  else { var t = el('table','as-table'); var h = el('tr'); ['actor','src','status','input'].forEach(function(c){ h.appendChild(el('th',null,c)); }); t.appendChild(h);
-    f.ac.forEach(function(a){ var r = el('tr'); r.appendChild(el('td',null,a[0])); r.appendChild(el('td',null,a[1])); r.appendChild(el('td',null,a[2]));
-      var s = JSON.stringify(a[3]); r.appendChild(el('td',null, s && s.length > 100 ? s.slice(0,100) + '…' : s)); t.appendChild(r); }); d.appendChild(t); }
-  if (!f.tm.length) d.appendChild(el('div','as-meta','no pending timers'));
-  else { var t2 = el('table','as-table'); f.tm.forEach(function(a){ var r = el('tr'); r.appendChild(el('td',null,a[0])); r.appendChild(el('td',null,JSON.stringify(a[1]))); t2.appendChild(r); }); d.appendChild(t2); }
-  return d;
-}
+function chartEl(id){ var e = document.getElementById(id); return e && inChart(e) ? e : null; }
 var vio = (D.violations || []).slice().sort(function(a,b){return a-b;});
 var mm = Object.keys(D.marks).filter(function(k){ return D.marks[k] === 'mismatch'; }).map(Number).sort(function(a,b){return a-b;});
 function spark(i){
@@ -241,15 +158,21 @@ function show(i){
   var fork = D.kind === 'fork', drows = fork ? D.diffs[i] : null;
   var paths = drows ? drows.map(function(r){ return r[0]; }) : null;
   var mode = fork ? ctxMode(i) : 'all';
-  if (!heat) clearLit();
+  var pairs = [];
   D.panes.forEach(function(P, p){
     var pane = document.querySelectorAll('#as-heads .as-pane')[p], f = P.frames[i];
     pane.querySelector('.as-pane-name').textContent = P.name;
-    var bs = pane.querySelector('.as-badge-slot'), es = pane.querySelector('.as-event-slot'), ac = pane.querySelector('.as-actors');
-    bs.textContent = ''; es.textContent = ''; ac.textContent = '';
-    if (!f){ es.appendChild(el('div','as-note as-ended', P.name + ' ended at entry ' + (P.n - 1) + ' (' + P.n + ' entries)')); }
-    else { bs.appendChild(badge(f)); es.appendChild(eventBox(f, i)); restyle(p, f); ac.appendChild(actors(f)); }
+    F.drawPanels(pane, f || null, i);  // a side that has ended: the panels empty, and a note
+    if (!f){ pane.querySelector('.as-event-slot').appendChild(el('div','as-note as-ended', P.name + ' ended at entry ' + (P.n - 1) + ' (' + P.n + ' entries)')); }
+    if (!heat) pairs = pairs.concat(F.framePairs(P.configs, f, p));
   });
+  if (!heat) lit = F.paint(chartEl, pairs, lit);
+  // the step's verdict above the chart, so it is in view with the chart whatever its size
+  var st = $('as-status'); st.textContent = '';
+  D.panes.forEach(function(P){ var f = P.frames[i]; if (!f) return;
+    var line = el('span', 'as-status-pane'); if (D.panes.length > 1) line.appendChild(el('b', null, P.name + ' '));
+    line.appendChild(el('code', 'as-status-type', f.t)); line.appendChild(document.createTextNode(' '));
+    var b = F.badge(f); b.className = 'as-status-badge as-badge-' + f.v; line.appendChild(b); line.appendChild(document.createTextNode('  ')); st.appendChild(line); });
   // context: one tree (a log, or the shared prefix of a fork), both trees, or the aligned diff
   var ctxPanes = document.querySelectorAll('#as-ctxs .as-ctx-pane');
   var shared = fork && D.divergence !== null && i < D.divergence && !!drows && drows.length === 0;
@@ -279,7 +202,7 @@ function show(i){
       var ended = i >= la ? 0 : 1, other = 1 - ended;
       s.appendChild(el('span','as-ended',' · ' + D.panes[ended].name + ' ended at entry ' + (D.panes[ended].n - 1) + '; ' + D.panes[other].name + ' continues'));
     } else if (drows){
-      s.appendChild(el('span','as-meta',' · ' + drows.length + (drows.length >= 100 ? '+' : '') + ' differing context path(s)'));
+      s.appendChild(el('span','as-meta',' · ' + D.diffCounts[i] + ' differing context path(s)'));  // counted in Python (jsondiff)
     }
   }
   if (D.panes.some(function(P){ return P.paths && P.paths.length; })) activePath(i);
@@ -307,6 +230,7 @@ function activePath(i){
     r.setAttribute('y',0); r.setAttribute('width',2); r.setAttribute('height',8); r.setAttribute('fill','#263238'); strip.appendChild(r); }
   if (D.note) $('as-note').textContent = D.note;
   if (D.chartNote) $('as-chart-note').appendChild(el('div','as-note as-chart-note', D.chartNote));
+  F.zoomable($('as-chart'));
   if (!D.verifiable){ $('as-first-mm').style.display = 'none'; $('as-next-mm').style.display = 'none'; }
   if ($('as-cmode')) $('as-cmode').addEventListener('change', function(){ show(cur); });
   document.querySelectorAll('#as-chart g.as-collapsed').forEach(function(g){
