@@ -302,3 +302,19 @@ def test_the_player_data_carries_each_microstep_with_its_own_lit_edges(engine: s
     routing = pane["configs"][ms[1][2]]  # active after the parallel state's done: routing
     assert state_element_id(f"{w}.routing") in routing and state_element_id(f"{w}.analyzing") not in routing
     assert pane["configs"][ms[2][2]] == pane["configs"][rows[4]["a"]]  # the last is the step's own
+
+
+def test_frame_data_lists_the_microsteps_of_a_step_that_took_several() -> None:
+    """``frame_fields``' ``mi`` (the microsteps panel of render/frame.js): the triage kb answer
+    (entry 4) is three microsteps, the last the eventless ``always`` to escalating; a step of one
+    microstep (entry 3, the kb retry) has no ``mi``."""
+    import agentscope as asc
+    from agentscope.examples import example_path
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.render.player import frame_fields
+
+    tl = asc.Timeline(triage_machine(), asc.read_log(example_path("g_triage.sqlite"), thread="main"))
+    assert "mi" not in frame_fields(tl[3])
+    mi = frame_fields(tl[4])["mi"]
+    assert [m[0] for m in mi] == ["xstate.done.actor", "xstate.done.state", "xstate.done.state"]
+    assert mi[-1][1] == [["always", "working.routing", ["working.escalating"], "(inline)"]]

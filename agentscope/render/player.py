@@ -125,7 +125,9 @@ def frame_fields(frame: Frame, *, first: bool = False) -> dict[str, Any]:
     the event payload (without ``type``), ``v`` verdict, ``r`` recorded and ``h`` replayed hash,
     ``x`` explanation (or ``None``), ``ig`` ignored, ``ch`` changed paths (empty for the first
     step, ``first=True``); replayed frames add ``ac`` actors ``[id, src, status, input]``, ``tm``
-    timers ``[id, delay]`` and ``st`` status. A new panel adds its field here and its
+    timers ``[id, delay]`` and ``st`` status; a step of several microsteps adds ``mi``: per
+    microstep ``[event type, [[kind, source, [targets], guard], ...]]`` (state ids without the
+    root's, at most :data:`MAX_SUBSTEPS`). A new panel adds its field here and its
     renderer to ``frame.js``'s ``PANELS`` (docs/pipeline.md, "A new panel").
     """
     ev = frame.event
@@ -151,7 +153,22 @@ def frame_fields(frame: Frame, *, first: bool = False) -> dict[str, Any]:
         row["ac"] = _children(frame)
         row["tm"] = _timers(frame)
         row["st"] = str(frame.status)[:40]
+    groups = frame.microsteps
+    if len(groups) > 1:  # a step of several microsteps: the eventless chain / raised events after it
+        row["mi"] = [
+            [
+                g[0].event[:200],
+                [[t.kind, _short_id(t.source), [_short_id(x) for x in t.targets[:8]], (t.guard or "")[:100]]
+                 for t in g[:20]],
+            ]
+            for g in groups[:MAX_SUBSTEPS]
+        ]
     return row
+
+
+def _short_id(state_id: str) -> str:
+    """A state id as a person reads it on the chart: without the machine's root id."""
+    return (state_id.partition(".")[2] or state_id)[:200]
 
 
 @dataclass
@@ -366,6 +383,7 @@ def _page(
     heads = "".join(
         f'<div class="as-col as-pane" data-pane="{k}"><div class="as-pane-head"><b class="as-pane-name"></b> '
         f'<span class="as-badge-slot"></span></div><div class="as-event-slot"></div>'
+        f'<div class="as-sec as-microsteps-slot-title">microsteps</div><div class="as-microsteps-slot"></div>'
         f'<div class="as-sec as-actors-title">actors and timers</div><div class="as-actors"></div></div>'
         for k in range(n_panes)
     )
