@@ -270,3 +270,51 @@ def test_a_frozen_machine_reports_no_transitions_and_still_folds() -> None:
         assert s.transitions is None and after.transitions is None
         assert after.value == "a" and after.state_hash == s.state_hash  # GO, then always back
         assert "frozen" in m._runner.stderr_text()
+
+
+@pytest.mark.parametrize("engine", ["node", "python"])
+def test_the_player_data_carries_each_microstep_with_its_own_lit_edges(engine: str) -> None:
+    """Frame field ``ms`` of the static player (docs/pipeline.md's recipe for a panel): for a step
+    of several microsteps, per microstep the event it processed, its own lit edge ids and the
+    configuration active after it; absent for a step of one microstep."""
+    if engine == "node" and not node_ready():
+        pytest.skip("needs node and node_modules/xstate")
+    import agentscope as asc
+    from agentscope.examples import example_path
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.render import state_element_id
+    from agentscope.render.player import pane_data
+    from agentscope.render.source import iter_frames
+
+    log = asc.read_log(example_path("g_triage.sqlite"), thread="main")
+    m = load_machine(TRIAGE_JS) if engine == "node" else triage_machine()
+    try:
+        pane, lay = pane_data(iter_frames(asc.Timeline(m, log)), m.graph, name="main")
+    finally:
+        m.close()
+    assert lay is not None
+    rows = pane["frames"]
+    assert "ms" not in rows[3] and "ms" not in rows[2]  # the kb retry: one microstep
+    ms = rows[4]["ms"]
+    assert [sub[0] for sub in ms] == ["xstate.done.actor", "xstate.done.state", "xstate.done.state"]
+    assert [len(sub[1]) for sub in ms] == [1, 1, 1] and set(rows[4]["tk"]) == {e for sub in ms for e in sub[1]}
+    w = "supportTriage.working"
+    routing = pane["configs"][ms[1][2]]  # active after the parallel state's done: routing
+    assert state_element_id(f"{w}.routing") in routing and state_element_id(f"{w}.analyzing") not in routing
+    assert pane["configs"][ms[2][2]] == pane["configs"][rows[4]["a"]]  # the last is the step's own
+
+
+def test_frame_data_lists_the_microsteps_of_a_step_that_took_several() -> None:
+    """``frame_fields``' ``mi`` (the microsteps panel of render/frame.js): the triage kb answer
+    (entry 4) is three microsteps, the last the eventless ``always`` to escalating; a step of one
+    microstep (entry 3, the kb retry) has no ``mi``."""
+    import agentscope as asc
+    from agentscope.examples import example_path
+    from agentscope.examples.python_machines import triage_machine
+    from agentscope.render.player import frame_fields
+
+    tl = asc.Timeline(triage_machine(), asc.read_log(example_path("g_triage.sqlite"), thread="main"))
+    assert "mi" not in frame_fields(tl[3])
+    mi = frame_fields(tl[4])["mi"]
+    assert [m[0] for m in mi] == ["xstate.done.actor", "xstate.done.state", "xstate.done.state"]
+    assert mi[-1][1] == [["always", "working.routing", ["working.escalating"], "(inline)"]]

@@ -94,12 +94,27 @@ function actors(f){
   else d.appendChild(table(['timer','delay'], f.tm.map(function(a){ return [a[0], shortJ(a[1], 20)]; })));
   return d;
 }
+function microsteps(f){
+  if (!f.mi) return null;  // one microstep (or none): the chart's lit edges say it all
+  var ol = el('ol','as-microsteps');
+  f.mi.forEach(function(m){
+    var li = el('li'); li.appendChild(el('span','as-event-type', m[0]));
+    m[1].forEach(function(t){
+      var line = ' ' + (t[0] === 'on' ? '' : t[0] + ': ') + t[1] + ' → ' + (t[2].length ? t[2].join(', ') : t[1]);
+      var s = el('span','as-meta', line); if (t[3]) s.title = 'guard: ' + t[3];
+      li.appendChild(s);
+    });
+    ol.appendChild(li);
+  });
+  return ol;
+}
 // The panels of a frame, in page order. A new panel is one field in the frame data (Python:
 // render/player.py `frame_fields`) and one entry here: `slot` is the class of the element it fills
 // (created at the end of the pane when the page has none), `title` an optional heading above it.
 var PANELS = [
   {slot: 'as-badge-slot', draw: badge},
   {slot: 'as-event-slot', draw: eventBox},
+  {slot: 'as-microsteps-slot', title: 'microsteps', draw: microsteps},
   {slot: 'as-actors', title: 'actors and timers', draw: actors}
 ];
 function slotOf(root, p){

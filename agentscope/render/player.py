@@ -30,6 +30,7 @@ from agentscope.render.chart import (
     expansion_details,
     layout,
     legend_html,
+    moves_from_taken,
     subgraph,
 )
 from agentscope.render.coverage import COVERAGE_CSS, coverage_classes, coverage_legend_html
@@ -124,7 +125,9 @@ def frame_fields(frame: Frame, *, first: bool = False) -> dict[str, Any]:
     the event payload (without ``type``), ``v`` verdict, ``r`` recorded and ``h`` replayed hash,
     ``x`` explanation (or ``None``), ``ig`` ignored, ``ch`` changed paths (empty for the first
     step, ``first=True``); replayed frames add ``ac`` actors ``[id, src, status, input]``, ``tm``
-    timers ``[id, delay]`` and ``st`` status. A new panel adds its field here and its
+    timers ``[id, delay]`` and ``st`` status; a step of several microsteps adds ``mi``: per
+    microstep ``[event type, [[kind, source, [targets], guard], ...]]`` (state ids without the
+    root's, at most :data:`MAX_SUBSTEPS`). A new panel adds its field here and its
     renderer to ``frame.js``'s ``PANELS`` (docs/pipeline.md, "A new panel").
     """
     ev = frame.event
@@ -150,7 +153,22 @@ def frame_fields(frame: Frame, *, first: bool = False) -> dict[str, Any]:
         row["ac"] = _children(frame)
         row["tm"] = _timers(frame)
         row["st"] = str(frame.status)[:40]
+    groups = frame.microsteps
+    if len(groups) > 1:  # a step of several microsteps: the eventless chain / raised events after it
+        row["mi"] = [
+            [
+                g[0].event[:200],
+                [[t.kind, _short_id(t.source), [_short_id(x) for x in t.targets[:8]], (t.guard or "")[:100]]
+                 for t in g[:20]],
+            ]
+            for g in groups[:MAX_SUBSTEPS]
+        ]
     return row
+
+
+def _short_id(state_id: str) -> str:
+    """A state id as a person reads it on the chart: without the machine's root id."""
+    return (state_id.partition(".")[2] or state_id)[:200]
 
 
 @dataclass
@@ -223,12 +241,34 @@ def _collect(frames: Iterable[Frame], graph: Graph | None, keyframe_every: int) 
             info = step_info(graph, prev, frame)
             moves_per.append(info.moves)
             infos.append((info.active, info.entered, info.exited))
+            chain = _substeps(graph, frame)
+            if chain:
+                row["_ms"] = chain
         else:
             moves_per.append(())
             infos.append((frozenset(), frozenset(), frozenset()))
         rows.append(row)
         prev = frame
     return _Collected(rows, infos, moves_per)
+
+
+MAX_SUBSTEPS = 50
+"""At most this many microsteps of one step go into the page (a longer eventless chain is cut)."""
+
+
+def _substeps(graph: Graph, frame: Frame) -> list[tuple[str, tuple[ObservedEdge, ...], frozenset[str]]]:
+    """The microsteps of a step that took several (an eventless chain, raised events): per
+    microstep, the type of the event it processed, the moves it made and the state ids active
+    after it (from :attr:`Frame.microstep_values`). Empty for a step of one microstep or none."""
+    groups = frame.microsteps
+    values = frame.microstep_values or ()
+    if len(groups) < 2:
+        return []
+    out = []
+    for k, group in enumerate(groups[:MAX_SUBSTEPS]):
+        active = frozenset(graph.active_ids(values[k])) if k < len(values) else frozenset()
+        out.append((group[0].event, moves_from_taken(graph, group), active))
+    return out
 
 
 MAX_EXPANSIONS = 8
@@ -260,6 +300,19 @@ def expansions_html(lay: Layout, subs: Sequence[Layout]) -> str:
     return "".join(out)
 
 
+def _lit(charts: Sequence[Layout], lay: Layout, moves: Iterable[ObservedEdge]) -> list[str]:
+    """The element ids drawing ``moves`` in the chart and its expanded boxes, sorted."""
+    return sorted(
+        {
+            e
+            for c in charts
+            for m in moves
+            if c is lay or (m.source in c.graph.nodes and m.target in c.graph.nodes)
+            for e in c.edge_elements(m)
+        }
+    )
+
+
 def _finish(
     got: _Collected, lay: Layout | None, name: str, subs: Sequence[Layout] = ()
 ) -> dict[str, Any]:
@@ -280,19 +333,25 @@ def _finish(
                 paths.append(active_path_lines(lay.graph, active))
             row["en"] = sorted({c.plan.states[s] for c in charts for s in entered if s in c.plan.states})
             row["ex"] = sorted({c.plan.states[s] for c in charts for s in exited if s in c.plan.states})
-            row["tk"] = sorted(
-                {
-                    e
-                    for c in charts
-                    for m in moves
-                    if c is lay or (m.source in c.graph.nodes and m.target in c.graph.nodes)
-                    for e in c.edge_elements(m)
-                }
-            )
+            row["tk"] = _lit(charts, lay, moves)
+            # the microsteps (frame field "ms"): per sub-step [event type, lit edge ids, index of
+            # the configuration active after it (-1: unknown)]
+            chain = row.pop("_ms", None)
+            if chain:
+                ms = []
+                for ev, sub_moves, sub_active in chain:
+                    sub_key = tuple(sorted({e for c in charts for s in sub_active
+                                            if (e := c.plan.states.get(s)) in c.element_ids}))
+                    a = configs.setdefault(sub_key, len(configs)) if sub_active else -1
+                    if lay.collapsed and a == len(paths):
+                        paths.append(active_path_lines(lay.graph, sub_active))
+                    ms.append([ev[:200], _lit(charts, lay, sub_moves), a])
+                row["ms"] = ms
         config_list = [list(c) for c in configs]
     else:
         config_list = []
     for row in rows:  # leave out defaults to keep the page small (the player reads them as absent)
+        row.pop("_ms", None)
         for fld in ("c", "x", "ig", "ch", "en", "ex", "tk"):
             if row.get(fld) in (None, False, []):
                 row.pop(fld, None)
@@ -324,6 +383,7 @@ def _page(
     heads = "".join(
         f'<div class="as-col as-pane" data-pane="{k}"><div class="as-pane-head"><b class="as-pane-name"></b> '
         f'<span class="as-badge-slot"></span></div><div class="as-event-slot"></div>'
+        f'<div class="as-sec as-microsteps-slot-title">microsteps</div><div class="as-microsteps-slot"></div>'
         f'<div class="as-sec as-actors-title">actors and timers</div><div class="as-actors"></div></div>'
         for k in range(n_panes)
     )

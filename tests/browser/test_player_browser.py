@@ -329,4 +329,13 @@ def test_static_player_lights_the_edges_the_engine_took(browser_context: Any, tm
         lit = set(page.eval_on_selector_all("#as-chart .as-taken", "els => els.map(e => e.id)"))
         page.locator("#as-chart").screenshot(path=str(ARTIFACTS / f"triage_lit_edges_{k}.png"))
         assert lit == expected(k), k
+        # the microsteps panel: none for the one-microstep retry; the chain at entry 4 as sub-steps
+        steps = page.eval_on_selector_all(".as-microsteps > li", "els => els.map(e => e.textContent)")
+        if k == 3:
+            assert steps == [] and not page.is_visible(".as-microsteps-slot-title")
+        else:
+            assert len(steps) == len(frames[4].microsteps) >= 2, steps
+            assert "always: working.routing → working.escalating" in steps[-1], steps
+            assert page.is_visible(".as-microsteps-slot-title")
+            page.locator(".as-microsteps").screenshot(path=str(ARTIFACTS / "triage_microsteps_4.png"))
     page.close()
