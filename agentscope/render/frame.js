@@ -98,7 +98,7 @@ function microsteps(f){
   if (!f.mi) return null;  // one microstep (or none): the chart's lit edges say it all
   var ol = el('ol','as-microsteps');
   f.mi.forEach(function(m){
-    var li = el('li'); li.appendChild(el('span','as-event-type', m[0]));
+    var li = el('li'); li.appendChild(el('b','as-ms-type', m[0]));
     m[1].forEach(function(t){
       var line = ' ' + (t[0] === 'on' ? '' : t[0] + ': ') + t[1] + ' → ' + (t[2].length ? t[2].join(', ') : t[1]);
       var s = el('span','as-meta', line); if (t[3]) s.title = 'guard: ' + t[3];
