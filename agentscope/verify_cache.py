@@ -38,12 +38,21 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentscope.errors import CacheWarning
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agentscope.bulk import MachineSpec
+
+class MachineSpec(Protocol):
+    """What the cache reads of a machine recipe (:class:`agentscope.bulk.MachineSpec` is one):
+    its engine kind, module (file path or dotted name) and export."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def module(self) -> str: ...
+    @property
+    def export(self) -> str | None: ...
 
 __all__ = ["FORMAT", "VERSION", "CachedRow", "VerdictCache", "check_cache_path", "file_digest",
            "file_signature", "machine_key"]
